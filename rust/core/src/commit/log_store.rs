@@ -1,0 +1,88 @@
+//! Put-if-absent for commit files on a local file system (concurrency.md §1): write a unique
+//! hidden temporary in `_delta_log/`, fsync it, publish it with `link(2)` (fails if the target
+//! exists, and never exposes a partial file), then drop the temporary.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::log::path::commit_path;
+
+/// Write `bytes` as commit `version` unless it exists. `Ok(false)` means another writer won.
+pub fn put_if_absent(log_dir: &Path, version: i64, bytes: &[u8]) -> Result<bool> {
+    std::fs::create_dir_all(log_dir).map_err(|e| Error::io(log_dir, e))?;
+    let target = commit_path(log_dir, version);
+    let tmp = log_dir.join(format!(".{version:020}.json.{}.tmp", uuid::Uuid::new_v4()));
+    let written = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, e));
+    }
+    let linked = std::fs::hard_link(&tmp, &target);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            sync_dir(log_dir);
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(&target, e)),
+    }
+}
+
+fn sync_dir(dir: &Path) {
+    // Durability of the directory entry; failure here does not undo the commit.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Write a file that may be replaced (checkpoints, `_last_checkpoint`): temp + rename.
+pub fn put_replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(".{}.{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("file"), uuid::Uuid::new_v4()));
+    let written = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_writer_loses_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(put_if_absent(dir.path(), 0, b"one\n").unwrap());
+        assert!(!put_if_absent(dir.path(), 0, b"two\n").unwrap());
+        assert_eq!(std::fs::read(commit_path(dir.path(), 0)).unwrap(), b"one\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn racing_threads_exactly_one_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let wins: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8).map(|i| {
+                let d = dir.path();
+                s.spawn(move || put_if_absent(d, 5, format!("{i}\n").as_bytes()).unwrap() as usize)
+            }).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(wins, 1);
+    }
+}

@@ -1,0 +1,3 @@
+//! Writing to the log.
+
+pub mod log_store;

@@ -1,0 +1,191 @@
+//! Delta's RoaringBitmapArray serialization over `roaring::RoaringTreemap` (protocol-notes.md §5.5).
+//! Magic number (LE), then either the portable 64-bit format (what Delta writes) or the legacy
+//! native format (read only).
+
+use std::io::{Cursor, Read};
+
+use roaring::{RoaringBitmap, RoaringTreemap};
+
+pub const MAGIC_PORTABLE: u32 = 1681511377;
+pub const MAGIC_NATIVE: u32 = 1681511376;
+/// Row indexes must keep the most significant bit of the bucket key clear.
+pub const MAX_ROW_INDEX: u64 = (1u64 << 63) - 1;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeletionBitmap(pub RoaringTreemap);
+
+impl DeletionBitmap {
+    pub fn from_positions<I: IntoIterator<Item = u64>>(positions: I) -> Result<Self, String> {
+        let mut t = RoaringTreemap::new();
+        for p in positions {
+            if p > MAX_ROW_INDEX {
+                return Err(format!("row index {p} is larger than Delta allows ({MAX_ROW_INDEX})"));
+            }
+            t.insert(p);
+        }
+        Ok(DeletionBitmap(t))
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.0.iter().collect()
+    }
+
+    pub fn union(&self, other: &DeletionBitmap) -> DeletionBitmap {
+        DeletionBitmap(&self.0 | &other.0)
+    }
+
+    /// Serialize in the portable format with the Delta magic number.
+    pub fn serialize(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.0.serialized_size());
+        out.extend_from_slice(&MAGIC_PORTABLE.to_le_bytes());
+        self.0.serialize_into(&mut out).expect("writing to a Vec cannot fail");
+        out
+    }
+
+    /// Deserialize either format. Every malformed input is an `Err`, never a panic.
+    pub fn deserialize(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.len() < 4 {
+            return Err(format!("bitmap is {} bytes, too short for the magic number", bytes.len()));
+        }
+        let magic = u32::from_le_bytes(bytes[..4].try_into().unwrap());
+        let body = &bytes[4..];
+        let treemap = match magic {
+            MAGIC_PORTABLE => read_portable(body)?,
+            MAGIC_NATIVE => read_native(body)?,
+            other => {
+                return Err(format!(
+                    "unknown RoaringBitmapArray magic number {other} (expected {MAGIC_PORTABLE} or {MAGIC_NATIVE})"
+                ))
+            }
+        };
+        if let Some(max) = treemap.max() {
+            if max > MAX_ROW_INDEX {
+                return Err(format!("bitmap holds row index {max}, beyond the largest Delta allows"));
+            }
+        }
+        Ok(DeletionBitmap(treemap))
+    }
+}
+
+fn read_u32(r: &mut Cursor<&[u8]>) -> Result<u32, String> {
+    let mut b = [0u8; 4];
+    r.read_exact(&mut b).map_err(|_| "bitmap truncated".to_string())?;
+    Ok(u32::from_le_bytes(b))
+}
+
+fn read_bitmap(r: &mut Cursor<&[u8]>) -> Result<RoaringBitmap, String> {
+    RoaringBitmap::deserialize_from(r).map_err(|e| format!("invalid 32-bit roaring bitmap: {e}"))
+}
+
+fn read_portable(body: &[u8]) -> Result<RoaringTreemap, String> {
+    let mut r = Cursor::new(body);
+    let lo = read_u32(&mut r)? as u64;
+    let hi = read_u32(&mut r)? as u64;
+    let buckets = (hi << 32) | lo;
+    // Each bucket needs at least a key and a cookie: refuse counts the input cannot hold.
+    if buckets > body.len() as u64 / 8 {
+        return Err(format!("bitmap claims {buckets} buckets but holds only {} bytes", body.len()));
+    }
+    let mut parts = Vec::with_capacity(buckets as usize);
+    let mut previous: Option<u32> = None;
+    for _ in 0..buckets {
+        let key = read_u32(&mut r)?;
+        if previous.is_some_and(|p| key <= p) {
+            return Err(format!("bucket keys are not ascending ({key} after {})", previous.unwrap()));
+        }
+        previous = Some(key);
+        parts.push((key, read_bitmap(&mut r)?));
+    }
+    expect_consumed(&r, body.len())?;
+    Ok(RoaringTreemap::from_bitmaps(parts))
+}
+
+fn read_native(body: &[u8]) -> Result<RoaringTreemap, String> {
+    let mut r = Cursor::new(body);
+    let count = read_u32(&mut r)?;
+    if count as u64 > body.len() as u64 / 8 {
+        return Err(format!("bitmap claims {count} buckets but holds only {} bytes", body.len()));
+    }
+    let mut parts = Vec::with_capacity(count as usize);
+    for key in 0..count {
+        let size = read_u32(&mut r)? as usize;
+        let start = r.position() as usize;
+        let end = start.checked_add(size).filter(|&e| e <= body.len()).ok_or("bitmap truncated")?;
+        let mut sub = Cursor::new(&body[start..end]);
+        parts.push((key, read_bitmap(&mut sub)?));
+        r.set_position(end as u64);
+    }
+    expect_consumed(&r, body.len())?;
+    Ok(RoaringTreemap::from_bitmaps(parts))
+}
+
+fn expect_consumed(r: &Cursor<&[u8]>, len: usize) -> Result<(), String> {
+    if r.position() as usize != len {
+        return Err(format!("{} trailing bytes after the bitmap", len - r.position() as usize));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dv::z85;
+
+    /// The corrected inline example used by delta-kernel-rs (protocol-notes.md §5.5): rows
+    /// 3, 4, 7, 11, 18, 29.
+    #[test]
+    fn kernel_inline_vector() {
+        let bytes = z85::decode("^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L").unwrap();
+        let bm = DeletionBitmap::deserialize(&bytes[..44]).unwrap();
+        assert_eq!(bm.to_vec(), vec![3, 4, 7, 11, 18, 29]);
+    }
+
+    #[test]
+    fn roundtrip_with_high_buckets() {
+        let values = [0u64, 5, 1 << 32, (1 << 33) + 7, MAX_ROW_INDEX];
+        let bm = DeletionBitmap::from_positions(values).unwrap();
+        let back = DeletionBitmap::deserialize(&bm.serialize()).unwrap();
+        assert_eq!(back.to_vec(), values.to_vec());
+    }
+
+    #[test]
+    fn empty_buckets_are_accepted() {
+        // Portable format with an empty bucket 0 then bucket 1 holding {2}: what delta-spark writes.
+        let mut bytes = MAGIC_PORTABLE.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&2u64.to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        RoaringBitmap::new().serialize_into(&mut bytes).unwrap();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        RoaringBitmap::from_iter([2u32]).serialize_into(&mut bytes).unwrap();
+        assert_eq!(DeletionBitmap::deserialize(&bytes).unwrap().to_vec(), vec![(1u64 << 32) + 2]);
+    }
+
+    #[test]
+    fn native_format() {
+        let mut bytes = MAGIC_NATIVE.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        let mut inner = Vec::new();
+        RoaringBitmap::from_iter([1u32, 9]).serialize_into(&mut inner).unwrap();
+        bytes.extend_from_slice(&(inner.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&inner);
+        assert_eq!(DeletionBitmap::deserialize(&bytes).unwrap().to_vec(), vec![1, 9]);
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(DeletionBitmap::deserialize(&[]).is_err());
+        assert!(DeletionBitmap::deserialize(&[1, 2, 3, 4, 5]).is_err());
+        let mut bytes = MAGIC_PORTABLE.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(DeletionBitmap::deserialize(&bytes).is_err());
+        assert!(DeletionBitmap::from_positions([u64::MAX]).is_err());
+    }
+}

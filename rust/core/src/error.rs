@@ -1,0 +1,73 @@
+//! The one error type of the core. The Python binding maps each variant to one exception class.
+
+use std::path::{Path, PathBuf};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no Delta table at {path}: {reason}")]
+    TableNotFound { path: String, reason: String },
+
+    #[error("a Delta table already exists at {path} (found {found})")]
+    TableAlreadyExists { path: String, found: String },
+
+    #[error("corrupt Delta log: {file}{}: {message}", version_suffix(*.version))]
+    CorruptLog { file: String, version: Option<i64>, message: String },
+
+    #[error("version {version} of {table} cannot be read: {reason}")]
+    VersionNotFound { table: String, version: i64, reason: String },
+
+    #[error("unsupported {what} in {table}{}: {detail}", version_suffix(*.version))]
+    UnsupportedFeature { table: String, version: Option<i64>, what: String, detail: String },
+
+    #[error("deletion vector error in {file}: {message}")]
+    DeletionVector { file: String, message: String },
+
+    #[error("I/O error on {path}: {source}")]
+    Io { path: String, #[source] source: std::io::Error },
+
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+fn version_suffix(v: Option<i64>) -> String {
+    v.map(|v| format!(" (version {v})")).unwrap_or_default()
+}
+
+impl Error {
+    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
+        Error::Io { path: path.as_ref().display().to_string(), source }
+    }
+
+    pub fn corrupt(file: impl AsRef<Path>, version: Option<i64>, message: impl Into<String>) -> Self {
+        Error::CorruptLog {
+            file: file.as_ref().display().to_string(),
+            version,
+            message: message.into(),
+        }
+    }
+
+    pub fn dv(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::DeletionVector { file: file.into(), message: message.into() }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument(message.into())
+    }
+}
+
+/// Attach a path to an I/O error without losing its kind.
+pub trait IoContext<T> {
+    fn at(self, path: impl AsRef<Path>) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: impl AsRef<Path>) -> Result<T> {
+        self.map_err(|e| Error::io(path, e))
+    }
+}
+
+pub fn display(p: &Path) -> String {
+    PathBuf::from(p).display().to_string()
+}

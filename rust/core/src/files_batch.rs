@@ -1,0 +1,219 @@
+//! Arrow views of a snapshot: one row per live file (`Snapshot.files()` in Python) and the typed
+//! partition values of those files, in the same row order.
+
+use std::sync::Arc;
+
+use arrow_array::builder::*;
+use arrow_array::{ArrayRef, RecordBatch, StructArray};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
+
+use crate::error::{Error, Result};
+use crate::partition::Scalar;
+use crate::schema::DataType;
+use crate::snapshot::Snapshot;
+use crate::stats;
+
+fn arrow_err(e: arrow_schema::ArrowError) -> Error {
+    Error::invalid(format!("building Arrow data: {e}"))
+}
+
+pub fn files_batch(snap: &Snapshot) -> Result<RecordBatch> {
+    let files = snap.files();
+    let n = files.len();
+    let mut path = StringBuilder::with_capacity(n, n * 64);
+    let mut pv = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    let mut size = Int64Builder::with_capacity(n);
+    let mut mtime = Int64Builder::with_capacity(n);
+    let mut data_change = BooleanBuilder::with_capacity(n);
+    let mut stats_col = StringBuilder::new();
+    let mut num_records = Int64Builder::with_capacity(n);
+    let mut tags = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    let mut dv_storage = StringBuilder::new();
+    let mut dv_path = StringBuilder::new();
+    let mut dv_offset = Int32Builder::new();
+    let mut dv_size = Int32Builder::new();
+    let mut dv_card = Int64Builder::new();
+    let mut dv_valid = Vec::with_capacity(n);
+    let mut dv_cardinality = Int64Builder::with_capacity(n);
+    let mut base_row_id = Int64Builder::with_capacity(n);
+    let mut drcv = Int64Builder::with_capacity(n);
+
+    for f in files {
+        path.append_value(&f.path);
+        for col in &snap.partition_columns {
+            pv.keys().append_value(&col.name);
+            pv.values().append_option(snap.raw_partition_value(f, col));
+        }
+        pv.append(true).map_err(arrow_err)?;
+        size.append_value(f.size);
+        mtime.append_value(f.modification_time);
+        data_change.append_value(f.data_change);
+        stats_col.append_option(f.stats.as_deref());
+        num_records.append_option(stats::num_records(f.stats.as_deref()));
+        match &f.tags {
+            Some(t) => {
+                for (k, v) in t.iter() {
+                    tags.keys().append_value(k);
+                    tags.values().append_option(v.as_deref());
+                }
+                tags.append(true).map_err(arrow_err)?;
+            }
+            None => tags.append(false).map_err(arrow_err)?,
+        }
+        match &f.deletion_vector {
+            Some(d) => {
+                dv_storage.append_value(&d.storage_type);
+                dv_path.append_value(&d.path_or_inline_dv);
+                dv_offset.append_option(d.offset);
+                dv_size.append_value(d.size_in_bytes);
+                dv_card.append_value(d.cardinality);
+                dv_valid.push(true);
+                dv_cardinality.append_value(d.cardinality);
+            }
+            None => {
+                dv_storage.append_null();
+                dv_path.append_null();
+                dv_offset.append_null();
+                dv_size.append_null();
+                dv_card.append_null();
+                dv_valid.push(false);
+                dv_cardinality.append_value(0);
+            }
+        }
+        base_row_id.append_option(f.base_row_id);
+        drcv.append_option(f.default_row_commit_version);
+    }
+
+    let dv_fields = Fields::from(vec![
+        Field::new("storage_type", ArrowType::Utf8, true),
+        Field::new("path_or_inline_dv", ArrowType::Utf8, true),
+        Field::new("offset", ArrowType::Int32, true),
+        Field::new("size_in_bytes", ArrowType::Int32, true),
+        Field::new("cardinality", ArrowType::Int64, true),
+    ]);
+    let dv_children: Vec<ArrayRef> = vec![
+        Arc::new(dv_storage.finish()),
+        Arc::new(dv_path.finish()),
+        Arc::new(dv_offset.finish()),
+        Arc::new(dv_size.finish()),
+        Arc::new(dv_card.finish()),
+    ];
+    let dv = StructArray::try_new(dv_fields.clone(), dv_children, Some(NullBuffer::from(dv_valid))).map_err(arrow_err)?;
+    let pv = pv.finish();
+    let tags = tags.finish();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("path", Arc::new(path.finish())),
+        ("partition_values", Arc::new(pv)),
+        ("size", Arc::new(size.finish())),
+        ("modification_time", Arc::new(mtime.finish())),
+        ("data_change", Arc::new(data_change.finish())),
+        ("stats", Arc::new(stats_col.finish())),
+        ("num_records", Arc::new(num_records.finish())),
+        ("tags", Arc::new(tags)),
+        ("deletion_vector", Arc::new(dv)),
+        ("dv_cardinality", Arc::new(dv_cardinality.finish())),
+        ("base_row_id", Arc::new(base_row_id.finish())),
+        ("default_row_commit_version", Arc::new(drcv.finish())),
+    ];
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), *name != "path" && *name != "size"))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns.into_iter().map(|c| c.1).collect()).map_err(arrow_err)
+}
+
+/// The Arrow type delta-occ uses for a Delta primitive partition type.
+fn arrow_type(t: &DataType) -> Option<ArrowType> {
+    Some(match t {
+        DataType::Primitive(p) => match p.as_str() {
+            "string" => ArrowType::Utf8,
+            "long" => ArrowType::Int64,
+            "integer" => ArrowType::Int32,
+            "short" => ArrowType::Int16,
+            "byte" => ArrowType::Int8,
+            "float" => ArrowType::Float32,
+            "double" => ArrowType::Float64,
+            "boolean" => ArrowType::Boolean,
+            "date" => ArrowType::Date32,
+            "timestamp" => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            "timestamp_ntz" => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            "binary" => ArrowType::Binary,
+            _ => return None,
+        },
+        DataType::Decimal(p, s) => ArrowType::Decimal128(*p, *s),
+        _ => return None,
+    })
+}
+
+/// One typed column per partition column (logical names), one row per file of `files_batch`.
+pub fn partition_batch(snap: &Snapshot) -> Result<RecordBatch> {
+    let files = snap.files();
+    let mut fields = Vec::new();
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    for col in &snap.partition_columns {
+        let ty = arrow_type(&col.data_type)
+            .ok_or_else(|| Error::invalid(format!("partition column {} has unsupported type {:?}", col.name, col.data_type)))?;
+        let mut builder = make_builder(&ty, files.len());
+        for f in files {
+            append(builder.as_mut(), &ty, snap.typed_partition_value(f, col)?)?;
+        }
+        fields.push(Field::new(&col.name, ty, true));
+        arrays.push(builder.finish());
+    }
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(files.len()));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options).map_err(arrow_err)
+}
+
+fn append(b: &mut dyn ArrayBuilder, ty: &ArrowType, v: Scalar) -> Result<()> {
+    macro_rules! typed {
+        ($builder:ty) => {
+            b.as_any_mut().downcast_mut::<$builder>().expect("builder matches its type")
+        };
+    }
+    let mismatch = |v: &Scalar| Error::invalid(format!("partition value {v:?} does not fit {ty:?}"));
+    match (ty, v) {
+        (ArrowType::Utf8, Scalar::String(s)) => typed!(StringBuilder).append_value(s),
+        (ArrowType::Utf8, Scalar::Null) => typed!(StringBuilder).append_null(),
+        (ArrowType::Int64, v) => typed!(Int64Builder).append_option(long(v)?),
+        (ArrowType::Int32, v) => typed!(Int32Builder).append_option(long(v)?.map(|x| x as i32)),
+        (ArrowType::Int16, v) => typed!(Int16Builder).append_option(long(v)?.map(|x| x as i16)),
+        (ArrowType::Int8, v) => typed!(Int8Builder).append_option(long(v)?.map(|x| x as i8)),
+        (ArrowType::Float32, Scalar::Double(d)) => typed!(Float32Builder).append_value(d as f32),
+        (ArrowType::Float32, Scalar::Null) => typed!(Float32Builder).append_null(),
+        (ArrowType::Float64, Scalar::Double(d)) => typed!(Float64Builder).append_value(d),
+        (ArrowType::Float64, Scalar::Null) => typed!(Float64Builder).append_null(),
+        (ArrowType::Boolean, Scalar::Boolean(x)) => typed!(BooleanBuilder).append_value(x),
+        (ArrowType::Boolean, Scalar::Null) => typed!(BooleanBuilder).append_null(),
+        (ArrowType::Date32, Scalar::Date(d)) => typed!(Date32Builder).append_value(d),
+        (ArrowType::Date32, Scalar::Null) => typed!(Date32Builder).append_null(),
+        (ArrowType::Timestamp(..), Scalar::Timestamp(t) | Scalar::TimestampNtz(t)) => {
+            typed!(TimestampMicrosecondBuilder).append_value(t)
+        }
+        (ArrowType::Timestamp(..), Scalar::Null) => typed!(TimestampMicrosecondBuilder).append_null(),
+        (ArrowType::Decimal128(..), Scalar::Decimal(x, _)) => typed!(Decimal128Builder).append_value(x),
+        (ArrowType::Decimal128(..), Scalar::Null) => typed!(Decimal128Builder).append_null(),
+        (ArrowType::Binary, Scalar::Binary(x)) => typed!(BinaryBuilder).append_value(x),
+        (ArrowType::Binary, Scalar::Null) => typed!(BinaryBuilder).append_null(),
+        (_, v) => return Err(mismatch(&v)),
+    }
+    Ok(())
+}
+
+fn long(v: Scalar) -> Result<Option<i64>> {
+    match v {
+        Scalar::Long(x) => Ok(Some(x)),
+        Scalar::Null => Ok(None),
+        other => Err(Error::invalid(format!("expected an integer partition value, found {other:?}"))),
+    }
+}
+
+fn make_builder(ty: &ArrowType, n: usize) -> Box<dyn ArrayBuilder> {
+    match ty {
+        ArrowType::Timestamp(TimeUnit::Microsecond, tz) => {
+            Box::new(TimestampMicrosecondBuilder::with_capacity(n).with_timezone_opt(tz.clone()))
+        }
+        ArrowType::Decimal128(p, s) => Box::new(Decimal128Builder::with_capacity(n).with_precision_and_scale(*p, *s).expect("valid decimal")),
+        other => arrow_array::builder::make_builder(other, n),
+    }
+}

@@ -1,0 +1,22 @@
+//! delta-occ core: Delta Lake log replay, deletion vectors and (later) optimistic concurrency
+//! control, in pure Rust with no Python dependency.
+
+pub mod commit;
+pub mod dv;
+pub mod error;
+pub mod files_batch;
+pub mod isolation;
+pub mod log;
+pub mod parallel;
+pub mod partition;
+pub mod protocol;
+pub mod schema;
+pub mod snapshot;
+pub mod stats;
+pub mod table;
+pub mod uri;
+
+pub use error::{Error, Result};
+pub use isolation::IsolationLevel;
+pub use snapshot::Snapshot;
+pub use table::Table;

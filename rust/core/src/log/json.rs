@@ -1,0 +1,120 @@
+//! Newline-delimited JSON commits (and JSON V2 checkpoints).
+
+use std::path::Path;
+
+use super::actions::{Action, JsonLine};
+use crate::error::{Error, Result};
+
+/// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
+/// threads (no global pool: safe in forked children).
+pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Error::corrupt(file, version, format!("not UTF-8 at byte {}", e.valid_up_to())))?;
+    let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
+    if threads <= 1 {
+        return parse_chunk(text, 1, file, version);
+    }
+    let chunks = split_lines(text, threads);
+    let results: Vec<Result<Vec<Action>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|&(first_line, chunk)| s.spawn(move || parse_chunk(chunk, first_line, file, version)))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("parser thread panicked")).collect()
+    });
+    let mut out = Vec::new();
+    for r in results {
+        let mut part = r?;
+        if out.is_empty() {
+            out = part;
+        } else {
+            out.append(&mut part);
+        }
+    }
+    Ok(out)
+}
+
+/// Split into about `n` chunks ending on newlines; each with the 1-based number of its first line.
+fn split_lines(text: &str, n: usize) -> Vec<(usize, &str)> {
+    let target = text.len() / n + 1;
+    let mut chunks = Vec::with_capacity(n);
+    let mut start = 0;
+    let mut line = 1;
+    while start < text.len() {
+        let mut end = (start + target).min(text.len());
+        if end < text.len() {
+            end = match text.as_bytes()[end..].iter().position(|&b| b == b'\n') {
+                Some(p) => end + p + 1,
+                None => text.len(),
+            };
+        }
+        let chunk = &text[start..end];
+        chunks.push((line, chunk));
+        line += bytecount_newlines(chunk);
+        start = end;
+    }
+    chunks
+}
+
+fn bytecount_newlines(s: &str) -> usize {
+    s.as_bytes().iter().filter(|&&b| b == b'\n').count()
+}
+
+fn parse_chunk(text: &str, first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
+    let mut out = Vec::with_capacity(text.len() / 200 + 1);
+    for (i, line) in text.split('\n').enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: JsonLine = serde_json::from_str(line).map_err(|e| {
+            Error::corrupt(file, version, format!("line {}: invalid action JSON: {e}", first_line + i))
+        })?;
+        parsed.into_actions(&mut out);
+    }
+    Ok(out)
+}
+
+/// Read and parse a commit file from disk.
+pub fn read_commit(path: &Path, version: i64) -> Result<Vec<Action>> {
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "commit file disappeared while reading the log"),
+        _ => Error::io(path, e),
+    })?;
+    parse_actions(&bytes, path, Some(version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_reports_line_numbers() {
+        let text = br#"{"commitInfo":{"operation":"WRITE"}}
+{"add":{"path":"a%20b","partitionValues":{"p":"1","q":null},"size":1,"modificationTime":2,"dataChange":true,"stats":"{\"numRecords\":3}"}}
+{"remove":{"path":"c","dataChange":true,"deletionTimestamp":5}}
+{"unknownAction":{"x":1}}
+"#;
+        let actions = parse_actions(text, Path::new("00.json"), Some(0)).unwrap();
+        assert_eq!(actions.len(), 3);
+        let Action::Add(a) = &actions[1] else { panic!() };
+        assert_eq!(&*a.path, "a%20b");
+        assert_eq!(a.partition_values[1], ("q".into(), None));
+        assert_eq!(a.stats.as_deref(), Some("{\"numRecords\":3}"));
+
+        let err = parse_actions(b"{\"add\":{\"path\":\"x\"}}\n{\"add\":", Path::new("f.json"), Some(3)).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("f.json") && msg.contains("version 3") && msg.contains("line 1"), "{msg}");
+    }
+
+    #[test]
+    fn split_keeps_all_lines() {
+        let text: String = (0..1000).map(|i| format!("line{i}\n")).collect();
+        let chunks = split_lines(&text, 4);
+        let joined: String = chunks.iter().map(|c| c.1).collect();
+        assert_eq!(joined, text);
+        let last = chunks.last().unwrap();
+        assert_eq!(&last.1[..4], "line");
+        assert_eq!(last.1.split('\n').next().unwrap(), format!("line{}", last.0 - 1));
+    }
+}

@@ -1,0 +1,9 @@
+//! Reading the Delta log: file names, commits, checkpoints, and replay into a snapshot.
+
+pub mod actions;
+pub mod checkpoint;
+pub mod json;
+pub mod last_checkpoint;
+pub mod path;
+pub mod replay;
+pub mod segment;

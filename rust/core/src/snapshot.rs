@@ -1,0 +1,136 @@
+//! A validated, immutable view of the table at one version.
+
+use std::path::{Path, PathBuf};
+
+use crate::dv::{self, DeletionBitmap};
+use crate::error::{Error, Result};
+use crate::isolation::IsolationLevel;
+use crate::log::actions::{AddFile, Metadata, Protocol};
+use crate::log::replay::LogState;
+use crate::partition::{self, Scalar};
+use crate::protocol;
+use crate::schema::{ColumnMappingMode, DataType, StructType};
+
+#[derive(Debug, Clone)]
+pub struct PartitionColumn {
+    pub name: String,
+    pub physical: String,
+    pub data_type: DataType,
+}
+
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub root: PathBuf,
+    pub state: LogState,
+    pub schema: StructType,
+    pub mapping: ColumnMappingMode,
+    pub partition_columns: Vec<PartitionColumn>,
+}
+
+impl Snapshot {
+    pub fn from_state(root: &Path, state: LogState) -> Result<Self> {
+        let table = root.display().to_string();
+        let log = root.join("_delta_log");
+        let protocol = state.protocol.as_ref().ok_or_else(|| {
+            Error::corrupt(&log, Some(state.version), "No protocol found: the log up to this version has no protocol action")
+        })?;
+        protocol::check_readable(protocol, &table, state.version)?;
+        let metadata = state.metadata.as_ref().ok_or_else(|| {
+            Error::corrupt(&log, Some(state.version), "No metadata found: the log up to this version has no metaData action")
+        })?;
+        let schema = StructType::parse(&metadata.schema_string)
+            .map_err(|m| Error::corrupt(&log, Some(state.version), format!("metaData.schemaString: {m}")))?;
+        let mapping = ColumnMappingMode::from_config(metadata.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+        let mut partition_columns = Vec::with_capacity(metadata.partition_columns.len());
+        for name in &metadata.partition_columns {
+            let field = schema.field(name).ok_or_else(|| {
+                Error::corrupt(&log, Some(state.version), format!("partition column {name:?} is not in the schema"))
+            })?;
+            partition_columns.push(PartitionColumn {
+                name: field.name.clone(),
+                physical: field.physical_name(mapping).to_string(),
+                data_type: field.data_type.clone(),
+            });
+        }
+        Ok(Snapshot { root: root.to_path_buf(), state, schema, mapping, partition_columns })
+    }
+
+    pub fn version(&self) -> i64 {
+        self.state.version
+    }
+
+    pub fn protocol(&self) -> &Protocol {
+        self.state.protocol.as_ref().expect("validated in from_state")
+    }
+
+    pub fn metadata(&self) -> &Metadata {
+        self.state.metadata.as_ref().expect("validated in from_state")
+    }
+
+    pub fn files(&self) -> &[AddFile] {
+        &self.state.files
+    }
+
+    pub fn isolation_level(&self) -> Result<IsolationLevel> {
+        IsolationLevel::of_table(&self.metadata().configuration)
+    }
+
+    /// Look a live file up by its log path, or by its decoded path.
+    pub fn file(&self, path: &str) -> Option<&AddFile> {
+        if let Some(i) = self.state.file_index(path) {
+            return Some(&self.state.files[i]);
+        }
+        let encoded = crate::uri::encode_log_path(path);
+        if let Some(i) = self.state.file_index(&encoded) {
+            return Some(&self.state.files[i]);
+        }
+        self.state.files.iter().find(|f| {
+            percent_encoding::percent_decode_str(&f.path).decode_utf8().map(|d| d == path).unwrap_or(false)
+        })
+    }
+
+    /// Row positions deleted from this file by its DV (empty when it has none).
+    pub fn deleted_rows(&self, path: &str) -> Result<DeletionBitmap> {
+        let file = self.file(path).ok_or_else(|| {
+            Error::invalid(format!("{path:?} is not a live file of {} at version {}", self.root.display(), self.version()))
+        })?;
+        self.deleted_rows_of(file)
+    }
+
+    pub fn deleted_rows_of(&self, file: &AddFile) -> Result<DeletionBitmap> {
+        match &file.deletion_vector {
+            None => Ok(DeletionBitmap::default()),
+            Some(d) => dv::file::read(&self.root, d).map_err(|e| match e {
+                Error::DeletionVector { file: f, message } => Error::DeletionVector {
+                    file: f,
+                    message: format!("{message} (DV of data file {} at version {})", file.path, self.version()),
+                },
+                other => other,
+            }),
+        }
+    }
+
+    /// The raw (string) value of a partition column for a file, by logical column.
+    pub fn raw_partition_value<'a>(&self, file: &'a AddFile, column: &PartitionColumn) -> Option<&'a str> {
+        file.partition_values
+            .iter()
+            .find(|(k, _)| **k == *column.physical)
+            .or_else(|| file.partition_values.iter().find(|(k, _)| k.eq_ignore_ascii_case(&column.physical)))
+            .and_then(|(_, v)| v.as_deref())
+    }
+
+    pub fn typed_partition_value(&self, file: &AddFile, column: &PartitionColumn) -> Result<Scalar> {
+        partition::parse(self.raw_partition_value(file, column), &column.data_type).map_err(|m| {
+            Error::corrupt(
+                self.root.join("_delta_log"),
+                Some(self.version()),
+                format!("file {}: partition column {}: {m}", file.path, column.name),
+            )
+        })
+    }
+
+    pub fn data_path(&self, file: &AddFile) -> Result<PathBuf> {
+        crate::uri::resolve_data_path(&self.root, &file.path)
+            .map_err(|m| Error::corrupt(self.root.join("_delta_log"), Some(self.version()), format!("add.path {}: {m}", file.path)))
+    }
+}

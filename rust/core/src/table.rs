@@ -1,0 +1,303 @@
+//! Opening, refreshing, time travel, history and creation of a table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::commit::log_store;
+use crate::error::{Error, Result};
+use crate::isolation::{self, IsolationLevel};
+use crate::log::actions::{Format, Metadata};
+use crate::log::replay::LogState;
+use crate::log::segment::{self, log_dir, Listing};
+use crate::log::{checkpoint, json as json_log};
+use crate::parallel;
+use crate::schema::{ColumnMappingMode, StructType};
+use crate::snapshot::Snapshot;
+
+pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
+
+/// Commits parsed concurrently before being applied, to bound peak memory.
+const COMMIT_BATCH: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    root: PathBuf,
+    latest: Arc<Snapshot>,
+}
+
+pub fn resolve_location(location: &str) -> Result<PathBuf> {
+    crate::uri::to_local_path(location).map_err(Error::invalid)
+}
+
+/// Replay the log up to `version` (latest when `None`).
+pub fn load(root: &Path, version: Option<i64>) -> Result<Snapshot> {
+    let listing = segment::list(root, 0)?;
+    load_from_listing(root, &listing, version)
+}
+
+fn load_from_listing(root: &Path, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
+    let seg = listing.segment(root, version)?;
+    let mut state = LogState::new();
+    if let Some(cp) = &seg.checkpoint {
+        let actions = checkpoint::read(&log_dir(root), cp)?;
+        state.apply_checkpoint(cp.version, actions);
+    }
+    apply_commits(&mut state, &seg.commits)?;
+    Snapshot::from_state(root, state)
+}
+
+fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) -> Result<()> {
+    for batch in commits.chunks(COMMIT_BATCH) {
+        let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
+        for (f, actions) in batch.iter().zip(parsed) {
+            state.apply_commit(f.version, actions?);
+        }
+    }
+    Ok(())
+}
+
+impl Table {
+    pub fn open(location: &str) -> Result<Self> {
+        let root = resolve_location(location)?;
+        if !root.is_dir() {
+            return Err(Error::TableNotFound { path: root.display().to_string(), reason: "the directory does not exist".into() });
+        }
+        let latest = Arc::new(load(&root, None)?);
+        Ok(Table { root, latest })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn latest(&self) -> Arc<Snapshot> {
+        self.latest.clone()
+    }
+
+    pub fn version(&self) -> i64 {
+        self.latest.version()
+    }
+
+    /// Read only the commits newer than the latest known version. Returns the new latest version.
+    pub fn refresh(&mut self) -> Result<i64> {
+        let from = self.latest.version() + 1;
+        let listing = segment::list(&self.root, from)?;
+        let Some(newest) = listing.commits.keys().next_back().copied() else { return Ok(self.latest.version()) };
+        let contiguous = (from..=newest).all(|v| listing.commits.contains_key(&v));
+        if !contiguous {
+            // Something unusual (a gap, or a log rewritten underneath us): replay from scratch.
+            self.latest = Arc::new(load(&self.root, None)?);
+            return Ok(self.latest.version());
+        }
+        let commits: Vec<_> = listing.commits.values().cloned().collect();
+        let mut state = self.latest.state.clone();
+        apply_commits(&mut state, &commits)?;
+        self.latest = Arc::new(Snapshot::from_state(&self.root, state)?);
+        Ok(self.latest.version())
+    }
+
+    /// The snapshot at `version` (latest known when `None`).
+    pub fn snapshot(&self, version: Option<i64>) -> Result<Arc<Snapshot>> {
+        match version {
+            None => Ok(self.latest.clone()),
+            Some(v) if v == self.latest.version() => Ok(self.latest.clone()),
+            Some(v) if v > self.latest.version() => {
+                let listing = segment::list(&self.root, self.latest.version() + 1)?;
+                if !(self.latest.version() + 1..=v).all(|x| listing.commits.contains_key(&x)) {
+                    return Err(Error::VersionNotFound {
+                        table: self.root.display().to_string(),
+                        version: v,
+                        reason: format!("the log ends at version {}", listing.latest_version().unwrap_or(self.latest.version()).max(self.latest.version())),
+                    });
+                }
+                let commits: Vec<_> = listing.commits.range(..=v).map(|(_, f)| f.clone()).collect();
+                let mut state = self.latest.state.clone();
+                apply_commits(&mut state, &commits)?;
+                Ok(Arc::new(Snapshot::from_state(&self.root, state)?))
+            }
+            Some(v) => Ok(Arc::new(load(&self.root, Some(v))?)),
+        }
+    }
+
+    /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`.
+    pub fn history(&self, limit: Option<usize>) -> Result<Vec<(i64, Option<String>)>> {
+        let listing = segment::list(&self.root, 0)?;
+        let mut versions: Vec<_> = listing.commits.values().rev().cloned().collect();
+        // Stop at the first gap: older commits were cleaned up.
+        let mut expected = versions.first().map(|f| f.version);
+        versions.retain(|f| {
+            let keep = Some(f.version) == expected;
+            if keep {
+                expected = Some(f.version - 1);
+            }
+            keep
+        });
+        if let Some(l) = limit {
+            versions.truncate(l);
+        }
+        let infos = parallel::map(&versions, |f| read_commit_info(&f.path, f.version));
+        versions.iter().zip(infos).map(|(f, i)| Ok((f.version, i?))).collect()
+    }
+
+    /// Create a table: commit version 0 with commitInfo, protocol and metaData.
+    pub fn create(
+        location: &str,
+        schema_string: &str,
+        partition_by: Vec<String>,
+        properties: BTreeMap<String, String>,
+        name: Option<String>,
+    ) -> Result<Self> {
+        let root = resolve_location(location)?;
+        let dir = log_dir(&root);
+        if let Ok(listing) = segment::list(&root, 0) {
+            if let Some(v) = listing.latest_version() {
+                return Err(Error::TableAlreadyExists { path: root.display().to_string(), found: format!("version {v}") });
+            }
+        }
+        let (schema_value, properties) = prepare_schema(schema_string, properties)?;
+        let schema_string = schema_value.to_string();
+        let schema = StructType::parse(&schema_string).map_err(Error::invalid)?;
+        check_columns(&schema, &partition_by)?;
+        let protocol = crate::protocol::for_new_table(&properties, &schema)?;
+        let level = IsolationLevel::of_table(&properties)?;
+        let now = chrono::Utc::now().timestamp_millis();
+        let metadata = Metadata {
+            id: uuid::Uuid::new_v4().to_string(),
+            name,
+            description: None,
+            format: Format::default(),
+            schema_string,
+            partition_columns: partition_by.clone(),
+            created_time: Some(now),
+            configuration: properties.clone(),
+        };
+        let mut info = json!({
+            "timestamp": now,
+            "operation": "CREATE TABLE",
+            "operationParameters": {
+                "partitionBy": serde_json::to_string(&partition_by).unwrap_or_default(),
+                "properties": serde_json::to_string(&properties).unwrap_or_default(),
+            },
+            "isolationLevel": level.as_str(),
+            "isBlindAppend": true,
+            "operationMetrics": {},
+            "engineInfo": ENGINE_INFO,
+            "txnId": uuid::Uuid::new_v4().to_string(),
+        });
+        if properties.get("delta.enableInCommitTimestamps").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            info["inCommitTimestamp"] = json!(now);
+        }
+        let lines = [json!({ "commitInfo": info }), json!({ "protocol": protocol }), json!({ "metaData": metadata })];
+        let mut bytes = Vec::new();
+        for l in &lines {
+            serde_json::to_writer(&mut bytes, l).expect("JSON values serialize");
+            bytes.push(b'\n');
+        }
+        std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        if !log_store::put_if_absent(&dir, 0, &bytes)? {
+            return Err(Error::TableAlreadyExists {
+                path: root.display().to_string(),
+                found: "version 0 written concurrently by another writer".into(),
+            });
+        }
+        let latest = Arc::new(load(&root, None)?);
+        Ok(Table { root, latest })
+    }
+}
+
+fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, rename = "commitInfo", default)]
+        commit_info: Option<&'a serde_json::value::RawValue>,
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed: Line = serde_json::from_slice(line)
+            .map_err(|e| Error::corrupt(path, Some(version), format!("line {}: invalid action JSON: {e}", i + 1)))?;
+        if let Some(c) = parsed.commit_info {
+            return Ok(Some(c.get().to_string()));
+        }
+    }
+    Ok(None)
+}
+
+fn check_columns(schema: &StructType, partition_by: &[String]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for f in &schema.fields {
+        if !seen.insert(f.name.to_lowercase()) {
+            return Err(Error::invalid(format!("duplicate column name {:?} (names are case-insensitive)", f.name)));
+        }
+    }
+    for p in partition_by {
+        let field = schema.field(p).ok_or_else(|| Error::invalid(format!("partition column {p:?} is not in the schema")))?;
+        if !matches!(field.data_type, crate::schema::DataType::Primitive(_) | crate::schema::DataType::Decimal(..)) {
+            return Err(Error::invalid(format!("partition column {p:?} must have a primitive type")));
+        }
+    }
+    if !partition_by.is_empty() && partition_by.len() == schema.fields.len() {
+        return Err(Error::invalid("a table needs at least one column that is not a partition column"));
+    }
+    Ok(())
+}
+
+/// Normalise properties and, with column mapping, give every field an id and a physical name.
+fn prepare_schema(schema_string: &str, mut props: BTreeMap<String, String>) -> Result<(Value, BTreeMap<String, String>)> {
+    let mut schema: Value = serde_json::from_str(schema_string).map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+    if let Some(v) = props.get(isolation::PROPERTY).cloned() {
+        let level = IsolationLevel::of_table(&BTreeMap::from([(isolation::PROPERTY.to_string(), v)]))?;
+        props.insert(isolation::PROPERTY.into(), level.as_str().into());
+    }
+    let mode = ColumnMappingMode::from_config(props.get("delta.columnMapping.mode").map(String::as_str))?;
+    if mode != ColumnMappingMode::None {
+        let mut next_id = 0i64;
+        assign_column_mapping(&mut schema, &mut next_id);
+        props.insert("delta.columnMapping.mode".into(), if mode == ColumnMappingMode::Name { "name" } else { "id" }.into());
+        props.insert("delta.columnMapping.maxColumnId".into(), next_id.to_string());
+    }
+    Ok((schema, props))
+}
+
+fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
+    match t {
+        Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+            Some("struct") => {
+                if let Some(Value::Array(fields)) = o.get_mut("fields") {
+                    for f in fields {
+                        *next_id += 1;
+                        let id = *next_id;
+                        if let Some(meta) = f.as_object_mut().map(|f| f.entry("metadata").or_insert_with(|| json!({}))) {
+                            if let Some(m) = meta.as_object_mut() {
+                                m.entry("delta.columnMapping.id").or_insert(json!(id));
+                                m.entry("delta.columnMapping.physicalName").or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
+                            }
+                        }
+                        if let Some(ft) = f.get_mut("type") {
+                            assign_column_mapping(ft, next_id);
+                        }
+                    }
+                }
+            }
+            Some("array") => {
+                if let Some(e) = o.get_mut("elementType") {
+                    assign_column_mapping(e, next_id);
+                }
+            }
+            Some("map") => {
+                for k in ["keyType", "valueType"] {
+                    if let Some(e) = o.get_mut(k) {
+                        assign_column_mapping(e, next_id);
+                    }
+                }
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+}

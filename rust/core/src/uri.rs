@@ -1,0 +1,64 @@
+//! Paths in the log are RFC 2396 URI-encoded; table locations may be `file://` URIs.
+
+use std::path::{Path, PathBuf};
+
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
+
+/// Turn a local path or `file:` URI into a path. Other schemes are not supported yet.
+pub fn to_local_path(location: &str) -> Result<PathBuf, String> {
+    if let Some(rest) = location.strip_prefix("file://") {
+        // file:///abs/path or file://localhost/abs/path
+        let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+        return Ok(PathBuf::from(decode(rest)?));
+    }
+    if let Some(rest) = location.strip_prefix("file:") {
+        return Ok(PathBuf::from(decode(rest)?));
+    }
+    if let Some((scheme, _)) = location.split_once("://") {
+        if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
+            return Err(format!("'{scheme}://' locations are not supported yet (local paths and file:// only)"));
+        }
+    }
+    Ok(PathBuf::from(location))
+}
+
+fn decode(s: &str) -> Result<String, String> {
+    percent_decode_str(s).decode_utf8().map(|c| c.into_owned()).map_err(|e| format!("{s:?} is not UTF-8 after decoding: {e}"))
+}
+
+/// Resolve an `add.path` against the table root: decode exactly once; absolute URIs stand alone.
+pub fn resolve_data_path(root: &Path, log_path: &str) -> Result<PathBuf, String> {
+    if log_path.contains("://") || log_path.starts_with("file:") {
+        return to_local_path(log_path);
+    }
+    let decoded = decode(log_path)?;
+    if decoded.starts_with('/') {
+        return Ok(PathBuf::from(decoded));
+    }
+    Ok(root.join(decoded))
+}
+
+/// Characters escaped when writing a relative path into the log (what Hadoop's Path.toUri does for
+/// the characters that matter: space, %, and the URI delimiters).
+const PATH_ESCAPE: &AsciiSet = &CONTROLS
+    .add(b' ').add(b'%').add(b'"').add(b'#').add(b'<').add(b'>').add(b'?').add(b'`')
+    .add(b'{').add(b'}').add(b'[').add(b']').add(b'^').add(b'|').add(b'\\');
+
+pub fn encode_log_path(relative: &str) -> String {
+    utf8_percent_encode(relative, PATH_ESCAPE).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_once() {
+        // golden delta-rs/delta-0.8.0-special-partition: log path x=A%252FA → directory x=A%2FA
+        assert_eq!(resolve_data_path(Path::new("/t"), "x=A%252FA/p.parquet").unwrap(), PathBuf::from("/t/x=A%2FA/p.parquet"));
+        assert_eq!(to_local_path("file:///a%20b/").unwrap(), PathBuf::from("/a b/"));
+        assert_eq!(to_local_path("file:/a/b").unwrap(), PathBuf::from("/a/b"));
+        assert!(to_local_path("s3://bucket/x").is_err());
+        assert_eq!(encode_log_path("x=A%2FA/a b.parquet"), "x=A%252FA/a%20b.parquet");
+    }
+}

@@ -1,1 +1,42 @@
+//! `delta_occ._core`: the thin PyO3 layer over `delta-occ-core`.
 
+use pyo3::prelude::*;
+
+mod arrow;
+mod dv;
+mod errors;
+mod snapshot;
+mod table;
+
+use errors::IntoPy;
+
+/// Canonical spelling of an isolation level name (any letter case); ValueError-compatible error.
+#[pyfunction]
+fn parse_isolation_level(text: &str) -> PyResult<&'static str> {
+    delta_occ_core::IsolationLevel::parse(text).py_err().map(|l| l.as_str())
+}
+
+/// Parse commit-file bytes; returns the number of actions. For tests and tools.
+#[pyfunction]
+fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
+    let data = data.to_vec();
+    py.detach(move || delta_occ_core::log::json::parse_actions(&data, std::path::Path::new("<bytes>"), None))
+        .py_err()
+        .map(|a| a.len())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<table::TableHandle>()?;
+    m.add_class::<snapshot::SnapshotHandle>()?;
+    m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;
+    m.add_function(wrap_pyfunction!(dv::write_deletion_vectors, m)?)?;
+    m.add_function(wrap_pyfunction!(dv::serialize_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(dv::deserialize_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(dv::z85_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(dv::z85_decode, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,136 @@
+"""Reading a snapshot's rows with pyarrow: DVs applied, column mapping resolved to logical names,
+partition columns filled from the log."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ._schema import delta_field_to_arrow, delta_type_to_arrow
+from .exceptions import CorruptLogError, InvalidArgumentError
+
+_FIELD_ID = b"PARQUET:field_id"
+
+
+def _physical(field: dict, mode: str) -> str:
+    if mode == "none":
+        return field["name"]
+    return field.get("metadata", {}).get("delta.columnMapping.physicalName", field["name"])
+
+
+def _field_id(field: dict) -> Optional[int]:
+    v = field.get("metadata", {}).get("delta.columnMapping.id")
+    return int(v) if v is not None else None
+
+
+def _find(arrow_fields: Sequence[pa.Field], field: dict, mode: str) -> Optional[int]:
+    """Index of the file column that holds a Delta field (by field id in id mode, else by name)."""
+    if mode == "id":
+        fid = _field_id(field)
+        for i, f in enumerate(arrow_fields):
+            if f.metadata and f.metadata.get(_FIELD_ID) is not None and int(f.metadata[_FIELD_ID]) == fid:
+                return i
+    name = _physical(field, mode)
+    for i, f in enumerate(arrow_fields):
+        if f.name == name:
+            return i
+    lowered = name.lower()
+    for i, f in enumerate(arrow_fields):
+        if f.name.lower() == lowered:
+            return i
+    return None
+
+
+def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
+    """Rename nested physical fields to logical names and cast to the table's types."""
+    target = delta_type_to_arrow(delta_type)
+    if isinstance(delta_type, dict) and delta_type.get("type") == "struct":
+        src_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]
+        children = []
+        for f in delta_type["fields"]:
+            i = _find(src_fields, f, mode)
+            if i is None:
+                children.append(pa.nulls(len(arr), delta_type_to_arrow(f["type"])))
+            else:
+                children.append(_conform(arr.field(i), f["type"], mode))
+        fields = [delta_field_to_arrow(f).with_nullable(True) for f in delta_type["fields"]]
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if isinstance(delta_type, dict) and delta_type.get("type") == "array":
+        if pa.types.is_large_list(arr.type):
+            arr = arr.cast(pa.list_(arr.type.value_type))
+        values = _conform(arr.values, delta_type["elementType"], mode)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=mask)
+    if isinstance(delta_type, dict) and delta_type.get("type") == "map":
+        keys = _conform(arr.keys, delta_type["keyType"], mode)
+        items = _conform(arr.items, delta_type["valueType"], mode)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+    if arr.type != target:
+        arr = arr.cast(target)
+    return arr
+
+
+def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
+    """Read the data columns of one file: ({logical name: array}, number of physical rows)."""
+    try:
+        pf = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
+    except FileNotFoundError as e:
+        raise CorruptLogError(f"data file {path} referenced by the log does not exist", file=path) from e
+    file_fields = list(pf.schema_arrow)
+    wanted = {}
+    for f in fields:
+        i = _find(file_fields, f, mode)
+        if i is not None:
+            wanted[f["name"]] = file_fields[i].name
+    n = pf.metadata.num_rows
+    raw = pf.read(columns=sorted(set(wanted.values())), use_threads=True) if wanted else None
+    out = {}
+    for f in fields:
+        if f["name"] in wanted:
+            out[f["name"]] = _conform(raw.column(wanted[f["name"]]).combine_chunks(), f["type"], mode)
+        else:
+            out[f["name"]] = pa.nulls(n, delta_type_to_arrow(f["type"]))
+    return out, n
+
+
+def read_snapshot(handle: Any, schema: pa.Schema, columns: Optional[Sequence[str]] = None) -> pa.Table:
+    delta_schema = json.loads(handle.schema_json)
+    mode = handle.column_mapping_mode
+    partition_cols = handle.partition_columns
+    by_name = {f["name"]: f for f in delta_schema["fields"]}
+    if columns is None:
+        columns = [f["name"] for f in delta_schema["fields"]]
+    else:
+        columns = list(columns)
+        if not columns:
+            raise InvalidArgumentError("columns must name at least one column (or be None for all)")
+        unknown = [c for c in columns if c not in by_name]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {list(by_name)}")
+    data_fields = [by_name[c] for c in columns if c not in partition_cols]
+    out_schema = pa.schema([schema.field(c) for c in columns])
+    files = handle.data_files()
+    if not files:
+        return out_schema.empty_table()
+    parts = pa.RecordBatch._import_from_c_capsule(*handle.partition_values())
+    tables = []
+    for i, (abs_path, log_path, has_dv) in enumerate(files):
+        data, n = _read_file(abs_path, data_fields, mode)
+        arrays = []
+        for c in columns:
+            if c in partition_cols:
+                scalar = parts.column(parts.schema.get_field_index(c))[i]
+                arrays.append(pa.repeat(scalar, n))
+            else:
+                arrays.append(data[c])
+        table = pa.Table.from_arrays(arrays, schema=out_schema)
+        if has_dv:
+            bits = handle.keep_mask(log_path, n)
+            table = table.filter(pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)]))
+        tables.append(table)
+    return pa.concat_tables(tables)

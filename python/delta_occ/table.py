@@ -1,0 +1,177 @@
+"""Tables and snapshots (api.md "Tables and snapshots")."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from . import _core
+from ._read import read_snapshot
+from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
+from .exceptions import InvalidArgumentError
+from .isolation import IsolationLevel
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _location(path: PathLike) -> str:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise InvalidArgumentError(f"table path must be a str or os.PathLike, got {type(path).__name__}")
+    if "://" in path or path.startswith("file:"):
+        return path
+    return os.path.abspath(path)
+
+
+class Snapshot:
+    """An immutable view of the table at one version."""
+
+    def __init__(self, handle: "_core.SnapshotHandle") -> None:
+        self._h = handle
+        self._schema: Optional[pa.Schema] = None
+
+    def __repr__(self) -> str:
+        return f"Snapshot(root={self._h.root!r}, version={self.version}, files={self._h.num_files()})"
+
+    @property
+    def version(self) -> int:
+        return self._h.version
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The table schema with logical column names (even with column mapping)."""
+        if self._schema is None:
+            self._schema = delta_schema_to_arrow(self._h.schema_json)
+        return self._schema
+
+    @property
+    def partition_columns(self) -> List[str]:
+        return list(self._h.partition_columns)
+
+    @property
+    def properties(self) -> Dict[str, str]:
+        return dict(self._h.properties)
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        return IsolationLevel(self._h.isolation_level)
+
+    @property
+    def protocol(self) -> Dict[str, Any]:
+        return dict(self._h.protocol)
+
+    @property
+    def metadata(self) -> Dict[str, Any]:
+        """Table id, name, description, created time and format."""
+        return dict(self._h.metadata)
+
+    @property
+    def commit_info(self) -> Optional[Dict[str, Any]]:
+        """commitInfo of this version (None when it was reconstructed from a checkpoint alone)."""
+        text = self._h.commit_info
+        return json.loads(text) if text is not None else None
+
+    def files(self) -> pa.Table:
+        """One row per live file: path, partition_values, size, modification_time, data_change,
+        stats, num_records, tags, deletion_vector, dv_cardinality, base_row_id,
+        default_row_commit_version."""
+        batch = pa.RecordBatch._import_from_c_capsule(*self._h.files())
+        return pa.Table.from_batches([batch])
+
+    def deleted_rows(self, path: str) -> pa.Array:
+        """Row positions (uint64, ascending) deleted by the file's DV; empty if it has none."""
+        data = self._h.deleted_rows(path)
+        return pa.Array.from_buffers(pa.uint64(), len(data) // 8, [None, pa.py_buffer(data)])
+
+    def to_pyarrow(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """The table's rows with DVs applied, logical column names, partition columns filled."""
+        if where is not None:
+            raise NotImplementedError("to_pyarrow(where=...) needs the predicate evaluator, which is not built yet")
+        return read_snapshot(self._h, self.schema, columns)
+
+    def app_version(self, app_id: str) -> int:
+        """The latest version recorded for an application id, or -1."""
+        return self._h.app_transactions().get(app_id, -1)
+
+    @property
+    def app_transactions(self) -> Dict[str, int]:
+        return dict(self._h.app_transactions())
+
+    @property
+    def domain_metadata(self) -> Dict[str, str]:
+        return dict(self._h.domain_metadata())
+
+    def tombstones(self) -> List[Dict[str, Any]]:
+        return [
+            {"path": p, "dv_unique_id": d, "deletion_timestamp": t} for p, d, t in self._h.tombstones()
+        ]
+
+
+class Table:
+    """A Delta table on the local file system."""
+
+    def __init__(self, path: PathLike) -> None:
+        self._h = _core.TableHandle.open(_location(path))
+
+    @classmethod
+    def _wrap(cls, handle: "_core.TableHandle") -> "Table":
+        t = cls.__new__(cls)
+        t._h = handle
+        return t
+
+    @classmethod
+    def create(
+        cls,
+        path: PathLike,
+        schema: pa.Schema,
+        partition_by: Sequence[str] = (),
+        properties: Optional[Mapping[str, str]] = None,
+        name: Optional[str] = None,
+    ) -> "Table":
+        """Commit version 0 (protocol, metadata, commitInfo). The protocol follows the
+        properties: ``delta.enableDeletionVectors=true`` gives reader 3 / writer 7 with the
+        ``deletionVectors`` feature, and so on."""
+        if isinstance(partition_by, str):
+            partition_by = [partition_by]
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        handle = _core.TableHandle.create(
+            _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name
+        )
+        return cls._wrap(handle)
+
+    def __repr__(self) -> str:
+        return f"Table({self._h.root!r}, version={self.version})"
+
+    @property
+    def path(self) -> str:
+        return self._h.root
+
+    @property
+    def version(self) -> int:
+        """Latest version known to this handle (see :meth:`refresh`)."""
+        return self._h.version
+
+    def refresh(self) -> int:
+        """Read only commits newer than the latest known one; return the latest version."""
+        return self._h.refresh()
+
+    def snapshot(self, version: Optional[int] = None) -> Snapshot:
+        """The latest known snapshot, or time travel to ``version``."""
+        if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+            raise InvalidArgumentError(f"version must be an int, got {version!r}")
+        return Snapshot(self._h.snapshot(version))
+
+    def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """commitInfo of each commit, newest first, with ``version`` added."""
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError("limit must be >= 0")
+        out = []
+        for version, info in self._h.history(limit):
+            entry = json.loads(info) if info is not None else {}
+            entry["version"] = version
+            out.append(entry)
+        return out

@@ -1,0 +1,72 @@
+//! The one conversion from core errors to the exception classes of `delta_occ.exceptions`.
+
+use delta_occ_core::Error;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+fn class_name(e: &Error) -> &'static str {
+    match e {
+        Error::TableNotFound { .. } => "TableNotFoundError",
+        Error::TableAlreadyExists { .. } => "TableAlreadyExistsError",
+        Error::CorruptLog { .. } => "CorruptLogError",
+        Error::VersionNotFound { .. } => "VersionNotFoundError",
+        Error::UnsupportedFeature { .. } => "UnsupportedFeatureError",
+        Error::DeletionVector { .. } => "DeletionVectorError",
+        Error::Io { .. } => "DeltaIOError",
+        Error::InvalidArgument(_) => "InvalidArgumentError",
+    }
+}
+
+fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match e {
+        Error::TableNotFound { path, .. } | Error::TableAlreadyExists { path, .. } => d.set_item("table", path)?,
+        Error::CorruptLog { file, version, .. } => {
+            d.set_item("file", file)?;
+            d.set_item("version", version)?;
+        }
+        Error::VersionNotFound { table, version, .. } => {
+            d.set_item("table", table)?;
+            d.set_item("version", version)?;
+        }
+        Error::UnsupportedFeature { table, version, detail, .. } => {
+            d.set_item("table", table)?;
+            d.set_item("version", version)?;
+            d.set_item("feature", detail)?;
+        }
+        Error::DeletionVector { file, .. } => d.set_item("file", file)?,
+        Error::Io { path, source } => {
+            d.set_item("file", path)?;
+            d.set_item("errno", source.raw_os_error())?;
+        }
+        Error::InvalidArgument(_) => {}
+    }
+    Ok(d)
+}
+
+pub fn to_py(e: Error) -> PyErr {
+    Python::attach(|py| {
+        let build = || -> PyResult<PyErr> {
+            let module = py.import("delta_occ.exceptions")?;
+            let class = module.getattr(class_name(&e))?;
+            let exc = class.call((e.to_string(),), Some(&attributes(py, &e)?))?;
+            Ok(PyErr::from_value(exc))
+        };
+        build().unwrap_or_else(|import_err| match e {
+            Error::InvalidArgument(m) => PyValueError::new_err(m),
+            other => PyRuntimeError::new_err(format!("{other} (and delta_occ.exceptions failed: {import_err})")),
+        })
+    })
+}
+
+/// `?`-friendly conversion.
+pub trait IntoPy<T> {
+    fn py_err(self) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for Result<T, Error> {
+    fn py_err(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,180 @@
+//! `_core.SnapshotHandle`: an immutable replayed state of one version.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use delta_occ_core::{files_batch, Snapshot};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyCapsule, PyDict};
+
+use crate::arrow::batch_to_capsules;
+use crate::errors::IntoPy;
+
+#[pyclass(frozen, module = "delta_occ._core")]
+pub struct SnapshotHandle {
+    inner: Arc<Snapshot>,
+}
+
+impl SnapshotHandle {
+    pub fn new(inner: Arc<Snapshot>) -> Self {
+        SnapshotHandle { inner }
+    }
+}
+
+type Capsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
+
+#[pymethods]
+impl SnapshotHandle {
+    #[getter]
+    fn version(&self) -> i64 {
+        self.inner.version()
+    }
+
+    #[getter]
+    fn root(&self) -> String {
+        self.inner.root.display().to_string()
+    }
+
+    #[getter]
+    fn schema_json(&self) -> &str {
+        &self.inner.metadata().schema_string
+    }
+
+    #[getter]
+    fn partition_columns(&self) -> Vec<String> {
+        self.inner.partition_columns.iter().map(|c| c.name.clone()).collect()
+    }
+
+    #[getter]
+    fn properties(&self) -> BTreeMap<String, String> {
+        self.inner.metadata().configuration.clone()
+    }
+
+    #[getter]
+    fn column_mapping_mode(&self) -> &'static str {
+        match self.inner.mapping {
+            delta_occ_core::schema::ColumnMappingMode::None => "none",
+            delta_occ_core::schema::ColumnMappingMode::Name => "name",
+            delta_occ_core::schema::ColumnMappingMode::Id => "id",
+        }
+    }
+
+    #[getter]
+    fn isolation_level(&self) -> PyResult<&'static str> {
+        self.inner.isolation_level().py_err().map(|l| l.as_str())
+    }
+
+    #[getter]
+    fn protocol<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = self.inner.protocol();
+        let d = PyDict::new(py);
+        d.set_item("min_reader_version", p.min_reader_version)?;
+        d.set_item("min_writer_version", p.min_writer_version)?;
+        d.set_item("reader_features", p.reader_features.clone())?;
+        d.set_item("writer_features", p.writer_features.clone())?;
+        Ok(d)
+    }
+
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.inner.metadata();
+        let d = PyDict::new(py);
+        d.set_item("id", &m.id)?;
+        d.set_item("name", &m.name)?;
+        d.set_item("description", &m.description)?;
+        d.set_item("created_time", m.created_time)?;
+        d.set_item("format", &m.format.provider)?;
+        Ok(d)
+    }
+
+    /// commitInfo of this version as JSON text (None when replay started from its checkpoint).
+    #[getter]
+    fn commit_info(&self) -> Option<String> {
+        self.inner.state.commit_info.as_deref().map(String::from)
+    }
+
+    #[getter]
+    fn checkpoint_version(&self) -> Option<i64> {
+        self.inner.state.checkpoint_version
+    }
+
+    fn num_files(&self) -> usize {
+        self.inner.files().len()
+    }
+
+    fn files<'py>(&self, py: Python<'py>) -> PyResult<Capsules<'py>> {
+        let batch = py.detach(|| files_batch::files_batch(&self.inner)).py_err()?;
+        batch_to_capsules(py, batch)
+    }
+
+    fn partition_values<'py>(&self, py: Python<'py>) -> PyResult<Capsules<'py>> {
+        let batch = py.detach(|| files_batch::partition_batch(&self.inner)).py_err()?;
+        batch_to_capsules(py, batch)
+    }
+
+    /// `[(absolute data path, log path, has_dv)]` in `files()` order.
+    fn data_files(&self) -> PyResult<Vec<(String, String, bool)>> {
+        self.inner
+            .files()
+            .iter()
+            .map(|f| {
+                let p = self.inner.data_path(f).py_err()?;
+                Ok((p.display().to_string(), f.path.to_string(), f.deletion_vector.is_some()))
+            })
+            .collect()
+    }
+
+    /// Deleted row positions of a live file as little-endian u64 bytes.
+    fn deleted_rows<'py>(&self, py: Python<'py>, path: String) -> PyResult<Bound<'py, PyBytes>> {
+        let positions = py.detach(|| self.inner.deleted_rows(&path).map(|b| b.to_vec())).py_err()?;
+        Ok(PyBytes::new(py, &le_bytes(&positions)))
+    }
+
+    /// Packed validity bits (LSB first) of `num_rows` rows: 1 = row kept, 0 = deleted by the DV.
+    /// A DV that deletes a row beyond `num_rows` is a DeletionVectorError.
+    fn keep_mask<'py>(&self, py: Python<'py>, path: String, num_rows: u64) -> PyResult<Bound<'py, PyBytes>> {
+        let mask = py
+            .detach(|| -> delta_occ_core::Result<Vec<u8>> {
+                let deleted = self.inner.deleted_rows(&path)?;
+                let mut bits = vec![0xFFu8; num_rows.div_ceil(8) as usize];
+                for p in deleted.0.iter() {
+                    if p >= num_rows {
+                        return Err(delta_occ_core::Error::dv(
+                            path.clone(),
+                            format!("DV deletes row {p} but the data file has {num_rows} rows (version {})", self.inner.version()),
+                        ));
+                    }
+                    bits[(p / 8) as usize] &= !(1u8 << (p % 8));
+                }
+                Ok(bits)
+            })
+            .py_err()?;
+        Ok(PyBytes::new(py, &mask))
+    }
+
+    fn app_transactions(&self) -> BTreeMap<String, i64> {
+        self.inner.state.txns.iter().map(|(k, t)| (k.clone(), t.version)).collect()
+    }
+
+    fn domain_metadata(&self) -> BTreeMap<String, String> {
+        self.inner.state.domains.iter().map(|(k, d)| (k.clone(), d.configuration.clone())).collect()
+    }
+
+    /// `[(log path, dv unique id or None, deletion timestamp or None)]`.
+    fn tombstones(&self) -> Vec<(String, Option<String>, Option<i64>)> {
+        self.inner
+            .state
+            .tombstones
+            .values()
+            .map(|r| (r.path.to_string(), r.dv_unique_id(), r.deletion_timestamp))
+            .collect()
+    }
+}
+
+pub fn le_bytes(v: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * 8);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}

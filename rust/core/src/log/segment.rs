@@ -125,7 +125,10 @@ impl Listing {
         let table = root.display().to_string();
         let present: Vec<i64> = self.commits.range(first..=version).map(|(v, _)| *v).collect();
         let earliest = self.commits.keys().next().copied();
-        if first == 0 && earliest.is_some_and(|e| e > version) || present.is_empty() && first == 0 {
+        let cleaned_up = first == 0 && earliest.is_none_or(|e| e > missing);
+        let latest = self.latest_version().unwrap_or(version);
+        if cleaned_up && version < latest {
+            // Time travel past log cleanup: an old version, not a broken table.
             return Error::VersionNotFound {
                 table,
                 version,
@@ -137,15 +140,12 @@ impl Listing {
             };
         }
         let path = log_dir(root).join(super::path::commit_file_name(missing));
-        Error::corrupt(
-            path,
-            Some(missing),
-            format!(
-                "versions are not contiguous: commit {missing} is missing between {first} and {version} (found {:?}){}",
-                present,
-                self.incomplete_note(version)
-            ),
-        )
+        let what = if cleaned_up {
+            format!("commit {missing} is missing and no complete checkpoint covers it (found commits {present:?})")
+        } else {
+            format!("versions are not contiguous: commit {missing} is missing between {first} and {version} (found {present:?})")
+        };
+        Error::corrupt(path, Some(missing), format!("{what}{}", self.incomplete_note(version)))
     }
 }
 

@@ -1,0 +1,261 @@
+"""Bad input gets a typed error naming the file/version, never a panic or a wrong answer."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import delta_occ as docc
+from delta_occ import _core
+from delta_occ import exceptions as exc
+
+from helpers import add, metadata, protocol, remove, simple_table, write_commit, write_parquet
+
+
+def test_no_table(tmp_path):
+    with pytest.raises(exc.TableNotFoundError) as info:
+        docc.Table(tmp_path / "nope")
+    assert "nope" in str(info.value)
+    (tmp_path / "empty" / "_delta_log").mkdir(parents=True)
+    with pytest.raises(exc.TableNotFoundError, match="no commits"):
+        docc.Table(tmp_path / "empty")
+    assert issubclass(exc.TableNotFoundError, FileNotFoundError)
+
+
+@pytest.mark.parametrize("content, where", [
+    ('{"add": {"path": "a", "partitionValues": {}, "size": 1', "line 3"),          # truncated
+    ('{"add": {"path": "a", "partitionValues": {}, "size": "big", "modificationTime": 1, "dataChange": true}}', "line 3"),
+    ('{"remove": {"dataChange": true}}', "line 3"),                               # missing path
+    ("\x00\x01garbage", "line 3"),
+    ('[1, 2, 3]', "line 3"),
+])
+def test_garbled_commit(tmp_path, content, where):
+    simple_table(tmp_path)
+    p = tmp_path / "_delta_log" / f"{1:020d}.json"
+    p.write_text('{"commitInfo": {}}\n' + json.dumps(add("x.parquet")) + "\n" + content + "\n")
+    with pytest.raises(exc.CorruptLogError) as info:
+        docc.Table(tmp_path)
+    msg = str(info.value)
+    assert str(p) in msg and "version 1" in msg and where in msg
+    assert info.value.version == 1 and info.value.file == str(p)
+
+
+def test_non_utf8_commit(tmp_path):
+    simple_table(tmp_path)
+    (tmp_path / "_delta_log" / f"{1:020d}.json").write_bytes(b'{"commitInfo": {"x": "\xff\xfe"}}\n')
+    with pytest.raises(exc.CorruptLogError, match="not UTF-8"):
+        docc.Table(tmp_path)
+
+
+def test_gap_names_missing_version(tmp_path):
+    simple_table(tmp_path)
+    write_commit(tmp_path, 2, [add("y.parquet")])
+    with pytest.raises(exc.CorruptLogError) as info:
+        docc.Table(tmp_path)
+    assert info.value.version == 1 and "00000000000000000001.json" in str(info.value)
+
+
+@pytest.mark.parametrize("proto, text", [
+    (protocol(3, 7, ["deletionVectors", "futureFeature"], ["deletionVectors", "futureFeature"]), "futureFeature"),
+    (protocol(4, 7), "reader version"),
+    (protocol(3, 7, ["typeWidening"], ["typeWidening"]), "typeWidening"),
+])
+def test_unknown_reader_feature(tmp_path, proto, text):
+    write_commit(tmp_path, 0, [proto, metadata()])
+    with pytest.raises(exc.UnsupportedFeatureError) as info:
+        docc.Table(tmp_path)
+    assert text in str(info.value) and "version 0" in str(info.value)
+
+
+def test_protocol_upgrade_later_is_refused_only_from_that_version(tmp_path):
+    simple_table(tmp_path)
+    write_commit(tmp_path, 1, [protocol(3, 7, ["someNewThing"], ["someNewThing"])])
+    with pytest.raises(exc.UnsupportedFeatureError):
+        docc.Table(tmp_path)
+
+
+def test_writer_only_features_are_readable(tmp_path):
+    write_commit(tmp_path, 0, [protocol(1, 7, None, ["appendOnly", "inCommitTimestamp", "someWriterOnly"]), metadata()])
+    assert docc.Table(tmp_path).version == 0
+
+
+def _checkpointed_table(tmp_path, parts=1):
+    """A table whose commits 0..1 are replaced by a checkpoint at v1 (commit JSONs removed)."""
+    import deltalake
+
+    for i in range(3):
+        deltalake.write_deltalake(str(tmp_path), pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), mode="append")
+    deltalake.DeltaTable(str(tmp_path)).create_checkpoint()
+    log = tmp_path / "_delta_log"
+    for v in range(2):
+        (log / f"{v:020d}.json").unlink()
+    return log / f"{2:020d}.checkpoint.parquet"
+
+
+def test_truncated_checkpoint(tmp_path):
+    cp = _checkpointed_table(tmp_path)
+    assert docc.Table(tmp_path).snapshot().to_pyarrow().num_rows == 30
+    data = cp.read_bytes()
+    cp.write_bytes(data[: len(data) // 2])
+    with pytest.raises(exc.CorruptLogError) as info:
+        docc.Table(tmp_path)
+    assert str(cp) in str(info.value) and "version 2" in str(info.value)
+
+
+def test_missing_checkpoint_part(tmp_path):
+    cp = _checkpointed_table(tmp_path)
+    # Turn the classic checkpoint into part 1 of a 2-part set whose part 2 is missing.
+    cp.rename(cp.with_name(f"{2:020d}.checkpoint.{1:010d}.{2:010d}.parquet"))
+    (tmp_path / "_delta_log" / "_last_checkpoint").write_text(json.dumps({"version": 2, "size": 5, "parts": 2}))
+    with pytest.raises(exc.CorruptLogError) as info:
+        docc.Table(tmp_path)
+    assert "checkpoint 2 is incomplete" in str(info.value) and "1/2" in str(info.value)
+    assert "00000000000000000000.json" in str(info.value)
+
+
+def test_incomplete_checkpoint_is_ignored_when_commits_exist(tmp_path):
+    simple_table(tmp_path)
+    write_commit(tmp_path, 1, [add("g.parquet")])
+    (tmp_path / "_delta_log" / f"{1:020d}.checkpoint.{1:010d}.{3:010d}.parquet").write_bytes(b"junk")
+    snap = docc.Table(tmp_path).snapshot()
+    assert snap.version == 1 and snap.files().num_rows == 3
+
+
+def test_corrupt_last_checkpoint_is_tolerated(tmp_path):
+    simple_table(tmp_path)
+    (tmp_path / "_delta_log" / "_last_checkpoint").write_text("{not json")
+    assert docc.Table(tmp_path).snapshot().to_pyarrow().num_rows == 10
+    (tmp_path / "_delta_log" / "_last_checkpoint").write_text(json.dumps({"version": 99, "size": 1}))
+    assert docc.Table(tmp_path).version == 0
+
+
+def _dv_table(tmp_path, positions=(1, 3)):
+    ids = list(range(10))
+    size = write_parquet(tmp_path, "d.parquet", ids)
+    (descriptor,) = _core.write_deletion_vectors(str(tmp_path), [list(positions)])
+    dv = json.loads(descriptor)
+    write_commit(tmp_path, 0, [protocol(3, 7, ["deletionVectors"], ["deletionVectors"]),
+                               metadata(configuration={"delta.enableDeletionVectors": "true"}),
+                               add("d.parquet", size, stats={"numRecords": 10}, dv=dv)])
+    return dv
+
+
+def test_dv_roundtrip(tmp_path):
+    _dv_table(tmp_path, (1, 3))
+    snap = docc.Table(tmp_path).snapshot()
+    assert snap.deleted_rows("d.parquet").to_pylist() == [1, 3]
+    assert sorted(snap.to_pyarrow().column("id").to_pylist()) == [0, 2, 4, 5, 6, 7, 8, 9]
+
+
+def _dv_file(tmp_path, dv):
+    return next(tmp_path.glob("deletion_vector_*.bin"))
+
+
+@pytest.mark.parametrize("damage, text", [
+    ("checksum", "checksum mismatch"),
+    ("size", "size mismatch"),
+    ("truncate", "runs past the end"),
+    ("missing", "cannot open DV file"),
+    ("cardinality", "cardinality"),
+])
+def test_bad_dv(tmp_path, damage, text):
+    dv = _dv_table(tmp_path)
+    f = _dv_file(tmp_path, dv)
+    data = bytearray(f.read_bytes())
+    if damage == "checksum":
+        data[10] ^= 0x55
+        f.write_bytes(bytes(data))
+    elif damage == "size":
+        data[1:5] = (int.from_bytes(data[1:5], "big") - 1).to_bytes(4, "big")
+        f.write_bytes(bytes(data))
+    elif damage == "truncate":
+        f.write_bytes(bytes(data[:-3]))
+    elif damage == "missing":
+        f.unlink()
+    elif damage == "cardinality":
+        commit = tmp_path / "_delta_log" / f"{0:020d}.json"
+        commit.write_text(commit.read_text().replace('"cardinality": 2', '"cardinality": 5'))
+    snap = docc.Table(tmp_path).snapshot()  # DVs are read lazily: opening still works
+    for read in (lambda: snap.deleted_rows("d.parquet"), lambda: snap.to_pyarrow()):
+        with pytest.raises(exc.DeletionVectorError) as info:
+            read()
+        assert text in str(info.value) and "deletion_vector_" in str(info.value)
+
+
+def test_dv_beyond_file_rows(tmp_path):
+    _dv_table(tmp_path, (1, 50))
+    with pytest.raises(exc.DeletionVectorError, match="deletes row 50 but the data file has 10 rows"):
+        docc.Table(tmp_path).snapshot().to_pyarrow()
+
+
+def test_unknown_dv_storage_type(tmp_path):
+    size = write_parquet(tmp_path, "d.parquet", [1, 2])
+    dv = {"storageType": "r", "pathOrInlineDv": "x.bin", "offset": 1, "sizeInBytes": 3, "cardinality": 1}
+    write_commit(tmp_path, 0, [protocol(3, 7, ["deletionVectors"], ["deletionVectors"]), metadata(),
+                               add("d.parquet", size, stats={"numRecords": 2}, dv=dv)])
+    with pytest.raises(exc.DeletionVectorError, match="storage type"):
+        docc.Table(tmp_path).snapshot().to_pyarrow()
+
+
+def test_inline_dv(tmp_path):
+    size = write_parquet(tmp_path, "d.parquet", list(range(40)))
+    # delta-kernel-rs's corrected inline example: rows 3, 4, 7, 11, 18, 29 (protocol-notes.md §5.5)
+    dv = {"storageType": "i", "pathOrInlineDv": "^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+          "sizeInBytes": 44, "cardinality": 6}
+    write_commit(tmp_path, 0, [protocol(3, 7, ["deletionVectors"], ["deletionVectors"]), metadata(),
+                               add("d.parquet", size, stats={"numRecords": 40}, dv=dv)])
+    snap = docc.Table(tmp_path).snapshot()
+    assert snap.deleted_rows("d.parquet").to_pylist() == [3, 4, 7, 11, 18, 29]
+    assert snap.to_pyarrow().num_rows == 34
+
+
+def test_time_travel_out_of_range(tmp_path):
+    simple_table(tmp_path)
+    t = docc.Table(tmp_path)
+    for v in (-1, 5):
+        with pytest.raises(exc.VersionNotFoundError):
+            t.snapshot(v)
+    with pytest.raises(exc.InvalidArgumentError):
+        t.snapshot("1")
+
+
+def test_deleted_rows_of_unknown_file(tmp_path):
+    simple_table(tmp_path)
+    with pytest.raises(exc.InvalidArgumentError, match="not a live file"):
+        docc.Table(tmp_path).snapshot().deleted_rows("zzz.parquet")
+
+
+def test_missing_data_file(tmp_path):
+    simple_table(tmp_path)
+    os.remove(tmp_path / "f1.parquet")
+    with pytest.raises(exc.CorruptLogError, match="f1.parquet"):
+        docc.Table(tmp_path).snapshot().to_pyarrow()
+
+
+def test_bad_partition_value(tmp_path):
+    write_commit(tmp_path, 0, [protocol(), metadata(partition_columns=["p"]), add("a.parquet", partition_values={"p": "x"})])
+    with pytest.raises(exc.CorruptLogError, match=r"partition column p.*not a valid integer"):
+        docc.Table(tmp_path).snapshot().to_pyarrow()
+
+
+def test_object_store_uri_is_refused_clearly(tmp_path):
+    with pytest.raises(exc.InvalidArgumentError, match="not supported yet"):
+        docc.Table("s3://bucket/table")
+
+
+def test_hierarchy():
+    # concurrency.md §6
+    conflicts = [exc.ConcurrentWriteException, exc.MetadataChangedException, exc.ProtocolChangedException,
+                 exc.ConcurrentAppendException, exc.ConcurrentDeleteReadException,
+                 exc.ConcurrentDeleteDeleteException, exc.ConcurrentTransactionException]
+    for c in conflicts:
+        assert issubclass(c, exc.DeltaConcurrentModificationException)
+    assert issubclass(exc.DeltaConcurrentModificationException, exc.DeltaOccError)
+    for name in exc.__all__:
+        assert issubclass(getattr(exc, name), exc.DeltaOccError)
+    e = exc.ConcurrentAppendException("m", winning_version=3, partition_hint={"p": "1"})
+    assert e.winning_version == 3 and e.partition_hint == {"p": "1"} and str(e) == "m"

@@ -183,7 +183,7 @@ def test_gil_is_released_during_replay(tmp_path):
                                       "partitionColumns": [], "configuration": {}}})]
     stats = json.dumps({"numRecords": 10, "minValues": {"id": 0}, "maxValues": {"id": 9}, "nullCount": {"id": 0}})
     lines += [json.dumps({"add": {"path": f"part-{i:08d}.parquet", "partitionValues": {}, "size": 100,
-                                  "modificationTime": 1, "dataChange": True, "stats": stats}}) for i in range(300_000)]
+                                  "modificationTime": 1, "dataChange": True, "stats": stats}}) for i in range(120_000)]
     (tmp_path / "_delta_log").mkdir()
     (tmp_path / "_delta_log" / f"{0:020d}.json").write_text("\n".join(lines) + "\n")
     window = {}

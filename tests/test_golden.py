@@ -347,3 +347,27 @@ def test_ict_commit_info_exposed():
     # INDEX cdc_ict_table: in-commit timestamps; the latest commitInfo carries inCommitTimestamp.
     t = docc.Table(GOLDEN / "delta-rs/cdc_ict_table")
     assert "inCommitTimestamp" in t.history(1)[0]
+
+
+def test_struct_only_checkpoint_stats():
+    """delta-rs delta-1.2.1-only-struct-stats has stats only as `stats_parsed` in its checkpoint;
+    expected values are read from that checkpoint with pyarrow, independently of delta-occ."""
+    import pyarrow.parquet as pq
+
+    root = GOLDEN / "delta-rs/delta-1.2.1-only-struct-stats"
+    (cp,) = (root / "_delta_log").glob("*.checkpoint.parquet")
+    parsed = {a["path"]: a["stats_parsed"] for a in pq.read_table(cp, columns=["add"]).column("add").to_pylist() if a}
+    files = docc.Table(root).snapshot().files().to_pylist()
+    compared = 0
+    for f in files:
+        if f["path"] in parsed and parsed[f["path"]]:
+            sp = parsed[f["path"]]
+            assert f["num_records"] == sp["numRecords"]
+            import json as _json
+
+            stats = _json.loads(f["stats"])
+            assert stats["minValues"].get("integer") == sp["minValues"]["integer"]
+            assert stats["nullCount"]["null"] == sp["nullCount"]["null"]
+            compared += 1
+    assert compared >= 5
+    assert all(f["num_records"] is not None for f in files)

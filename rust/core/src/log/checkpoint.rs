@@ -89,6 +89,11 @@ fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Vec<Ac
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(&e))?;
     let descr = builder.parquet_schema();
+    // Checkpoints written with writeStatsAsJson=false carry only `stats_parsed`: read it then.
+    let has_json_stats = descr.columns().iter().any(|c| {
+        let p = c.path().parts();
+        p.len() == 2 && p[0] == "add" && p[1] == "stats"
+    });
     let leaves: Vec<usize> = descr
         .columns()
         .iter()
@@ -96,7 +101,9 @@ fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Vec<Ac
         .filter(|(_, c)| {
             let parts = c.path().parts();
             TOP_LEVEL.contains(&parts[0].as_str())
-                && !(parts[0] == "add" && parts.len() > 1 && (parts[1] == "stats_parsed" || parts[1] == "partitionValues_parsed"))
+                && !(parts[0] == "add"
+                    && parts.len() > 1
+                    && (parts[1] == "partitionValues_parsed" || parts[1] == "stats_parsed" && has_json_stats))
         })
         .map(|(i, _)| i)
         .collect();
@@ -331,6 +338,7 @@ fn decode_adds(s: &StructArray, out: &mut Vec<Action>) -> Result<(), String> {
     let mtime = int_col(s, "modificationTime");
     let data_change = bool_col(s, "dataChange");
     let stats = str_col(s, "stats");
+    let stats_parsed = child(s, "stats_parsed").and_then(|a| a.as_struct_opt());
     let tags = map_col(s, "tags");
     let dv = DvCols::new(s);
     let base_row_id = int_col(s, "baseRowId");
@@ -343,7 +351,10 @@ fn decode_adds(s: &StructArray, out: &mut Vec<Action>) -> Result<(), String> {
             size: required(size.as_ref().and_then(|c| c.get(i)), "add", "size", i)?,
             modification_time: mtime.as_ref().and_then(|c| c.get(i)).unwrap_or(0),
             data_change: bool_at(data_change, i).unwrap_or(false),
-            stats: stats.as_ref().and_then(|c| c.get(i)).map(Into::into),
+            stats: match stats.as_ref().and_then(|c| c.get(i)) {
+                Some(text) => Some(text.into()),
+                None => stats_parsed.and_then(|sp| super::stats_json::row_to_json(sp, i)).map(|v| v.to_string().into()),
+            },
             tags: tags.as_ref().and_then(|m| m.get(i)).map(tags_map),
             deletion_vector: match &dv {
                 Some(d) => d.get(i)?,

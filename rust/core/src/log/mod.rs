@@ -7,3 +7,4 @@ pub mod last_checkpoint;
 pub mod path;
 pub mod replay;
 pub mod segment;
+pub mod stats_json;

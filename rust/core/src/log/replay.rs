@@ -48,7 +48,11 @@ impl LogState {
     }
 
     fn apply(&mut self, actions: Vec<Action>) {
-        self.files.reserve(actions.len());
+        // Size the index once: growing it rehashes every path (a cache miss each).
+        let adds = actions.iter().filter(|a| matches!(a, Action::Add(_))).count();
+        self.files.reserve(adds);
+        let (files, hasher) = (&self.files, &self.hasher);
+        self.index.reserve(adds, |&i| hasher.hash_one(&*files[i].path));
         for action in actions {
             match action {
                 Action::Add(a) => self.add(a),

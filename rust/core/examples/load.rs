@@ -1,0 +1,39 @@
+//! Time snapshot loading phases: `cargo run --release --example load -- <table> [rounds]`.
+
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("usage: load <table path> [rounds]");
+    if std::env::var("PHASES").is_ok() {
+        println!("AddFile {} bytes, Action {} bytes", std::mem::size_of::<delta_occ_core::log::actions::AddFile>(), std::mem::size_of::<delta_occ_core::log::actions::Action>());
+        phases(&path);
+        return;
+    }
+    let rounds: usize = args.next().map(|r| r.parse().expect("rounds")).unwrap_or(3);
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        let table = delta_occ_core::Table::open(&path).expect("open");
+        let t1 = Instant::now();
+        let files = table.latest().files().len();
+        drop(table);
+        let t2 = Instant::now();
+        println!("load {:.3}s  drop {:.3}s  files {files}", (t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
+    }
+}
+
+#[allow(dead_code)]
+pub fn phases(path: &str) {
+    use delta_occ_core::log::{json, replay::LogState};
+    let p = std::path::Path::new(path).join("_delta_log/00000000000000000000.json");
+    let t0 = Instant::now();
+    let bytes = std::fs::read(&p).unwrap();
+    let t1 = Instant::now();
+    let actions = json::parse_actions(&bytes, &p, Some(0)).unwrap();
+    let t2 = Instant::now();
+    drop(bytes);
+    let mut s = LogState::new();
+    s.apply_commit(0, actions);
+    let t3 = Instant::now();
+    println!("read {:.3}s parse {:.3}s apply {:.3}s", (t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), (t3 - t2).as_secs_f64());
+}

@@ -49,12 +49,26 @@ fn load_from_listing(root: &Path, listing: &Listing, version: Option<i64>) -> Re
     Snapshot::from_state(root, state)
 }
 
+/// Commits larger than this are parsed in windows instead of whole.
+const STREAM_ABOVE: u64 = json_log::WINDOW as u64;
+
 fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) -> Result<()> {
-    for batch in commits.chunks(COMMIT_BATCH) {
+    let mut rest = commits;
+    while let Some(first) = rest.first() {
+        if first.size > STREAM_ABOVE {
+            state.begin_commit();
+            json_log::stream_commit(&first.path, first.version, |actions| state.apply(actions))?;
+            state.end_commit(first.version);
+            rest = &rest[1..];
+            continue;
+        }
+        let n = rest.iter().take(COMMIT_BATCH).take_while(|f| f.size <= STREAM_ABOVE).count();
+        let (batch, tail) = rest.split_at(n);
         let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
         for (f, actions) in batch.iter().zip(parsed) {
             state.apply_commit(f.version, actions?);
         }
+        rest = tail;
     }
     Ok(())
 }

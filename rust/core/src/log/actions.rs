@@ -25,7 +25,8 @@ pub struct AddFile {
     /// The stats JSON text, kept unparsed until a caller needs it.
     pub stats: Option<Box<str>>,
     pub tags: Option<Box<BTreeMap<String, Option<String>>>>,
-    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    /// Boxed: most files have none, and the descriptor is larger than the rest of the struct.
+    pub deletion_vector: Option<Box<DeletionVectorDescriptor>>,
     pub base_row_id: Option<i64>,
     pub default_row_commit_version: Option<i64>,
     pub clustering_provider: Option<Box<str>>,
@@ -45,7 +46,7 @@ pub struct RemoveFile {
     pub extended_file_metadata: Option<bool>,
     pub partition_values: Option<PartitionValues>,
     pub size: Option<i64>,
-    pub deletion_vector: Option<DeletionVectorDescriptor>,
+    pub deletion_vector: Option<Box<DeletionVectorDescriptor>>,
     pub base_row_id: Option<i64>,
     pub default_row_commit_version: Option<i64>,
 }
@@ -226,7 +227,7 @@ impl<'a> JsonLine<'a> {
                 data_change: a.data_change,
                 stats: a.stats.map(Into::into),
                 tags: a.tags.map(Box::new),
-                deletion_vector: a.deletion_vector,
+                deletion_vector: a.deletion_vector.map(Box::new),
                 base_row_id: a.base_row_id,
                 default_row_commit_version: a.default_row_commit_version,
                 clustering_provider: a.clustering_provider.map(Into::into),
@@ -240,7 +241,7 @@ impl<'a> JsonLine<'a> {
                 extended_file_metadata: r.extended_file_metadata,
                 partition_values: r.partition_values,
                 size: r.size,
-                deletion_vector: r.deletion_vector,
+                deletion_vector: r.deletion_vector.map(Box::new),
                 base_row_id: r.base_row_id,
                 default_row_commit_version: r.default_row_commit_version,
             }));

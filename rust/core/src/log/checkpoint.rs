@@ -251,18 +251,18 @@ impl<'a> DvCols<'a> {
             cardinality: int_col(s, "cardinality")?,
         })
     }
-    fn get(&self, i: usize) -> Result<Option<DeletionVectorDescriptor>, String> {
+    fn get(&self, i: usize) -> Result<Option<Box<DeletionVectorDescriptor>>, String> {
         if self.s.is_null(i) {
             return Ok(None);
         }
-        Ok(Some(DeletionVectorDescriptor {
+        Ok(Some(Box::new(DeletionVectorDescriptor {
             storage_type: required(self.storage.get(i), "deletionVector", "storageType", i)?.into(),
             path_or_inline_dv: required(self.path.get(i), "deletionVector", "pathOrInlineDv", i)?.into(),
             offset: self.offset.as_ref().and_then(|o| o.get(i)).map(|o| o as i32),
             size_in_bytes: required(self.size.get(i), "deletionVector", "sizeInBytes", i)? as i32,
             cardinality: required(self.cardinality.get(i), "deletionVector", "cardinality", i)?,
             max_row_index: None,
-        }))
+        })))
     }
 }
 

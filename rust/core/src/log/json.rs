@@ -8,13 +8,18 @@ use crate::error::{Error, Result};
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
 /// threads (no global pool: safe in forked children).
 pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
+    parse_actions_at(bytes, 1, file, version)
+}
+
+fn parse_actions_at(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| Error::corrupt(file, version, format!("not UTF-8 at byte {}", e.valid_up_to())))?;
     let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
     if threads <= 1 {
-        return parse_chunk(text, 1, file, version);
+        return parse_chunk(text, first_line, file, version);
     }
-    let chunks = split_lines(text, threads);
+    let chunks: Vec<(usize, &str)> =
+        split_lines(text, threads).into_iter().map(|(l, c)| (l + first_line - 1, c)).collect();
     let results: Vec<Result<Vec<Action>>> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
             .iter()
@@ -75,6 +80,43 @@ fn parse_chunk(text: &str, first_line: usize, file: &Path, version: Option<i64>)
     Ok(out)
 }
 
+/// Bytes per window when streaming a large commit.
+pub const WINDOW: usize = 64 << 20;
+
+/// Parse a commit file window by window (windows end on line boundaries), handing each window's
+/// actions to `sink`, so a huge commit never sits in memory both as text and as actions.
+pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Vec<Action>)) -> Result<()> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + (1 << 20));
+    let mut line = 1;
+    loop {
+        let before = buf.len();
+        (&mut f).take(WINDOW as u64).read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
+        let eof = buf.len() == before;
+        let cut = if eof {
+            buf.len()
+        } else {
+            match buf.iter().rposition(|&b| b == b'\n') {
+                Some(p) => p + 1,
+                None => continue, // a line longer than a window: read more
+            }
+        };
+        if cut > 0 {
+            sink(parse_actions_at(&buf[..cut], line, path, Some(version))?);
+            line += bytecount_newlines_bytes(&buf[..cut]);
+            buf.drain(..cut);
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+fn bytecount_newlines_bytes(b: &[u8]) -> usize {
+    b.iter().filter(|&&c| c == b'\n').count()
+}
+
 /// Read and parse a commit file from disk.
 pub fn read_commit(path: &Path, version: i64) -> Result<Vec<Action>> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
@@ -105,6 +147,23 @@ mod tests {
         let err = parse_actions(b"{\"add\":{\"path\":\"x\"}}\n{\"add\":", Path::new("f.json"), Some(3)).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("f.json") && msg.contains("version 3") && msg.contains("line 1"), "{msg}");
+    }
+
+    #[test]
+    fn streaming_matches_whole_file_and_keeps_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("0.json");
+        let line = r#"{"add":{"path":"p","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
+        let n = WINDOW / line.len() + 500;
+        let mut text: String = (0..n).map(|i| line.replace("\"p\"", &format!("\"p{i}\"")) + "\n").collect();
+        std::fs::write(&p, &text).unwrap();
+        let mut count = 0;
+        stream_commit(&p, 0, |a| count += a.len()).unwrap();
+        assert_eq!(count, n);
+        text.push_str("{broken\n");
+        std::fs::write(&p, &text).unwrap();
+        let err = stream_commit(&p, 0, |_| {}).unwrap_err().to_string();
+        assert!(err.contains(&format!("line {}", n + 1)), "{err}");
     }
 
     #[test]

@@ -42,12 +42,22 @@ impl LogState {
 
     /// Apply the actions of commit `version` (must be the next version).
     pub fn apply_commit(&mut self, version: i64, actions: Vec<Action>) {
-        self.commit_info = None;
+        self.begin_commit();
         self.apply(actions);
+        self.end_commit(version);
+    }
+
+    /// A commit applied in parts (large commits are parsed in windows): `begin_commit`, any
+    /// number of `apply` calls (order within a commit does not matter), then `end_commit`.
+    pub fn begin_commit(&mut self) {
+        self.commit_info = None;
+    }
+
+    pub fn end_commit(&mut self, version: i64) {
         self.version = version;
     }
 
-    fn apply(&mut self, actions: Vec<Action>) {
+    pub fn apply(&mut self, actions: Vec<Action>) {
         // Size the index once: growing it rehashes every path (a cache miss each).
         let adds = actions.iter().filter(|a| matches!(a, Action::Add(_))).count();
         self.files.reserve(adds);
@@ -139,7 +149,7 @@ mod tests {
             data_change: true,
             stats: None,
             tags: None,
-            deletion_vector: dv.map(dv_desc),
+            deletion_vector: dv.map(|d| Box::new(dv_desc(d))),
             base_row_id: None,
             default_row_commit_version: None,
             clustering_provider: None,
@@ -165,7 +175,7 @@ mod tests {
             extended_file_metadata: None,
             partition_values: None,
             size: None,
-            deletion_vector: dv.map(dv_desc),
+            deletion_vector: dv.map(|d| Box::new(dv_desc(d))),
             base_row_id: None,
             default_row_commit_version: None,
         })

@@ -8,10 +8,10 @@ commit, unpartitioned), ``many_commits`` (1,000 JSON commits of 1,000 adds, part
 ``date``) and ``checkpoint`` (classic parquet checkpoint at version 10 holding the adds, then
 two small JSON commits; partitioned by ``date``).
 
-* ``test_delta_occ_<shape>`` times ``delta_occ.Table(path).snapshot()``.  ``Table(path)``
+* ``test_delta_occ[<shape>]`` times ``delta_occ.Table(path).snapshot()``.  ``Table(path)``
   lists the log, reads the checkpoint / commits and builds the live-file set eagerly;
   ``snapshot()`` just hands out that latest snapshot.
-* ``test_deltalake_<shape>`` times ``deltalake.DeltaTable(path)``.  In deltalake 1.6.6 the
+* ``test_deltalake[<shape>]`` times ``deltalake.DeltaTable(path)``.  In deltalake 1.6.6 the
   constructor is eager as well: it replays the log and materialises the active-file metadata
   (add actions as Arrow batches) in its Rust snapshot -- ``without_files=True`` is deprecated
   and ignored ("Table loading materializes active-file metadata"), and ``get_add_actions()``
@@ -106,55 +106,21 @@ def _run(benchmark, rounds: int, load, t: BenchTable) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# single_commit
+# the timed loads: one delta_occ and one deltalake test per shape, grouped per shape
 
 
-@pytest.mark.benchmark(group="snapshot-single_commit")
-def test_delta_occ_single_commit(benchmark, bench_table, rounds):
-    t = bench_table("single_commit")
+@pytest.mark.parametrize("shape", ["single_commit", "many_commits", "checkpoint"])
+def test_delta_occ(benchmark, bench_table, rounds, shape):
+    benchmark.group = f"snapshot-{shape}"
+    t = bench_table(shape)
     _check_delta_occ(t)
     _run(benchmark, rounds, _load_delta_occ, t)
 
 
-@pytest.mark.benchmark(group="snapshot-single_commit")
-def test_deltalake_single_commit(benchmark, bench_table, rounds):
-    t = bench_table("single_commit")
-    _check_deltalake(t)
-    _run(benchmark, rounds, _load_deltalake, t)
-
-
-# ---------------------------------------------------------------------------------------
-# many_commits
-
-
-@pytest.mark.benchmark(group="snapshot-many_commits")
-def test_delta_occ_many_commits(benchmark, bench_table, rounds):
-    t = bench_table("many_commits")
-    _check_delta_occ(t)
-    _run(benchmark, rounds, _load_delta_occ, t)
-
-
-@pytest.mark.benchmark(group="snapshot-many_commits")
-def test_deltalake_many_commits(benchmark, bench_table, rounds):
-    t = bench_table("many_commits")
-    _check_deltalake(t)
-    _run(benchmark, rounds, _load_deltalake, t)
-
-
-# ---------------------------------------------------------------------------------------
-# checkpoint
-
-
-@pytest.mark.benchmark(group="snapshot-checkpoint")
-def test_delta_occ_checkpoint(benchmark, bench_table, rounds):
-    t = bench_table("checkpoint")
-    _check_delta_occ(t)
-    _run(benchmark, rounds, _load_delta_occ, t)
-
-
-@pytest.mark.benchmark(group="snapshot-checkpoint")
-def test_deltalake_checkpoint(benchmark, bench_table, rounds):
-    t = bench_table("checkpoint")
+@pytest.mark.parametrize("shape", ["single_commit", "many_commits", "checkpoint"])
+def test_deltalake(benchmark, bench_table, rounds, shape):
+    benchmark.group = f"snapshot-{shape}"
+    t = bench_table(shape)
     _check_deltalake(t)
     _run(benchmark, rounds, _load_deltalake, t)
 

@@ -1,6 +1,6 @@
 //! The one error type of the core. The Python binding maps each variant to one exception class.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -55,19 +55,4 @@ impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
     }
-}
-
-/// Attach a path to an I/O error without losing its kind.
-pub trait IoContext<T> {
-    fn at(self, path: impl AsRef<Path>) -> Result<T>;
-}
-
-impl<T> IoContext<T> for std::io::Result<T> {
-    fn at(self, path: impl AsRef<Path>) -> Result<T> {
-        self.map_err(|e| Error::io(path, e))
-    }
-}
-
-pub fn display(p: &Path) -> String {
-    PathBuf::from(p).display().to_string()
 }

@@ -55,14 +55,14 @@ fn split_lines(text: &str, n: usize) -> Vec<(usize, &str)> {
         }
         let chunk = &text[start..end];
         chunks.push((line, chunk));
-        line += bytecount_newlines(chunk);
+        line += count_newlines(chunk.as_bytes());
         start = end;
     }
     chunks
 }
 
-fn bytecount_newlines(s: &str) -> usize {
-    s.as_bytes().iter().filter(|&&b| b == b'\n').count()
+fn count_newlines(b: &[u8]) -> usize {
+    b.iter().filter(|&&c| c == b'\n').count()
 }
 
 fn parse_chunk(text: &str, first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
@@ -104,17 +104,13 @@ pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Vec<Action>
         };
         if cut > 0 {
             sink(parse_actions_at(&buf[..cut], line, path, Some(version))?);
-            line += bytecount_newlines_bytes(&buf[..cut]);
+            line += count_newlines(&buf[..cut]);
             buf.drain(..cut);
         }
         if eof {
             return Ok(());
         }
     }
-}
-
-fn bytecount_newlines_bytes(b: &[u8]) -> usize {
-    b.iter().filter(|&&c| c == b'\n').count()
 }
 
 /// Read and parse a commit file from disk.

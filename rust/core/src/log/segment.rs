@@ -74,13 +74,13 @@ impl Listing {
 
     /// Complete checkpoints in ascending version order (one per version).
     pub fn complete_checkpoints(&self) -> Vec<CheckpointFiles> {
-        self.checkpoints.iter().filter_map(|(&v, files)| complete_at(v, files).map(|files| CheckpointFiles { version: v, files })).collect()
+        self.checkpoints.iter().filter_map(|(&v, files)| complete_at(files).map(|files| CheckpointFiles { version: v, files })).collect()
     }
 
     fn incomplete_note(&self, below_or_at: i64) -> String {
         let mut notes = Vec::new();
         for (&v, files) in self.checkpoints.range(..=below_or_at) {
-            if complete_at(v, files).is_none() {
+            if complete_at(files).is_none() {
                 let parts: Vec<String> = files
                     .iter()
                     .filter_map(|f| match f.kind {
@@ -149,8 +149,7 @@ impl Listing {
     }
 }
 
-fn complete_at(version: i64, files: &[LogFile]) -> Option<Vec<LogFile>> {
-    let _ = version;
+fn complete_at(files: &[LogFile]) -> Option<Vec<LogFile>> {
     if let Some(f) = files.iter().find(|f| f.kind == LogFileKind::ClassicCheckpoint) {
         return Some(vec![f.clone()]);
     }

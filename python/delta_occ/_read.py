@@ -118,14 +118,14 @@ def read_snapshot(handle: Any, schema: pa.Schema, columns: Optional[Sequence[str
     if not files:
         return out_schema.empty_table()
     parts = pa.RecordBatch._import_from_c_capsule(*handle.partition_values())
+    part_columns = {c: parts.column(parts.schema.get_field_index(c)) for c in columns if c in partition_cols}
     tables = []
     for i, (abs_path, log_path, has_dv) in enumerate(files):
         data, n = _read_file(abs_path, data_fields, mode)
         arrays = []
         for c in columns:
-            if c in partition_cols:
-                scalar = parts.column(parts.schema.get_field_index(c))[i]
-                arrays.append(pa.repeat(scalar, n))
+            if c in part_columns:
+                arrays.append(pa.repeat(part_columns[c][i], n))
             else:
                 arrays.append(data[c])
         table = pa.Table.from_arrays(arrays, schema=out_schema)

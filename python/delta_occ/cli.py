@@ -14,6 +14,14 @@ from .exceptions import DeltaOccError, TableAlreadyExistsError
 from .table import Table
 
 
+def _row_count(snapshot, files: pa.Table) -> int:
+    """Rows after DVs from the log's stats; the data is read only when a file lacks numRecords."""
+    num_records = files.column("num_records").to_pylist()
+    if None in num_records:
+        return snapshot.to_pyarrow().num_rows
+    return sum(num_records) - sum(files.column("dv_cardinality").to_pylist())
+
+
 def _snapshot_summary(t: Table) -> dict:
     s = t.snapshot()
     files = s.files()
@@ -26,7 +34,7 @@ def _snapshot_summary(t: Table) -> dict:
         "isolation_level": s.isolation_level.value,
         "protocol": s.protocol,
         "live_files": files.num_rows,
-        "rows": s.to_pyarrow().num_rows,
+        "rows": _row_count(s, files),
     }
 
 

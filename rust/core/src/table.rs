@@ -22,6 +22,14 @@ pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
 /// Commits parsed concurrently before being applied, to bound peak memory.
 const COMMIT_BATCH: usize = 64;
 
+enum Forward {
+    /// No commits after the latest known version.
+    Current,
+    Advanced(Snapshot),
+    /// The wanted commits are not all there.
+    Gap,
+}
+
 #[derive(Debug, Clone)]
 pub struct Table {
     root: PathBuf,
@@ -97,19 +105,12 @@ impl Table {
 
     /// Read only the commits newer than the latest known version. Returns the new latest version.
     pub fn refresh(&mut self) -> Result<i64> {
-        let from = self.latest.version() + 1;
-        let listing = segment::list(&self.root, from)?;
-        let Some(newest) = listing.commits.keys().next_back().copied() else { return Ok(self.latest.version()) };
-        let contiguous = (from..=newest).all(|v| listing.commits.contains_key(&v));
-        if !contiguous {
+        self.latest = match self.forward(None)? {
+            Forward::Current => return Ok(self.latest.version()),
+            Forward::Advanced(snap) => Arc::new(snap),
             // Something unusual (a gap, or a log rewritten underneath us): replay from scratch.
-            self.latest = Arc::new(load(&self.root, None)?);
-            return Ok(self.latest.version());
-        }
-        let commits: Vec<_> = listing.commits.values().cloned().collect();
-        let mut state = self.latest.state.clone();
-        apply_commits(&mut state, &commits)?;
-        self.latest = Arc::new(Snapshot::from_state(&self.root, state)?);
+            Forward::Gap => Arc::new(load(&self.root, None)?),
+        };
         Ok(self.latest.version())
     }
 
@@ -118,22 +119,32 @@ impl Table {
         match version {
             None => Ok(self.latest.clone()),
             Some(v) if v == self.latest.version() => Ok(self.latest.clone()),
-            Some(v) if v > self.latest.version() => {
-                let listing = segment::list(&self.root, self.latest.version() + 1)?;
-                if !(self.latest.version() + 1..=v).all(|x| listing.commits.contains_key(&x)) {
-                    return Err(Error::VersionNotFound {
-                        table: self.root.display().to_string(),
-                        version: v,
-                        reason: format!("the log ends at version {}", listing.latest_version().unwrap_or(self.latest.version()).max(self.latest.version())),
-                    });
-                }
-                let commits: Vec<_> = listing.commits.range(..=v).map(|(_, f)| f.clone()).collect();
-                let mut state = self.latest.state.clone();
-                apply_commits(&mut state, &commits)?;
-                Ok(Arc::new(Snapshot::from_state(&self.root, state)?))
-            }
+            Some(v) if v > self.latest.version() => match self.forward(Some(v))? {
+                Forward::Advanced(snap) => Ok(Arc::new(snap)),
+                Forward::Current | Forward::Gap => Err(Error::VersionNotFound {
+                    table: self.root.display().to_string(),
+                    version: v,
+                    reason: "the log has no contiguous commits up to it".into(),
+                }),
+            },
             Some(v) => Ok(Arc::new(load(&self.root, Some(v))?)),
         }
+    }
+
+    /// Apply the commits after the latest known version (up to `upto`, or all) to a copy of its
+    /// state, listing and reading only those commits.
+    fn forward(&self, upto: Option<i64>) -> Result<Forward> {
+        let from = self.latest.version() + 1;
+        let listing = segment::list(&self.root, from)?;
+        let Some(newest) = listing.commits.keys().next_back().copied() else { return Ok(Forward::Current) };
+        let target = upto.unwrap_or(newest);
+        if target > newest || !(from..=target).all(|v| listing.commits.contains_key(&v)) {
+            return Ok(Forward::Gap);
+        }
+        let commits: Vec<_> = listing.commits.range(..=target).map(|(_, f)| f.clone()).collect();
+        let mut state = self.latest.state.clone();
+        apply_commits(&mut state, &commits)?;
+        Ok(Forward::Advanced(Snapshot::from_state(&self.root, state)?))
     }
 
     /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`.

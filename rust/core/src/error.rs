@@ -29,6 +29,21 @@ pub enum Error {
 
     #[error("{0}")]
     InvalidArgument(String),
+
+    /// Bad `where` text. `position` is the 1-based character column in `text`.
+    #[error("invalid predicate {text:?} at position {position}: {reason}")]
+    Predicate { text: String, position: usize, reason: String },
+
+    /// A write conflict (concurrency.md §3, §6).
+    #[error("{0}")]
+    Conflict(Box<crate::conflict::Conflict>),
+
+    #[error("commit to {table} gave up after {attempts} attempts in {elapsed_ms} ms (versions tried: {}): {reason}", fmt_versions(.versions_tried))]
+    CommitRetriesExceeded { table: String, attempts: u32, elapsed_ms: u64, versions_tried: Vec<i64>, reason: String },
+}
+
+fn fmt_versions(v: &[i64]) -> String {
+    v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn version_suffix(v: Option<i64>) -> String {
@@ -50,6 +65,10 @@ impl Error {
 
     pub fn dv(file: impl Into<String>, message: impl Into<String>) -> Self {
         Error::DeletionVector { file: file.into(), message: message.into() }
+    }
+
+    pub fn predicate(text: &str, position: usize, reason: impl Into<String>) -> Self {
+        Error::Predicate { text: text.to_string(), position, reason: reason.into() }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {

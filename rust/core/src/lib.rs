@@ -2,6 +2,7 @@
 //! control, in pure Rust with no Python dependency.
 
 pub mod commit;
+pub mod conflict;
 pub mod dv;
 pub mod error;
 pub mod files_batch;
@@ -9,11 +10,13 @@ pub mod isolation;
 pub mod log;
 pub mod parallel;
 pub mod partition;
+pub mod predicate;
 pub mod protocol;
 pub mod schema;
 pub mod snapshot;
 pub mod stats;
 pub mod table;
+pub mod transaction;
 pub mod uri;
 
 pub use error::{Error, Result};

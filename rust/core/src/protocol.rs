@@ -113,6 +113,102 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
     })
 }
 
+/// Writer features whose rules delta-occ's commit path honours. Invariants, check constraints,
+/// generated columns and column defaults are data rules: the engine that writes the files
+/// enforces them (the embedded engine does; files added through the transaction API are the
+/// caller's responsibility).
+pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
+    "appendOnly", "invariants", "checkConstraints", "generatedColumns", "allowColumnDefaults", "changeDataFeed",
+    "identityColumns", "domainMetadata", "inCommitTimestamp", "deletionVectors", "columnMapping", "timestampNtz",
+    "v2Checkpoint", "vacuumProtocolCheck", "clustering",
+];
+
+/// Refuse to write a table whose protocol this client cannot honour.
+pub fn check_writable(p: &Protocol, table: &str, version: i64) -> Result<()> {
+    check_readable(p, table, version)?;
+    let unsupported = |detail: String| Error::UnsupportedFeature {
+        table: table.to_string(),
+        version: Some(version),
+        what: "writer feature".to_string(),
+        detail,
+    };
+    match p.min_writer_version {
+        1..=6 => Ok(()),
+        7 => {
+            let features = p.writer_features.as_deref().unwrap_or_default();
+            let unknown: Vec<&str> =
+                features.iter().map(String::as_str).filter(|f| !SUPPORTED_WRITER_FEATURES.contains(f)).collect();
+            if unknown.is_empty() {
+                Ok(())
+            } else {
+                Err(unsupported(format!(
+                    "{} (delta-occ writes tables with {})",
+                    unknown.join(", "),
+                    SUPPORTED_WRITER_FEATURES.join(", ")
+                )))
+            }
+        }
+        v => Err(unsupported(format!("minWriterVersion {v} (delta-occ writes versions 1 to 7)"))),
+    }
+}
+
+/// Features a legacy (pre-table-features) protocol implies.
+fn legacy_features(p: &Protocol) -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut reader = Vec::new();
+    let mut writer = Vec::new();
+    if p.min_reader_version >= 2 && p.min_reader_version < 3 {
+        reader.push("columnMapping");
+    }
+    if p.min_writer_version < 7 {
+        let w = p.min_writer_version;
+        let steps: [(i32, &[&'static str]); 5] = [
+            (2, &["appendOnly", "invariants"]),
+            (3, &["checkConstraints"]),
+            (4, &["changeDataFeed", "generatedColumns"]),
+            (5, &["columnMapping"]),
+            (6, &["identityColumns"]),
+        ];
+        for (min, feats) in steps {
+            if w >= min {
+                writer.extend_from_slice(feats);
+            }
+        }
+    }
+    (reader, writer)
+}
+
+/// The protocol `current` must become for new properties/schema, or `None` if it already
+/// supports everything they need. Upgrades go to table features (3/7 or 1/7).
+pub fn upgrade_for(current: &Protocol, props: &BTreeMap<String, String>, schema: &StructType) -> Result<Option<Protocol>> {
+    let needed = for_new_table(props, schema)?;
+    let (legacy_r, legacy_w) = legacy_features(current);
+    let has_r = |f: &str| legacy_r.contains(&f) || has_reader_feature(current, f);
+    let has_w = |f: &str| legacy_w.contains(&f) || has_writer_feature(current, f);
+    let need_r: Vec<String> = needed.reader_features.clone().unwrap_or_default();
+    let need_w: Vec<String> = needed.writer_features.clone().unwrap_or_default();
+    if need_r.iter().all(|f| has_r(f)) && need_w.iter().all(|f| has_w(f)) {
+        return Ok(None);
+    }
+    let mut reader: Vec<String> = current.reader_features.clone().unwrap_or_default();
+    reader.extend(legacy_r.iter().map(|s| s.to_string()));
+    reader.extend(need_r);
+    reader.sort();
+    reader.dedup();
+    let mut writer: Vec<String> = current.writer_features.clone().unwrap_or_default();
+    writer.extend(legacy_w.iter().map(|s| s.to_string()));
+    writer.extend(reader.iter().cloned());
+    writer.extend(need_w);
+    writer.sort();
+    writer.dedup();
+    let reader_version = if reader.is_empty() { current.min_reader_version.max(1) } else { 3 };
+    Ok(Some(Protocol {
+        min_reader_version: reader_version,
+        min_writer_version: 7,
+        reader_features: (reader_version == 3).then_some(reader),
+        writer_features: Some(writer),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +242,22 @@ mod tests {
         assert_eq!(p.writer_features.unwrap(), vec!["deletionVectors"]);
         props.insert("delta.enableRowTracking".into(), "true".into());
         assert!(for_new_table(&props, &schema).is_err());
+    }
+
+    #[test]
+    fn upgrades_and_writability() {
+        let schema = StructType::default();
+        let legacy = Protocol { min_reader_version: 1, min_writer_version: 2, reader_features: None, writer_features: None };
+        assert!(upgrade_for(&legacy, &BTreeMap::new(), &schema).unwrap().is_none());
+        let props = BTreeMap::from([("delta.enableDeletionVectors".to_string(), "true".to_string())]);
+        let up = upgrade_for(&legacy, &props, &schema).unwrap().unwrap();
+        assert_eq!((up.min_reader_version, up.min_writer_version), (3, 7));
+        let w = up.writer_features.clone().unwrap();
+        assert!(w.contains(&"appendOnly".to_string()) && w.contains(&"invariants".to_string()) && w.contains(&"deletionVectors".to_string()));
+        assert!(upgrade_for(&up, &props, &schema).unwrap().is_none());
+        assert!(check_writable(&up, "t", 1).is_ok());
+        let mut rt = up.clone();
+        rt.writer_features.as_mut().unwrap().push("rowTracking".into());
+        assert!(check_writable(&rt, "t", 1).unwrap_err().to_string().contains("rowTracking"));
     }
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::commit::log_store;
+
+use crate::commit::committer::{self, CommitOptions};
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
 use crate::log::actions::{Format, Metadata};
@@ -16,6 +17,7 @@ use crate::log::{checkpoint, json as json_log};
 use crate::parallel;
 use crate::schema::{ColumnMappingMode, StructType};
 use crate::snapshot::Snapshot;
+use crate::transaction::Transaction;
 
 pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
 
@@ -175,65 +177,59 @@ impl Table {
         properties: BTreeMap<String, String>,
         name: Option<String>,
     ) -> Result<Self> {
-        let root = resolve_location(location)?;
-        let dir = log_dir(&root);
-        if let Ok(listing) = segment::list(&root, 0) {
-            if let Some(v) = listing.latest_version() {
-                return Err(Error::TableAlreadyExists { path: root.display().to_string(), found: format!("version {v}") });
-            }
-        }
-        let (schema_value, properties) = prepare_schema(schema_string, properties)?;
-        let schema_string = schema_value.to_string();
-        let schema = StructType::parse(&schema_string).map_err(Error::invalid)?;
-        check_columns(&schema, &partition_by)?;
-        let protocol = crate::protocol::for_new_table(&properties, &schema)?;
-        let level = IsolationLevel::of_table(&properties)?;
-        let now = chrono::Utc::now().timestamp_millis();
-        let metadata = Metadata {
-            id: uuid::Uuid::new_v4().to_string(),
-            name,
-            description: None,
-            format: Format::default(),
-            schema_string,
-            partition_columns: partition_by.clone(),
-            created_time: Some(now),
-            configuration: properties.clone(),
-        };
-        let mut info = json!({
-            "timestamp": now,
-            "operation": "CREATE TABLE",
-            "operationParameters": {
-                "partitionBy": serde_json::to_string(&partition_by).unwrap_or_default(),
-                "properties": serde_json::to_string(&properties).unwrap_or_default(),
-            },
-            "isolationLevel": level.as_str(),
-            "isBlindAppend": true,
-            "operationMetrics": {},
-            "engineInfo": ENGINE_INFO,
-            "txnId": uuid::Uuid::new_v4().to_string(),
-        });
-        if properties.get("delta.enableInCommitTimestamps").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-            info["inCommitTimestamp"] = json!(now);
-        }
-        let lines = [json!({ "commitInfo": info }), json!({ "protocol": protocol }), json!({ "metaData": metadata })];
-        let mut bytes = Vec::new();
-        for l in &lines {
-            serde_json::to_writer(&mut bytes, l).expect("JSON values serialize");
-            bytes.push(b'\n');
-        }
-        std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
-        if !log_store::put_if_absent(&dir, 0, &bytes)? {
-            return Err(Error::TableAlreadyExists {
-                path: root.display().to_string(),
-                found: "version 0 written concurrently by another writer".into(),
-            });
-        }
+        let mut txn = begin_create(location, schema_string, partition_by.clone(), properties.clone(), name)?;
+        let params = BTreeMap::from([
+            ("partitionBy".to_string(), serde_json::to_string(&partition_by).unwrap_or_default()),
+            ("properties".to_string(), serde_json::to_string(&txn.metadata.as_ref().map(|m| &m.configuration)).unwrap_or_default()),
+        ]);
+        committer::commit(&mut txn, "CREATE TABLE", &params, &CommitOptions::default())?;
+        let root = txn.root().to_path_buf();
         let latest = Arc::new(load(&root, None)?);
         Ok(Table { root, latest })
     }
+
+    /// A table handle whose latest known snapshot is `snap`.
+    pub fn from_snapshot(snap: Arc<Snapshot>) -> Self {
+        Table { root: snap.root.clone(), latest: snap }
+    }
 }
 
-fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
+/// The transaction that creates a table (read version -1). Committing it when another writer
+/// created the table first raises ProtocolChangedException with the empty-directory hint.
+pub fn begin_create(
+    location: &str,
+    schema_string: &str,
+    partition_by: Vec<String>,
+    properties: BTreeMap<String, String>,
+    name: Option<String>,
+) -> Result<Transaction> {
+    let root = resolve_location(location)?;
+    if let Ok(listing) = segment::list(&root, 0) {
+        if let Some(v) = listing.latest_version() {
+            return Err(Error::TableAlreadyExists { path: root.display().to_string(), found: format!("version {v}") });
+        }
+    }
+    let (schema_value, properties) = prepare_schema(schema_string, properties)?;
+    let schema_string = schema_value.to_string();
+    let schema = StructType::parse(&schema_string).map_err(Error::invalid)?;
+    check_columns(&schema, &partition_by)?;
+    let protocol = crate::protocol::for_new_table(&properties, &schema)?;
+    IsolationLevel::of_table(&properties)?;
+    let metadata = Metadata {
+        id: uuid::Uuid::new_v4().to_string(),
+        name,
+        description: None,
+        format: Format::default(),
+        schema_string,
+        partition_columns: partition_by,
+        created_time: Some(chrono::Utc::now().timestamp_millis()),
+        configuration: properties,
+    };
+    std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    Transaction::begin_create(&root, metadata, protocol)
+}
+
+pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
     #[derive(serde::Deserialize)]
     struct Line<'a> {
         #[serde(borrow, rename = "commitInfo", default)]
@@ -253,7 +249,7 @@ fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
     Ok(None)
 }
 
-fn check_columns(schema: &StructType, partition_by: &[String]) -> Result<()> {
+pub(crate) fn check_columns(schema: &StructType, partition_by: &[String]) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
     for f in &schema.fields {
         if !seen.insert(f.name.to_lowercase()) {
@@ -289,17 +285,67 @@ fn prepare_schema(schema_string: &str, mut props: BTreeMap<String, String>) -> R
     Ok((schema, props))
 }
 
+/// Keep the column-mapping ids and physical names of fields that already existed (matched by
+/// name, recursively), then give new fields fresh ones starting after `next_id`.
+pub(crate) fn carry_column_mapping(new: &mut Value, old: &StructType, next_id: &mut i64) {
+    carry(new, &crate::schema::DataType::Struct(old.clone()));
+    assign_column_mapping(new, next_id);
+}
+
+fn carry(t: &mut Value, old: &crate::schema::DataType) {
+    use crate::schema::DataType as D;
+    let Value::Object(o) = t else { return };
+    match (o.get("type").and_then(Value::as_str), old) {
+        (Some("struct"), D::Struct(old)) => {
+            if let Some(Value::Array(fields)) = o.get_mut("fields") {
+                for f in fields {
+                    let Some(name) = f.get("name").and_then(Value::as_str).map(String::from) else { continue };
+                    let Some(prev) = old.fields.iter().find(|x| x.name == name) else { continue };
+                    if let Some(fo) = f.as_object_mut() {
+                        let meta = fo.entry("metadata").or_insert_with(|| json!({}));
+                        if let Some(m) = meta.as_object_mut() {
+                            for k in ["delta.columnMapping.id", "delta.columnMapping.physicalName"] {
+                                if let Some(v) = prev.metadata.get(k) {
+                                    m.insert(k.into(), v.clone());
+                                }
+                            }
+                        }
+                        if let Some(ft) = fo.get_mut("type") {
+                            carry(ft, &prev.data_type);
+                        }
+                    }
+                }
+            }
+        }
+        (Some("array"), D::Array(e, _)) => {
+            if let Some(x) = o.get_mut("elementType") {
+                carry(x, e);
+            }
+        }
+        (Some("map"), D::Map(k, v, _)) => {
+            if let Some(x) = o.get_mut("keyType") {
+                carry(x, k);
+            }
+            if let Some(x) = o.get_mut("valueType") {
+                carry(x, v);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
     match t {
         Value::Object(o) => match o.get("type").and_then(Value::as_str) {
             Some("struct") => {
                 if let Some(Value::Array(fields)) = o.get_mut("fields") {
                     for f in fields {
-                        *next_id += 1;
-                        let id = *next_id;
                         if let Some(meta) = f.as_object_mut().map(|f| f.entry("metadata").or_insert_with(|| json!({}))) {
                             if let Some(m) = meta.as_object_mut() {
-                                m.entry("delta.columnMapping.id").or_insert(json!(id));
+                                if !m.contains_key("delta.columnMapping.id") {
+                                    *next_id += 1;
+                                    m.insert("delta.columnMapping.id".into(), json!(*next_id));
+                                }
                                 m.entry("delta.columnMapping.physicalName").or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
                             }
                         }

@@ -27,6 +27,10 @@ pub fn commit_file_name(version: i64) -> String {
     format!("{version:020}.json")
 }
 
+pub fn checkpoint_file_name(version: i64) -> String {
+    format!("{version:020}.checkpoint.parquet")
+}
+
 pub fn commit_path(log_dir: &Path, version: i64) -> PathBuf {
     log_dir.join(commit_file_name(version))
 }

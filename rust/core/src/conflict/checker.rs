@@ -1,0 +1,237 @@
+//! The file-level checks of concurrency.md §3, in their order. Each check of one winner either
+//! fails with the conflict it found or returns a sentence saying why the winner did not conflict,
+//! so every decision can be explained afterwards.
+
+use std::collections::{BTreeSet, HashSet};
+
+use crate::error::{Error, Result};
+use crate::isolation::IsolationLevel;
+use crate::log::actions::{AddFile, PartitionValues};
+use crate::predicate::Predicate;
+use crate::protocol;
+use crate::snapshot::PartitionColumn;
+
+use super::{Conflict, ConflictKind, WinningCommit};
+
+const EMPTY_DIRECTORY_HINT: &str = "This happens when multiple writers are writing to an empty directory. \
+Creating the table ahead of time will avoid this conflict.";
+
+/// What a transaction read (concurrency.md §1 step 1).
+#[derive(Debug, Clone, Default)]
+pub struct ReadSet {
+    pub predicates: Vec<Predicate>,
+    /// Log paths of the files its scans returned.
+    pub files: HashSet<Box<str>>,
+    pub whole_table: bool,
+    /// Application ids whose version it asked for.
+    pub app_ids: BTreeSet<String>,
+}
+
+impl ReadSet {
+    pub fn is_empty(&self) -> bool {
+        self.predicates.is_empty() && self.files.is_empty() && !self.whole_table
+    }
+}
+
+/// The transaction as the checks see it.
+pub struct TxnView<'a> {
+    pub table: &'a str,
+    pub read_version: i64,
+    /// The level the commit runs at (SnapshotIsolation for dataChange=false-only commits).
+    pub level: IsolationLevel,
+    pub metadata_changed: bool,
+    pub is_blind_append: bool,
+    pub read: &'a ReadSet,
+    pub removed_paths: &'a HashSet<Box<str>>,
+    pub domains: &'a BTreeSet<String>,
+    pub adds_data: bool,
+    pub identity_columns: bool,
+    /// Conflict-time data skipping (§3.5, on by default).
+    pub data_skipping: bool,
+    pub partition_columns: &'a [PartitionColumn],
+    /// Partition values of files the txn read, when a winner's remove lacks them.
+    pub read_files_partition: &'a dyn Fn(&str) -> Option<PartitionValues>,
+}
+
+impl TxnView<'_> {
+    fn conflict(&self, kind: ConflictKind, w: &WinningCommit, reason: String) -> Error {
+        Error::Conflict(Box::new(Conflict {
+            kind,
+            table: self.table.to_string(),
+            winning_version: w.version,
+            winning_operation: w.operation.clone(),
+            isolation_level: self.level,
+            partition_hint: None,
+            conflicting_file: None,
+            winning_commit_info: w.commit_info.clone(),
+            overlapping_rows: None,
+            reason,
+        }))
+    }
+
+    fn file_conflict(&self, kind: ConflictKind, w: &WinningCommit, path: &str, pv: Option<&PartitionValues>, reason: String) -> Error {
+        let mut e = self.conflict(kind, w, reason);
+        if let Error::Conflict(c) = &mut e {
+            c.conflicting_file = Some(path.to_string());
+            c.partition_hint = pv.and_then(|pv| self.hint(pv));
+        }
+        e
+    }
+
+    /// Partition values by logical column name; `None` for an unpartitioned table.
+    fn hint(&self, pv: &PartitionValues) -> Option<Vec<(String, Option<String>)>> {
+        if self.partition_columns.is_empty() {
+            return None;
+        }
+        Some(
+            self.partition_columns
+                .iter()
+                .map(|c| {
+                    let v = pv.iter().find(|(k, _)| **k == *c.physical).and_then(|(_, v)| v.as_deref()).map(String::from);
+                    (c.name.clone(), v)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Check the transaction against one winner. `Ok` carries the explanation of why it passed.
+pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
+    check_protocol(t, w)?;
+    if w.metadata.is_some() {
+        return Err(t.conflict(
+            ConflictKind::MetadataChanged,
+            w,
+            "Metadata changes (schema, partitioning, table properties, isolation level) fail every concurrent write.".into(),
+        ));
+    }
+    for d in &w.domains {
+        if d.domain != "delta.rowTracking" && t.domains.contains(&d.domain) {
+            return Err(t.conflict(ConflictKind::ConcurrentTransaction, w, format!("A conflicting metadata domain {} is added.", d.domain)));
+        }
+    }
+    for x in &w.txns {
+        if t.read.app_ids.contains(&x.app_id) {
+            return Err(t.conflict(
+                ConflictKind::ConcurrentTransaction,
+                w,
+                format!("It set the version of application id {:?}, which this transaction read.", x.app_id),
+            ));
+        }
+    }
+    let appends = check_appends(t, w)?;
+    check_deletes(t, w)?;
+    if t.identity_columns && t.adds_data && w.adds.iter().any(|a| a.data_change) {
+        return Err(t.conflict(
+            ConflictKind::ConcurrentWrite,
+            w,
+            "Tables with identity columns do not support concurrent transactions that both add data.".into(),
+        ));
+    }
+    Ok(appends)
+}
+
+fn check_protocol(t: &TxnView, w: &WinningCommit) -> Result<()> {
+    let Some(p) = &w.protocol else { return Ok(()) };
+    protocol::check_writable(p, t.table, w.version)?;
+    let mut reason = "A protocol change fails every concurrent writer.".to_string();
+    if t.read_version < 0 {
+        reason = format!("Both transactions created the table. {EMPTY_DIRECTORY_HINT}");
+    }
+    Err(t.conflict(ConflictKind::ProtocolChanged, w, reason))
+}
+
+/// §3 check 5, with the §2 table deciding which added files are candidates.
+fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
+    let data_adds = || w.adds.iter().filter(|a| a.data_change);
+    let n = data_adds().count();
+    if n == 0 {
+        return Ok("it added no data files".into());
+    }
+    if t.is_blind_append {
+        return Ok(format!("this transaction is a blind append; the winner's {n} added files do not matter"));
+    }
+    match t.level {
+        IsolationLevel::SnapshotIsolation => {
+            return Ok(format!("SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files"))
+        }
+        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => {
+            return Ok(format!("WriteSerializable ignores the winner's blind append of {n} files"))
+        }
+        _ => {}
+    }
+    if t.read.whole_table {
+        let a = data_adds().next().expect("n > 0");
+        return Err(t.file_conflict(
+            ConflictKind::ConcurrentAppend,
+            w,
+            &a.path,
+            None,
+            "This transaction read the whole table.".into(),
+        ));
+    }
+    if t.read.predicates.is_empty() {
+        return Ok(format!("this transaction recorded no read predicate; {n} added files cannot match"));
+    }
+    for a in data_adds() {
+        if let Some(p) = t.read.predicates.iter().find(|p| matches_read(t, p, a)) {
+            let what = match &p.text {
+                Some(text) => format!("The added file may contain rows matching this transaction's read predicate `{text}`."),
+                None => "This transaction scanned the table without a predicate.".to_string(),
+            };
+            return Err(t.file_conflict(ConflictKind::ConcurrentAppend, w, &a.path, Some(&a.partition_values), what));
+        }
+    }
+    Ok(format!(
+        "none of the {n} added files can hold rows matching the read predicates{}",
+        if t.data_skipping { " (partition values and statistics)" } else { " (partition values)" }
+    ))
+}
+
+fn matches_read(t: &TxnView, p: &Predicate, a: &AddFile) -> bool {
+    if t.data_skipping {
+        p.file_may_match(a, true)
+    } else {
+        p.partition_matches(a)
+    }
+}
+
+/// §3 checks 6 and 7.
+fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
+    for r in &w.removes {
+        if t.read.files.contains(&r.path) {
+            let pv = r.partition_values.clone().or_else(|| (t.read_files_partition)(&r.path));
+            return Err(t.file_conflict(
+                ConflictKind::ConcurrentDeleteRead,
+                w,
+                &r.path,
+                pv.as_ref(),
+                "It removed a file this transaction read.".into(),
+            ));
+        }
+    }
+    if t.read.whole_table {
+        if let Some(r) = w.removes.first() {
+            return Err(t.file_conflict(
+                ConflictKind::ConcurrentDeleteRead,
+                w,
+                &r.path,
+                None,
+                "This transaction read the whole table and the winner removed a file.".into(),
+            ));
+        }
+    }
+    for r in &w.removes {
+        if t.removed_paths.contains(&r.path) {
+            let pv = r.partition_values.clone().or_else(|| (t.read_files_partition)(&r.path));
+            return Err(t.file_conflict(
+                ConflictKind::ConcurrentDeleteDelete,
+                w,
+                &r.path,
+                pv.as_ref(),
+                "Both transactions remove this file.".into(),
+            ));
+        }
+    }
+    Ok(())
+}

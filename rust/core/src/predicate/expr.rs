@@ -1,0 +1,318 @@
+//! The typed expression a `where` text resolves to, kept in negation normal form so that data
+//! skipping only ever needs "can this leaf be true for some row of the file".
+
+use std::cmp::Ordering;
+
+use crate::partition::Scalar;
+use crate::schema::DataType;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `<=>`: null-safe equality (true when both are null).
+    NullSafeEq,
+}
+
+impl CmpOp {
+    /// `NOT (a op b)` for non-null operands. Null-safe equality has no such form.
+    pub fn negate(self) -> Option<CmpOp> {
+        Some(match self {
+            CmpOp::Eq => CmpOp::Ne,
+            CmpOp::Ne => CmpOp::Eq,
+            CmpOp::Lt => CmpOp::Ge,
+            CmpOp::Le => CmpOp::Gt,
+            CmpOp::Gt => CmpOp::Le,
+            CmpOp::Ge => CmpOp::Lt,
+            CmpOp::NullSafeEq => return None,
+        })
+    }
+
+    /// The operator with its operands swapped (`5 < a` is `a > 5`).
+    pub fn flip(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            other => other,
+        }
+    }
+
+    pub fn holds(self, ord: Ordering) -> bool {
+        match self {
+            CmpOp::Eq | CmpOp::NullSafeEq => ord == Ordering::Equal,
+            CmpOp::Ne => ord != Ordering::Equal,
+            CmpOp::Lt => ord == Ordering::Less,
+            CmpOp::Le => ord != Ordering::Greater,
+            CmpOp::Gt => ord == Ordering::Greater,
+            CmpOp::Ge => ord != Ordering::Less,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::NullSafeEq => "<=>",
+        }
+    }
+}
+
+/// A column the predicate references (top-level columns only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnRef {
+    pub name: String,
+    /// Name in partition values and statistics (differs with column mapping).
+    pub physical: String,
+    pub data_type: DataType,
+    pub partition: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Literal(Scalar),
+    Column(usize),
+    Cmp(CmpOp, Box<Expr>, Box<Expr>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    IsNull(Box<Expr>, bool),
+    /// `e [NOT] IN (literals)`.
+    In(Box<Expr>, Vec<Scalar>, bool),
+    /// `e [NOT] LIKE pattern`, case-insensitive for ILIKE.
+    Like { expr: Box<Expr>, pattern: String, negated: bool, case_insensitive: bool },
+    /// Something the evaluator cannot decide (functions, arithmetic, nested fields, subqueries):
+    /// always "may match". `deterministic` is false for non-deterministic functions.
+    Opaque { sql: String, columns: Vec<usize>, deterministic: bool },
+}
+
+impl Expr {
+    pub fn bool(b: bool) -> Expr {
+        Expr::Literal(Scalar::Boolean(b))
+    }
+
+    /// `NOT self`, pushed down to the leaves (valid under SQL three-valued logic for filtering:
+    /// a row is kept only when the predicate is TRUE).
+    pub fn negate(self) -> Expr {
+        match self {
+            Expr::Literal(Scalar::Boolean(b)) => Expr::bool(!b),
+            Expr::Literal(Scalar::Null) => Expr::Literal(Scalar::Null),
+            Expr::Column(i) => Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(i)), Box::new(Expr::bool(false))),
+            Expr::Cmp(op, l, r) => match op.negate() {
+                Some(n) => Expr::Cmp(n, l, r),
+                None => {
+                    let sql = format!("NOT ({})", Expr::Cmp(op, l.clone(), r.clone()).sql_hint());
+                    let mut columns = Vec::new();
+                    l.collect_columns(&mut columns);
+                    r.collect_columns(&mut columns);
+                    Expr::Opaque { sql, columns, deterministic: true }
+                }
+            },
+            Expr::And(v) => Expr::Or(v.into_iter().map(Expr::negate).collect()),
+            Expr::Or(v) => Expr::And(v.into_iter().map(Expr::negate).collect()),
+            Expr::IsNull(e, n) => Expr::IsNull(e, !n),
+            Expr::In(e, list, n) => Expr::In(e, list, !n),
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                Expr::Like { expr, pattern, negated: !negated, case_insensitive }
+            }
+            Expr::Opaque { sql, columns, deterministic } => Expr::Opaque { sql: format!("NOT ({sql})"), columns, deterministic },
+            Expr::Literal(other) => Expr::Opaque { sql: format!("NOT {other:?}"), columns: vec![], deterministic: true },
+        }
+    }
+
+    pub fn collect_columns(&self, out: &mut Vec<usize>) {
+        match self {
+            Expr::Column(i) => {
+                if !out.contains(i) {
+                    out.push(*i)
+                }
+            }
+            Expr::Literal(_) => {}
+            Expr::Cmp(_, l, r) => {
+                l.collect_columns(out);
+                r.collect_columns(out);
+            }
+            Expr::And(v) | Expr::Or(v) => v.iter().for_each(|e| e.collect_columns(out)),
+            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => e.collect_columns(out),
+            Expr::Opaque { columns, .. } => columns.iter().for_each(|i| {
+                if !out.contains(i) {
+                    out.push(*i)
+                }
+            }),
+        }
+    }
+
+    pub fn has_opaque(&self) -> bool {
+        match self {
+            Expr::Opaque { .. } => true,
+            Expr::Cmp(_, l, r) => l.has_opaque() || r.has_opaque(),
+            Expr::And(v) | Expr::Or(v) => v.iter().any(Expr::has_opaque),
+            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => e.has_opaque(),
+            Expr::Literal(_) | Expr::Column(_) => false,
+        }
+    }
+
+    pub fn is_deterministic(&self) -> bool {
+        match self {
+            Expr::Opaque { deterministic, .. } => *deterministic,
+            Expr::Cmp(_, l, r) => l.is_deterministic() && r.is_deterministic(),
+            Expr::And(v) | Expr::Or(v) => v.iter().all(Expr::is_deterministic),
+            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => e.is_deterministic(),
+            Expr::Literal(_) | Expr::Column(_) => true,
+        }
+    }
+
+    fn sql_hint(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
+/// Total order used for comparisons between two non-null values of compatible types.
+/// `None` when the values cannot be compared (different kinds, NaN).
+pub fn compare(a: &Scalar, b: &Scalar) -> Option<Ordering> {
+    use Scalar::*;
+    match (a, b) {
+        (Null, _) | (_, Null) => None,
+        (String(x), String(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
+        (Long(x), Long(y)) => Some(x.cmp(y)),
+        (Double(x), Double(y)) => x.partial_cmp(y),
+        (Long(x), Double(y)) => (*x as f64).partial_cmp(y),
+        (Double(x), Long(y)) => x.partial_cmp(&(*y as f64)),
+        (Decimal(x, sx), Decimal(y, sy)) => Some(rescale(*x, *sx, *sy.max(sx)).cmp(&rescale(*y, *sy, *sx.max(sy)))),
+        (Decimal(x, s), Long(y)) => Some(x.cmp(&rescale(*y as i128, 0, *s))),
+        (Long(x), Decimal(y, s)) => Some(rescale(*x as i128, 0, *s).cmp(y)),
+        (Decimal(x, s), Double(y)) => (*x as f64 / 10f64.powi(*s as i32)).partial_cmp(y),
+        (Double(x), Decimal(y, s)) => x.partial_cmp(&(*y as f64 / 10f64.powi(*s as i32))),
+        (Boolean(x), Boolean(y)) => Some(x.cmp(y)),
+        (Date(x), Date(y)) => Some(x.cmp(y)),
+        (Timestamp(x), Timestamp(y)) | (TimestampNtz(x), TimestampNtz(y)) => Some(x.cmp(y)),
+        (Binary(x), Binary(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+fn rescale(v: i128, from: i8, to: i8) -> i128 {
+    let d = (to - from).max(0) as u32;
+    v.saturating_mul(10i128.saturating_pow(d))
+}
+
+/// SQL LIKE with `%` and `_` and backslash escapes.
+pub fn like(text: &str, pattern: &str, case_insensitive: bool) -> bool {
+    let (t, p): (Vec<char>, Vec<char>) = if case_insensitive {
+        (text.to_lowercase().chars().collect(), pattern.to_lowercase().chars().collect())
+    } else {
+        (text.chars().collect(), pattern.chars().collect())
+    };
+    like_chars(&t, &p)
+}
+
+fn like_chars(t: &[char], p: &[char]) -> bool {
+    // Iterative matcher with backtracking to the last `%`.
+    let (mut ti, mut pi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() {
+            match p[pi] {
+                '%' => {
+                    star = Some((pi, ti));
+                    pi += 1;
+                    continue;
+                }
+                '_' => {
+                    ti += 1;
+                    pi += 1;
+                    continue;
+                }
+                '\\' if pi + 1 < p.len() && p[pi + 1] == t[ti] => {
+                    ti += 1;
+                    pi += 2;
+                    continue;
+                }
+                c if c != '\\' && c == t[ti] => {
+                    ti += 1;
+                    pi += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((sp, st)) => {
+                pi = sp + 1;
+                ti = st + 1;
+                star = Some((sp, st + 1));
+            }
+            None => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '%')
+}
+
+/// The fixed prefix of a LIKE pattern (before the first wildcard), for range pruning.
+pub fn like_prefix(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '%' | '_' => break,
+            '\\' => match chars.next() {
+                Some(n) => out.push(n),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("abc", "a%", false));
+        assert!(like("abc", "%c", false));
+        assert!(like("abc", "a_c", false));
+        assert!(!like("abc", "a_", false));
+        assert!(like("a%c", "a\\%c", false));
+        assert!(!like("abc", "a\\%c", false));
+        assert!(like("ABC", "a%", true));
+        assert!(like("", "%", false));
+        assert!(like("aXbXc", "%b%c", false));
+        assert_eq!(like_prefix("ab\\%c%d"), "ab%c");
+    }
+
+    #[test]
+    fn mixed_numeric_compare() {
+        assert_eq!(compare(&Scalar::Long(2), &Scalar::Double(2.5)), Some(Ordering::Less));
+        assert_eq!(compare(&Scalar::Decimal(150, 2), &Scalar::Long(1)), Some(Ordering::Greater));
+        assert_eq!(compare(&Scalar::Decimal(150, 2), &Scalar::Decimal(15, 1)), Some(Ordering::Equal));
+        assert_eq!(compare(&Scalar::Null, &Scalar::Long(1)), None);
+        assert_eq!(compare(&Scalar::String("a".into()), &Scalar::Long(1)), None);
+    }
+
+    #[test]
+    fn negation_pushes_down() {
+        let e = Expr::And(vec![
+            Expr::Cmp(CmpOp::Lt, Box::new(Expr::Column(0)), Box::new(Expr::Literal(Scalar::Long(5)))),
+            Expr::IsNull(Box::new(Expr::Column(1)), false),
+        ]);
+        let n = e.negate();
+        assert_eq!(
+            n,
+            Expr::Or(vec![
+                Expr::Cmp(CmpOp::Ge, Box::new(Expr::Column(0)), Box::new(Expr::Literal(Scalar::Long(5)))),
+                Expr::IsNull(Box::new(Expr::Column(1)), true),
+            ])
+        );
+    }
+}

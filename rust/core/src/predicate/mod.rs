@@ -1,0 +1,201 @@
+//! Read predicates: `where` text parsed with `sqlparser`, resolved against the table schema, split
+//! into partition-only and data conjuncts, evaluated on partition values and file statistics.
+
+pub mod eval;
+pub mod expr;
+pub mod parse;
+
+use crate::error::Result;
+use crate::log::actions::AddFile;
+use crate::partition::Scalar;
+use crate::schema::{ColumnMappingMode, StructType};
+pub use eval::Domain;
+pub use expr::{CmpOp, ColumnRef, Expr};
+
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    /// The text as given (`None` for "no predicate": every row).
+    pub text: Option<String>,
+    pub expr: Expr,
+    pub columns: Vec<ColumnRef>,
+    /// AND of the conjuncts that reference only partition columns; `None` when there are none.
+    pub partition_expr: Option<Expr>,
+    /// Whether some conjunct references a data column or cannot be evaluated.
+    pub has_data_conjuncts: bool,
+}
+
+impl Predicate {
+    /// Every row (a scan without a predicate).
+    pub fn all() -> Self {
+        Predicate { text: None, expr: Expr::bool(true), columns: vec![], partition_expr: None, has_data_conjuncts: false }
+    }
+
+    pub fn parse(text: &str, schema: &StructType, mapping: ColumnMappingMode, partition_columns: &[String]) -> Result<Self> {
+        let ast = parse::parse_sql(text)?;
+        let mut r = parse::Resolver::new(text, schema, mapping, partition_columns);
+        let expr = r.boolean(&ast)?;
+        let columns = r.columns;
+        let conjuncts = match &expr {
+            Expr::And(v) => v.clone(),
+            other => vec![other.clone()],
+        };
+        let (mut part, mut data) = (Vec::new(), false);
+        for c in conjuncts {
+            let mut cols = Vec::new();
+            c.collect_columns(&mut cols);
+            if !c.has_opaque() && cols.iter().all(|&i| columns[i].partition) {
+                part.push(c);
+            } else {
+                data = true;
+            }
+        }
+        let partition_expr = (!part.is_empty()).then(|| parse::flatten_and(part));
+        Ok(Predicate { text: Some(text.to_string()), expr, columns, partition_expr, has_data_conjuncts: data })
+    }
+
+    pub fn is_all(&self) -> bool {
+        self.text.is_none() || self.expr == Expr::bool(true)
+    }
+
+    /// Do the file's partition values satisfy the partition-only conjuncts (exactly; NULL never
+    /// satisfies a comparison)? A partition value that does not parse counts as a match.
+    pub fn partition_matches(&self, file: &AddFile) -> bool {
+        let Some(e) = &self.partition_expr else { return true };
+        let mut values = Vec::with_capacity(self.columns.len());
+        for c in &self.columns {
+            if !c.partition {
+                values.push(Scalar::Null);
+                continue;
+            }
+            match eval::partition_value(&file.partition_values, c) {
+                Ok(v) => values.push(v),
+                Err(_) => return true,
+            }
+        }
+        eval::eval(e, &values) == Some(true)
+    }
+
+    /// Can some row of the file satisfy the whole predicate, judging by partition values and
+    /// (when `use_stats`) statistics?
+    pub fn file_may_match(&self, file: &AddFile, use_stats: bool) -> bool {
+        if self.is_all() {
+            return true;
+        }
+        let d = eval::domains(&self.columns, &file.partition_values, file.stats.as_deref(), use_stats);
+        eval::may_match(&self.expr, &d)
+    }
+
+    /// Exactly deterministic, and free of nested/complex references (row-level evaluation).
+    pub fn is_deterministic(&self) -> bool {
+        self.expr.is_deterministic()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::actions::PartitionValues;
+
+    fn schema() -> StructType {
+        StructType::parse(
+            r#"{"type":"struct","fields":[
+            {"name":"p","type":"integer","nullable":true,"metadata":{}},
+            {"name":"d","type":"date","nullable":true,"metadata":{}},
+            {"name":"x","type":"long","nullable":true,"metadata":{}},
+            {"name":"s","type":"string","nullable":true,"metadata":{}},
+            {"name":"t","type":"timestamp","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap()
+    }
+
+    fn pred(text: &str) -> Predicate {
+        Predicate::parse(text, &schema(), ColumnMappingMode::None, &["p".to_string(), "d".to_string()]).unwrap()
+    }
+
+    fn file(p: Option<&str>, stats: Option<&str>) -> AddFile {
+        let pv: PartitionValues = vec![("p".into(), p.map(Into::into)), ("d".into(), Some("2024-01-01".into()))];
+        AddFile {
+            path: "f".into(),
+            partition_values: pv,
+            size: 1,
+            modification_time: 0,
+            data_change: true,
+            stats: stats.map(Into::into),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            clustering_provider: None,
+        }
+    }
+
+    #[test]
+    fn partition_split() {
+        let p = pred("p = 1 AND x > 5");
+        assert!(p.partition_expr.is_some() && p.has_data_conjuncts);
+        let p = pred("p = 1 OR x > 5");
+        assert!(p.partition_expr.is_none() && p.has_data_conjuncts);
+        let p = pred("p >= 2 AND d = '2024-01-01'");
+        assert!(p.partition_expr.is_some() && !p.has_data_conjuncts);
+        assert!(p.partition_matches(&file(Some("2"), None)));
+        assert!(!p.partition_matches(&file(Some("1"), None)));
+        assert!(!p.partition_matches(&file(None, None)), "NULL never satisfies a comparison");
+        assert!(pred("p IS NULL").partition_matches(&file(None, None)));
+        assert!(pred("NOT (p = 1)").partition_matches(&file(Some("2"), None)));
+        assert!(!pred("NOT (p = 1)").partition_matches(&file(None, None)));
+        assert!(pred("p IN (1, 3)").partition_matches(&file(Some("3"), None)));
+        assert!(!pred("p NOT IN (1, NULL)").partition_matches(&file(Some("3"), None)));
+        assert!(pred("p BETWEEN 1 AND 3").partition_matches(&file(Some("3"), None)));
+        assert!(pred("d > DATE '2023-12-31'").partition_matches(&file(Some("3"), None)));
+    }
+
+    #[test]
+    fn stats_skipping() {
+        let stats = r#"{"numRecords":10,"minValues":{"x":1,"s":"apple","t":"2024-01-01T00:00:00.000Z"},"maxValues":{"x":10,"s":"melon","t":"2024-01-01T00:00:01.000Z"},"nullCount":{"x":0,"s":2}}"#;
+        let f = file(Some("1"), Some(stats));
+        let cases = [
+            ("x > 100", false),
+            ("x > 5", true),
+            ("x = 10", true),
+            ("x < 1", false),
+            ("x <= 1", true),
+            ("x IS NULL", false),
+            ("s IS NULL", true),
+            ("x IN (20, 30)", false),
+            ("x IN (20, 3)", true),
+            ("p = 1 AND x > 100", false),
+            ("p = 2 OR x > 5", true),
+            ("p = 2 OR x > 50", false),
+            ("s LIKE 'b%'", true),
+            ("s LIKE 'z%'", false),
+            ("s LIKE 'aa%'", false),
+            ("t > TIMESTAMP '2024-01-01 00:00:01'", true),
+            ("t > TIMESTAMP '2024-01-01 00:00:02'", false),
+            ("abs(x) > 100", true),
+            ("x + 1 > 100", true),
+        ];
+        for (text, want) in cases {
+            assert_eq!(pred(text).file_may_match(&f, true), want, "{text}");
+            assert!(pred(text).file_may_match(&file(Some("1"), None), true) || text.starts_with("p = 2 OR") || text.contains("p = 1 AND") , "{text} without stats");
+        }
+        assert!(pred("x > 100").file_may_match(&f, false), "stats off means may match");
+    }
+
+    #[test]
+    fn bad_text_names_position() {
+        let err = |t: &str| match Predicate::parse(t, &schema(), ColumnMappingMode::None, &[]) {
+            Err(crate::Error::Predicate { position, reason, .. }) => (position, reason),
+            other => panic!("{t}: {other:?}"),
+        };
+        let (pos, reason) = err("x > 5 AND nope = 1");
+        assert_eq!(pos, 11, "{reason}");
+        assert!(reason.contains("nope"));
+        let (pos, reason) = err("x > ");
+        assert!(pos >= 4, "{pos} {reason}");
+        let (pos, _) = err("x > 5 5");
+        assert_eq!(pos, 7);
+        let (_, reason) = err("p = 'abc'");
+        assert!(reason.contains("integer"), "{reason}");
+        err("");
+    }
+}

@@ -1,0 +1,510 @@
+//! An optimistic transaction (concurrency.md §1): a pinned snapshot, what was read, and the
+//! staged actions. [`crate::commit::committer`] validates and commits it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::conflict::ReadSet;
+use crate::dv::DeletionBitmap;
+use crate::error::{Error, Result};
+use crate::isolation::{self, IsolationLevel};
+use crate::log::actions::{AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile};
+use crate::predicate::Predicate;
+use crate::protocol;
+use crate::schema::{ColumnMappingMode, StructType};
+use crate::snapshot::Snapshot;
+
+#[derive(Debug, Clone)]
+pub struct TxnOptions {
+    /// Requested level; `None` = the table's level.
+    pub isolation_level: Option<IsolationLevel>,
+    /// Row-level concurrency where the table allows it (issue #4; file level until then).
+    pub row_level: bool,
+    /// Conflict-time data skipping with file statistics (§3.5).
+    pub data_skipping: bool,
+}
+
+impl Default for TxnOptions {
+    fn default() -> Self {
+        TxnOptions { isolation_level: None, row_level: true, data_skipping: true }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnState {
+    Open,
+    Committed(i64),
+    Aborted,
+}
+
+#[derive(Debug)]
+pub struct Transaction {
+    pub(crate) root: PathBuf,
+    /// `None` when this transaction creates the table (read version -1).
+    pub(crate) snapshot: Option<Arc<Snapshot>>,
+    pub read_version: i64,
+    pub(crate) level: IsolationLevel,
+    pub(crate) opts: TxnOptions,
+    pub(crate) read: ReadSet,
+    pub(crate) adds: Vec<AddFile>,
+    pub(crate) removes: Vec<RemoveFile>,
+    pub(crate) dv_deletes: BTreeMap<Box<str>, DeletionBitmap>,
+    pub(crate) txns: BTreeMap<String, i64>,
+    pub(crate) domains: BTreeMap<String, DomainMetadata>,
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) protocol: Option<Protocol>,
+    pub(crate) state: TxnState,
+}
+
+impl Transaction {
+    pub fn begin(snapshot: Arc<Snapshot>, opts: TxnOptions) -> Result<Self> {
+        let table_level = snapshot.isolation_level()?;
+        let level = match opts.isolation_level {
+            None => table_level,
+            Some(IsolationLevel::SnapshotIsolation) => {
+                return Err(Error::invalid(
+                    "SnapshotIsolation cannot be requested: delta-occ uses it by itself for commits whose file actions all have dataChange=false",
+                ))
+            }
+            Some(l) if l < table_level => {
+                return Err(Error::invalid(format!(
+                    "isolation level {} is weaker than the table's level {}; a transaction may only ask for a stronger one",
+                    l.as_str(),
+                    table_level.as_str()
+                )))
+            }
+            Some(l) => l,
+        };
+        Ok(Transaction {
+            root: snapshot.root.clone(),
+            read_version: snapshot.version(),
+            snapshot: Some(snapshot),
+            level,
+            opts,
+            read: ReadSet::default(),
+            adds: Vec::new(),
+            removes: Vec::new(),
+            dv_deletes: BTreeMap::new(),
+            txns: BTreeMap::new(),
+            domains: BTreeMap::new(),
+            metadata: None,
+            protocol: None,
+            state: TxnState::Open,
+        })
+    }
+
+    /// A transaction that creates the table: it read "no table" (version -1) and stages the
+    /// protocol and metadata of version 0.
+    pub fn begin_create(root: &Path, metadata: Metadata, protocol: Protocol) -> Result<Self> {
+        let level = IsolationLevel::of_table(&metadata.configuration)?;
+        Ok(Transaction {
+            root: root.to_path_buf(),
+            snapshot: None,
+            read_version: -1,
+            level,
+            opts: TxnOptions::default(),
+            read: ReadSet::default(),
+            adds: Vec::new(),
+            removes: Vec::new(),
+            dv_deletes: BTreeMap::new(),
+            txns: BTreeMap::new(),
+            domains: BTreeMap::new(),
+            metadata: Some(metadata),
+            protocol: Some(protocol),
+            state: TxnState::Open,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn snapshot(&self) -> Option<&Arc<Snapshot>> {
+        self.snapshot.as_ref()
+    }
+
+    pub fn state(&self) -> TxnState {
+        self.state
+    }
+
+    pub fn isolation_level(&self) -> IsolationLevel {
+        self.level
+    }
+
+    pub fn options(&self) -> &TxnOptions {
+        &self.opts
+    }
+
+    pub fn read_set(&self) -> &ReadSet {
+        &self.read
+    }
+
+    fn open(&self) -> Result<()> {
+        match self.state {
+            TxnState::Open => Ok(()),
+            TxnState::Committed(v) => Err(Error::invalid(format!("the transaction already committed version {v}"))),
+            TxnState::Aborted => Err(Error::invalid("the transaction was aborted")),
+        }
+    }
+
+    fn snap(&self) -> Result<&Arc<Snapshot>> {
+        self.snapshot.as_ref().ok_or_else(|| Error::invalid("the table does not exist yet (this transaction creates it)"))
+    }
+
+    pub fn parse_predicate(&self, text: &str) -> Result<Predicate> {
+        let snap = self.snap()?;
+        let parts: Vec<String> = snap.partition_columns.iter().map(|c| c.name.clone()).collect();
+        Predicate::parse(text, &snap.schema, snap.mapping, &parts)
+    }
+
+    /// Record a read with this predicate (`None`: all rows) and return the live files that may
+    /// hold matching rows (partition pruning and statistics).
+    pub fn scan(&mut self, text: Option<&str>) -> Result<Vec<usize>> {
+        self.open()?;
+        let predicate = match text {
+            Some(t) => self.parse_predicate(t)?,
+            None => Predicate::all(),
+        };
+        let snap = self.snap()?.clone();
+        let hits: Vec<usize> = snap
+            .files()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| predicate.file_may_match(f, true))
+            .map(|(i, _)| i)
+            .collect();
+        for &i in &hits {
+            self.read.files.insert(snap.files()[i].path.clone());
+        }
+        self.read.predicates.push(predicate);
+        Ok(hits)
+    }
+
+    pub fn read_whole_table(&mut self) -> Result<()> {
+        self.open()?;
+        self.read.whole_table = true;
+        Ok(())
+    }
+
+    /// The application's last committed version (-1 if never set), recorded as a dependency.
+    pub fn app_version(&mut self, app_id: &str) -> Result<i64> {
+        self.open()?;
+        self.read.app_ids.insert(app_id.to_string());
+        Ok(self.snapshot.as_ref().and_then(|s| s.state.txns.get(app_id)).map(|t| t.version).unwrap_or(-1))
+    }
+
+    /// Stage an `add`. `partition_values` use logical column names.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_file(
+        &mut self,
+        path: &str,
+        partition_values: Vec<(String, Option<String>)>,
+        size: i64,
+        stats: Option<String>,
+        data_change: bool,
+        tags: Option<BTreeMap<String, Option<String>>>,
+        modification_time: Option<i64>,
+    ) -> Result<()> {
+        self.open()?;
+        let (schema, mapping, partition_columns) = self.layout()?;
+        let rel = relative_data_path(&self.root, path)?;
+        if size < 0 {
+            return Err(Error::invalid(format!("add_file({path:?}): size must be >= 0, got {size}")));
+        }
+        let pv = physical_partition_values(&schema, mapping, &partition_columns, partition_values, path)?;
+        if let Some(s) = &stats {
+            serde_json::from_str::<serde_json::Value>(s)
+                .ok()
+                .filter(|v| v.is_object())
+                .ok_or_else(|| Error::invalid(format!("add_file({path:?}): stats must be a JSON object")))?;
+        }
+        let log_path: Box<str> = crate::uri::encode_log_path(&rel).into();
+        if self.adds.iter().any(|a| a.path == log_path) {
+            return Err(Error::invalid(format!("add_file({path:?}): the transaction already adds this path")));
+        }
+        if self.snapshot.as_ref().is_some_and(|s| s.state.file_index(&log_path).is_some()) {
+            return Err(Error::invalid(format!(
+                "add_file({path:?}): the table already has a live file with this path; data files must never be overwritten"
+            )));
+        }
+        self.adds.push(AddFile {
+            path: log_path,
+            partition_values: pv,
+            size,
+            modification_time: modification_time.unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
+            data_change,
+            stats: stats.map(Into::into),
+            tags: tags.map(Box::new),
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            clustering_provider: None,
+        });
+        Ok(())
+    }
+
+    /// The schema, mapping mode and partition columns in effect (the new metadata if staged).
+    fn layout(&self) -> Result<(StructType, ColumnMappingMode, Vec<String>)> {
+        if let Some(m) = &self.metadata {
+            let schema = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
+            let mode = ColumnMappingMode::from_config(m.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+            return Ok((schema, mode, m.partition_columns.clone()));
+        }
+        let s = self.snap()?;
+        Ok((s.schema.clone(), s.mapping, s.partition_columns.iter().map(|c| c.name.clone()).collect()))
+    }
+
+    /// Stage a `remove` of a live file of the read snapshot.
+    pub fn remove_file(&mut self, path: &str, data_change: bool) -> Result<()> {
+        self.open()?;
+        let snap = self.snap()?.clone();
+        let f = snap.file(path).ok_or_else(|| {
+            Error::invalid(format!("remove_file({path:?}): not a live file of {} at version {}", self.root.display(), snap.version()))
+        })?;
+        if self.removes.iter().any(|r| r.path == f.path) || self.dv_deletes.contains_key(&f.path) {
+            return Err(Error::invalid(format!("remove_file({path:?}): the transaction already removes or changes this file")));
+        }
+        self.removes.push(remove_of(f, data_change));
+        Ok(())
+    }
+
+    /// Delete rows of a live file through its deletion vector (union with the current DV).
+    pub fn delete_rows(&mut self, path: &str, positions: &[u64]) -> Result<()> {
+        self.open()?;
+        let snap = self.snap()?.clone();
+        if !protocol::has_writer_feature(snap.protocol(), "deletionVectors")
+            || !snap.metadata().configuration.get("delta.enableDeletionVectors").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            return Err(Error::invalid(format!(
+                "delete_rows needs deletion vectors: {} does not have delta.enableDeletionVectors=true with the deletionVectors feature",
+                self.root.display()
+            )));
+        }
+        let f = snap.file(path).ok_or_else(|| {
+            Error::invalid(format!("delete_rows({path:?}): not a live file of {} at version {}", self.root.display(), snap.version()))
+        })?;
+        if self.removes.iter().any(|r| r.path == f.path) {
+            return Err(Error::invalid(format!("delete_rows({path:?}): the transaction already removes this file")));
+        }
+        if let Some(n) = crate::stats::num_records(f.stats.as_deref()) {
+            if let Some(&bad) = positions.iter().find(|&&p| p >= n as u64) {
+                return Err(Error::invalid(format!("delete_rows({path:?}): row {bad} is beyond the file's {n} rows")));
+            }
+        }
+        let new = DeletionBitmap::from_positions(positions.iter().copied()).map_err(Error::invalid)?;
+        let entry = self.dv_deletes.entry(f.path.clone()).or_default();
+        *entry = entry.union(&new);
+        Ok(())
+    }
+
+    pub fn set_app_version(&mut self, app_id: &str, version: i64) -> Result<()> {
+        self.open()?;
+        if app_id.is_empty() {
+            return Err(Error::invalid("set_app_version: the application id must not be empty"));
+        }
+        self.txns.insert(app_id.to_string(), version);
+        Ok(())
+    }
+
+    /// Stage a domain metadata action. System domains (`delta.*`) are refused.
+    pub fn set_domain_metadata(&mut self, domain: &str, configuration: &str, removed: bool) -> Result<()> {
+        self.open()?;
+        if domain.starts_with("delta.") {
+            return Err(Error::invalid(format!("domain {domain:?} is system-controlled; user domains must not start with 'delta.'")));
+        }
+        self.domains.insert(
+            domain.to_string(),
+            DomainMetadata { domain: domain.to_string(), configuration: configuration.to_string(), removed },
+        );
+        Ok(())
+    }
+
+    fn current_metadata(&self) -> Result<Metadata> {
+        match &self.metadata {
+            Some(m) => Ok(m.clone()),
+            None => Ok(self.snap()?.metadata().clone()),
+        }
+    }
+
+    fn current_protocol(&self) -> Result<Protocol> {
+        match &self.protocol {
+            Some(p) => Ok(p.clone()),
+            None => Ok(self.snap()?.protocol().clone()),
+        }
+    }
+
+    /// Merge table properties (a metadata change). The isolation level is validated and written
+    /// in its canonical spelling; the protocol is upgraded when a property needs a feature.
+    pub fn set_properties(&mut self, props: BTreeMap<String, String>) -> Result<()> {
+        self.open()?;
+        let mut m = self.current_metadata()?;
+        for (k, v) in props {
+            let v = if k.eq_ignore_ascii_case(isolation::PROPERTY) {
+                match IsolationLevel::parse(&v) {
+                    Ok(IsolationLevel::SnapshotIsolation) | Err(_) => {
+                        return Err(Error::invalid(format!(
+                            "{} = {v:?} is not valid: expected Serializable or WriteSerializable",
+                            isolation::PROPERTY
+                        )))
+                    }
+                    Ok(l) => l.as_str().to_string(),
+                }
+            } else {
+                v
+            };
+            let key = if k.eq_ignore_ascii_case(isolation::PROPERTY) { isolation::PROPERTY.to_string() } else { k };
+            if key == "delta.columnMapping.mode" && m.configuration.get(&key).map(|s| s.to_ascii_lowercase()) != Some(v.to_ascii_lowercase()) {
+                return Err(Error::UnsupportedFeature {
+                    table: self.root.display().to_string(),
+                    version: Some(self.read_version),
+                    what: "table property change".into(),
+                    detail: "changing delta.columnMapping.mode on an existing table is not supported".into(),
+                });
+            }
+            m.configuration.insert(key, v);
+        }
+        self.stage_metadata(m)
+    }
+
+    pub fn unset_properties(&mut self, keys: &[String]) -> Result<()> {
+        self.open()?;
+        let mut m = self.current_metadata()?;
+        for k in keys {
+            m.configuration.remove(k);
+        }
+        self.stage_metadata(m)
+    }
+
+    /// Replace the schema (a metadata change). Partition columns must stay; with column mapping,
+    /// new fields get ids and physical names.
+    pub fn set_schema(&mut self, schema_json: &str) -> Result<()> {
+        self.open()?;
+        let mut m = self.current_metadata()?;
+        let mut value: serde_json::Value =
+            serde_json::from_str(schema_json).map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let mode = ColumnMappingMode::from_config(m.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+        if mode != ColumnMappingMode::None {
+            let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
+            let mut next: i64 = m.configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse().ok()).unwrap_or(0);
+            crate::table::carry_column_mapping(&mut value, &old, &mut next);
+            m.configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+        }
+        let text = value.to_string();
+        let schema = StructType::parse(&text).map_err(Error::invalid)?;
+        crate::table::check_columns(&schema, &m.partition_columns)?;
+        m.schema_string = text;
+        self.stage_metadata(m)
+    }
+
+    fn stage_metadata(&mut self, m: Metadata) -> Result<()> {
+        IsolationLevel::of_table(&m.configuration)?;
+        let schema = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
+        let current = self.current_protocol()?;
+        if let Some(p) = protocol::upgrade_for(&current, &m.configuration, &schema)? {
+            self.protocol = Some(p);
+        }
+        self.metadata = Some(m);
+        Ok(())
+    }
+
+    /// Stage a protocol change (never a downgrade).
+    pub fn set_protocol(&mut self, p: Protocol) -> Result<()> {
+        self.open()?;
+        let current = self.current_protocol()?;
+        if p.min_reader_version < current.min_reader_version || p.min_writer_version < current.min_writer_version {
+            return Err(Error::invalid(format!(
+                "protocol ({}, {}) would downgrade the table's ({}, {})",
+                p.min_reader_version, p.min_writer_version, current.min_reader_version, current.min_writer_version
+            )));
+        }
+        protocol::check_writable(&p, &self.root.display().to_string(), self.read_version + 1)?;
+        self.protocol = Some(p);
+        Ok(())
+    }
+
+    pub fn abort(&mut self) {
+        if self.state == TxnState::Open {
+            self.state = TxnState::Aborted;
+        }
+    }
+
+    pub fn num_staged(&self) -> usize {
+        self.adds.len() + self.removes.len() + self.dv_deletes.len() + self.txns.len() + self.domains.len()
+    }
+}
+
+/// A remove for a live file, carrying its extended metadata.
+pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
+    RemoveFile {
+        path: f.path.clone(),
+        deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
+        data_change,
+        extended_file_metadata: Some(true),
+        partition_values: Some(f.partition_values.clone()),
+        size: Some(f.size),
+        deletion_vector: f.deletion_vector.clone(),
+        base_row_id: f.base_row_id,
+        default_row_commit_version: f.default_row_commit_version,
+    }
+}
+
+/// A data path relative to the table root, without URI encoding.
+fn relative_data_path(root: &Path, path: &str) -> Result<String> {
+    let bad = |why: &str| Error::invalid(format!("add_file({path:?}): {why}"));
+    if path.is_empty() {
+        return Err(bad("the path is empty"));
+    }
+    let local = if path.starts_with("file:") {
+        crate::uri::to_local_path(path).map_err(|m| bad(&m))?
+    } else {
+        PathBuf::from(path)
+    };
+    let rel = if local.is_absolute() {
+        local
+            .strip_prefix(root)
+            .map_err(|_| bad(&format!("the file must be inside the table directory {}", root.display())))?
+            .to_path_buf()
+    } else {
+        local
+    };
+    let text = rel.to_str().ok_or_else(|| bad("the path is not UTF-8"))?.to_string();
+    if text.split('/').any(|c| c == "..") {
+        return Err(bad("the path must not contain '..'"));
+    }
+    if text.starts_with("_delta_log/") {
+        return Err(bad("data files cannot live in _delta_log"));
+    }
+    Ok(text)
+}
+
+/// Validate logical partition values and key them by physical name, in partition-column order.
+fn physical_partition_values(
+    schema: &StructType,
+    mapping: ColumnMappingMode,
+    partition_columns: &[String],
+    values: Vec<(String, Option<String>)>,
+    path: &str,
+) -> Result<PartitionValues> {
+    let mut out = PartitionValues::with_capacity(partition_columns.len());
+    for col in partition_columns {
+        let field = schema.field(col).ok_or_else(|| Error::invalid(format!("partition column {col:?} is not in the schema")))?;
+        let value = values
+            .iter()
+            .find(|(k, _)| k == col)
+            .or_else(|| values.iter().find(|(k, _)| k.eq_ignore_ascii_case(col)))
+            .ok_or_else(|| Error::invalid(format!("add_file({path:?}): missing a value for partition column {col:?} (use None for null)")))?;
+        crate::partition::parse(value.1.as_deref(), &field.data_type)
+            .map_err(|m| Error::invalid(format!("add_file({path:?}): partition column {col:?}: {m}")))?;
+        out.push((field.physical_name(mapping).into(), value.1.clone().map(Into::into)));
+    }
+    for (k, _) in &values {
+        if !partition_columns.iter().any(|c| c.eq_ignore_ascii_case(k)) {
+            return Err(Error::invalid(format!(
+                "add_file({path:?}): {k:?} is not a partition column (partition columns: {})",
+                partition_columns.join(", ")
+            )));
+        }
+    }
+    Ok(out)
+}

@@ -4,5 +4,6 @@ from . import exceptions
 from ._core import __version__
 from .isolation import IsolationLevel
 from .table import Snapshot, Table
+from .transaction import CommitResult, Transaction
 
-__all__ = ["Table", "Snapshot", "IsolationLevel", "exceptions", "__version__"]
+__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "exceptions", "__version__"]

@@ -98,7 +98,9 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     return out, n
 
 
-def read_snapshot(handle: Any, schema: pa.Schema, columns: Optional[Sequence[str]] = None) -> pa.Table:
+def read_snapshot(
+    handle: Any, schema: pa.Schema, columns: Optional[Sequence[str]] = None, where: Optional[str] = None
+) -> pa.Table:
     delta_schema = json.loads(handle.schema_json)
     mode = handle.column_mapping_mode
     partition_cols = handle.partition_columns
@@ -112,15 +114,30 @@ def read_snapshot(handle: Any, schema: pa.Schema, columns: Optional[Sequence[str
         unknown = [c for c in columns if c not in by_name]
         if unknown:
             raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {list(by_name)}")
+    out_columns = columns
+    selected = None
+    expression = None
+    if where is not None:
+        from ._predicate import to_expression
+
+        selected, expr_json = handle.prune(where)
+        node = json.loads(expr_json)
+        expression = to_expression(node, schema)
+        needed = _referenced(node)
+        columns = columns + [c for c in needed if c not in columns]
     data_fields = [by_name[c] for c in columns if c not in partition_cols]
     out_schema = pa.schema([schema.field(c) for c in columns])
     files = handle.data_files()
+    result_schema = pa.schema([schema.field(c) for c in out_columns])
     if not files:
-        return out_schema.empty_table()
+        return result_schema.empty_table()
     parts = pa.RecordBatch._import_from_c_capsule(*handle.partition_values())
     part_columns = {c: parts.column(parts.schema.get_field_index(c)) for c in columns if c in partition_cols}
     tables = []
+    keep = set(selected) if selected is not None else None
     for i, (abs_path, log_path, has_dv) in enumerate(files):
+        if keep is not None and i not in keep:
+            continue
         data, n = _read_file(abs_path, data_fields, mode)
         arrays = []
         for c in columns:
@@ -132,5 +149,27 @@ def read_snapshot(handle: Any, schema: pa.Schema, columns: Optional[Sequence[str
         if has_dv:
             bits = handle.keep_mask(log_path, n)
             table = table.filter(pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)]))
+        if expression is not None:
+            table = table.filter(expression).select(out_columns)
         tables.append(table)
+    if not tables:
+        return result_schema.empty_table()
     return pa.concat_tables(tables)
+
+
+def _referenced(node: Any) -> list:
+    """Column names a predicate JSON tree references, in first-use order."""
+    out: list = []
+
+    def walk(n: Any) -> None:
+        if isinstance(n, dict):
+            if "col" in n and n["col"] not in out:
+                out.append(n["col"])
+            for v in n.values():
+                walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(node)
+    return out

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from . import _core
 from ._read import read_snapshot
 from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
+from .transaction import CommitResult, LevelLike, Transaction, level_name
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -89,9 +90,9 @@ class Snapshot:
 
     def to_pyarrow(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """The table's rows with DVs applied, logical column names, partition columns filled."""
-        if where is not None:
-            raise NotImplementedError("to_pyarrow(where=...) needs the predicate evaluator, which is not built yet")
-        return read_snapshot(self._h, self.schema, columns)
+        if where is not None and not isinstance(where, str):
+            raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+        return read_snapshot(self._h, self.schema, columns, where)
 
     def app_version(self, app_id: str) -> int:
         """The latest version recorded for an application id, or -1."""
@@ -175,3 +176,118 @@ class Table:
             entry["version"] = version
             out.append(entry)
         return out
+
+    # -- transactions --------------------------------------------------------------------------
+
+    def begin(
+        self,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        data_skipping: bool = True,
+        max_attempts: Optional[int] = None,
+        time_budget: Optional[float] = None,
+    ) -> Transaction:
+        """Refresh and pin the latest snapshot in a new transaction.
+
+        ``isolation_level`` may only be stronger than the table's (Serializable over
+        WriteSerializable). ``data_skipping`` enables conflict-time data skipping with file
+        statistics (concurrency.md §3.5; on by default). ``max_attempts`` (default 100) and
+        ``time_budget`` (seconds, default 120) bound the commit loop.
+        """
+        return Transaction(
+            self._h.begin(level_name(isolation_level), bool(row_level), bool(data_skipping)),
+            max_attempts,
+            time_budget,
+        )
+
+    @classmethod
+    def begin_create(
+        cls,
+        path: PathLike,
+        schema: pa.Schema,
+        partition_by: Sequence[str] = (),
+        properties: Optional[Mapping[str, str]] = None,
+        name: Optional[str] = None,
+    ) -> Transaction:
+        """A transaction that creates the table (read version -1). Committing it after another
+        writer created the table raises ProtocolChangedException with the empty-directory hint."""
+        if isinstance(partition_by, str):
+            partition_by = [partition_by]
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        return Transaction(
+            _core.TableHandle.begin_create(_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name)
+        )
+
+    def _metadata_commit(self, operation: str, params: Dict[str, Any], stage: Any, isolation_level: LevelLike, max_attempts: Optional[int]) -> CommitResult:
+        txn = self.begin(isolation_level=isolation_level, max_attempts=max_attempts)
+        try:
+            stage(txn)
+        except BaseException:
+            txn.abort()
+            raise
+        return txn.commit(operation, params)
+
+    def set_properties(self, props: Mapping[str, str], *, isolation_level: LevelLike = None, max_attempts: Optional[int] = None) -> CommitResult:
+        """Merge table properties in one metadata commit (fails every concurrent writer)."""
+        props = {str(k): str(v) for k, v in props.items()}
+        return self._metadata_commit(
+            "SET TBLPROPERTIES", {"properties": props}, lambda t: t.set_properties(props), isolation_level, max_attempts
+        )
+
+    def set_isolation_level(self, level: Union[str, IsolationLevel], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """Set ``delta.isolationLevel`` (Serializable or WriteSerializable) in a metadata commit."""
+        lvl = IsolationLevel.parse(level)
+        return self._metadata_commit(
+            "SET TBLPROPERTIES",
+            {"properties": {"delta.isolationLevel": lvl.value}},
+            lambda t: t.set_isolation_level(lvl),
+            None,
+            max_attempts,
+        )
+
+    def set_schema(self, schema: pa.Schema, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """Replace the table schema in a metadata commit. Partition columns must remain; with
+        column mapping, existing fields keep their ids and physical names."""
+        return self._metadata_commit(
+            "REPLACE COLUMNS", {"columns": str(schema)}, lambda t: t.set_schema(schema), None, max_attempts
+        )
+
+    def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:
+        """Follow the log from ``from_version`` to the latest version known at each step: one
+        dict per commit (version, operation, commit_info, added, removed, app_transactions).
+        Stops with MetadataChangedException at a commit after ``from_version``'s table creation
+        that changes metadata, as Delta streaming reads do (concurrency.md §7)."""
+        if not isinstance(from_version, int) or isinstance(from_version, bool) or from_version < 0:
+            raise InvalidArgumentError(f"from_version must be an int >= 0, got {from_version!r}")
+        version = from_version
+        latest = self.refresh()
+        if from_version > latest:
+            raise VersionNotFoundError(
+                f"version {from_version} of {self.path} does not exist yet (latest is {latest})",
+                table=self.path,
+                version=from_version,
+            )
+        while True:
+            if version > latest:
+                latest = self.refresh()
+                if version > latest:
+                    return
+            summary = self._h.commit_summary(version)
+            if summary is None:
+                raise VersionNotFoundError(
+                    f"commit {version} of {self.path} is not in the log (cleaned up?)", table=self.path, version=version
+                )
+            info = json.loads(summary["commit_info"]) if summary["commit_info"] else None
+            summary["commit_info"] = info
+            if summary["metadata_changed"] and version > 0:
+                raise MetadataChangedException(
+                    f"[DELTA_METADATA_CHANGED] The metadata of table {self.path} was changed at version {version} "
+                    f"by {summary['operation']}. A change reader stops here; restart it deliberately from "
+                    f"version {version} after checking the new schema and properties.",
+                    winning_version=version,
+                    winning_operation=summary["operation"],
+                    table=self.path,
+                    winning_commit_info=info,
+                )
+            yield summary
+            version += 1

@@ -19,7 +19,12 @@ fn arrow_err(e: arrow_schema::ArrowError) -> Error {
 }
 
 pub fn files_batch(snap: &Snapshot) -> Result<RecordBatch> {
-    let files = snap.files();
+    let all: Vec<&crate::log::actions::AddFile> = snap.files().iter().collect();
+    files_batch_of(snap, &all)
+}
+
+/// `files()` for a subset of the live files (a scan's result).
+pub fn files_batch_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<RecordBatch> {
     let n = files.len();
     let mut path = StringBuilder::with_capacity(n, n * 64);
     let mut pv = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());

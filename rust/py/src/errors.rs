@@ -15,6 +15,9 @@ fn class_name(e: &Error) -> &'static str {
         Error::DeletionVector { .. } => "DeletionVectorError",
         Error::Io { .. } => "DeltaIOError",
         Error::InvalidArgument(_) => "InvalidArgumentError",
+        Error::Predicate { .. } => "PredicateError",
+        Error::Conflict(c) => c.kind.class_name(),
+        Error::CommitRetriesExceeded { .. } => "CommitRetriesExceededError",
     }
 }
 
@@ -41,6 +44,42 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("errno", source.raw_os_error())?;
         }
         Error::InvalidArgument(_) => {}
+        Error::Predicate { text, position, reason } => {
+            d.set_item("text", text)?;
+            d.set_item("position", position)?;
+            d.set_item("reason", reason)?;
+        }
+        Error::Conflict(c) => {
+            d.set_item("winning_version", c.winning_version)?;
+            d.set_item("winning_operation", &c.winning_operation)?;
+            d.set_item("table", &c.table)?;
+            d.set_item("isolation_level", c.isolation_level.as_str())?;
+            let hint = match &c.partition_hint {
+                None => None,
+                Some(h) => {
+                    let hd = PyDict::new(py);
+                    for (k, v) in h {
+                        hd.set_item(k, v)?;
+                    }
+                    Some(hd)
+                }
+            };
+            d.set_item("partition_hint", hint)?;
+            d.set_item("conflicting_file", &c.conflicting_file)?;
+            let info = match &c.winning_commit_info {
+                Some(text) => Some(py.import("json")?.call_method1("loads", (text,))?),
+                None => None,
+            };
+            d.set_item("winning_commit_info", info)?;
+            d.set_item("overlapping_rows", c.overlapping_rows)?;
+            d.set_item("reason", &c.reason)?;
+        }
+        Error::CommitRetriesExceeded { table, attempts, elapsed_ms, versions_tried, .. } => {
+            d.set_item("table", table)?;
+            d.set_item("attempts", attempts)?;
+            d.set_item("elapsed_ms", elapsed_ms)?;
+            d.set_item("versions_tried", versions_tried)?;
+        }
     }
     Ok(d)
 }

@@ -7,6 +7,7 @@ mod dv;
 mod errors;
 mod snapshot;
 mod table;
+mod transaction;
 
 use errors::IntoPy;
 
@@ -30,6 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
+    m.add_class::<transaction::TransactionHandle>()?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
     m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;

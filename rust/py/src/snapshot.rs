@@ -152,6 +152,19 @@ impl SnapshotHandle {
         Ok(PyBytes::new(py, &mask))
     }
 
+    /// File skipping for `to_pyarrow(where=)`: the indices (in `files()` order) of files that may
+    /// hold matching rows, and the resolved expression as JSON text.
+    fn prune(&self, py: Python<'_>, predicate: String) -> PyResult<(Vec<usize>, String)> {
+        py.detach(|| {
+            let s = &self.inner;
+            let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
+            let p = delta_occ_core::predicate::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)?;
+            let hits = s.files().iter().enumerate().filter(|(_, f)| p.file_may_match(f, true)).map(|(i, _)| i).collect();
+            Ok((hits, p.to_json().to_string()))
+        })
+        .py_err()
+    }
+
     fn app_transactions(&self) -> BTreeMap<String, i64> {
         self.inner.state.txns.iter().map(|(k, t)| (k.clone(), t.version)).collect()
     }

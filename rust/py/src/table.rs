@@ -3,11 +3,15 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use delta_occ_core::Table;
+use delta_occ_core::conflict::WinningCommit;
+use delta_occ_core::transaction::{Transaction, TxnOptions};
+use delta_occ_core::{IsolationLevel, Table};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 
 use crate::errors::IntoPy;
 use crate::snapshot::SnapshotHandle;
+use crate::transaction::TransactionHandle;
 
 #[pyclass(frozen, module = "delta_occ._core")]
 pub struct TableHandle {
@@ -72,5 +76,78 @@ impl TableHandle {
     #[pyo3(signature = (limit=None))]
     fn history(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<Vec<(i64, Option<String>)>> {
         py.detach(|| self.table().history(limit)).py_err()
+    }
+
+    /// Refresh, then pin the latest snapshot in a new transaction.
+    #[pyo3(signature = (isolation_level=None, row_level=true, data_skipping=true))]
+    fn begin(&self, py: Python<'_>, isolation_level: Option<String>, row_level: bool, data_skipping: bool) -> PyResult<TransactionHandle> {
+        let level = isolation_level.as_deref().map(IsolationLevel::parse).transpose().py_err()?;
+        let opts = TxnOptions { isolation_level: level, row_level, data_skipping };
+        let txn = py
+            .detach(|| {
+                let snap = {
+                    let mut t = self.table();
+                    t.refresh()?;
+                    t.latest()
+                };
+                Transaction::begin(snap, opts)
+            })
+            .py_err()?;
+        Ok(TransactionHandle::new(txn))
+    }
+
+    /// The transaction that creates a table at `location` (read version -1).
+    #[staticmethod]
+    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None))]
+    fn begin_create(
+        py: Python<'_>,
+        location: String,
+        schema_json: String,
+        partition_by: Vec<String>,
+        properties: BTreeMap<String, String>,
+        name: Option<String>,
+    ) -> PyResult<TransactionHandle> {
+        py.detach(|| delta_occ_core::table::begin_create(&location, &schema_json, partition_by, properties, name))
+            .py_err()
+            .map(TransactionHandle::new)
+    }
+
+    /// One commit's actions, summarised: operation, commitInfo, added/removed files, and whether
+    /// it changed metadata or protocol. `None` when the commit file does not exist.
+    fn commit_summary<'py>(&self, py: Python<'py>, version: i64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let dir = self.table().root().join("_delta_log");
+        if !delta_occ_core::log::path::commit_path(&dir, version).exists() {
+            return Ok(None);
+        }
+        let w = py.detach(|| WinningCommit::read(&dir, version)).py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("version", version)?;
+        d.set_item("operation", &w.operation)?;
+        d.set_item("commit_info", &w.commit_info)?;
+        let added = PyList::empty(py);
+        for a in &w.adds {
+            let f = PyDict::new(py);
+            f.set_item("path", &*a.path)?;
+            f.set_item("partition_values", a.partition_values.iter().map(|(k, v)| (k.to_string(), v.as_deref().map(String::from))).collect::<BTreeMap<_, _>>())?;
+            f.set_item("size", a.size)?;
+            f.set_item("data_change", a.data_change)?;
+            f.set_item("stats", a.stats.as_deref())?;
+            f.set_item("deletion_vector", a.dv_unique_id())?;
+            added.append(f)?;
+        }
+        d.set_item("added", added)?;
+        let removed = PyList::empty(py);
+        for r in &w.removes {
+            let f = PyDict::new(py);
+            f.set_item("path", &*r.path)?;
+            f.set_item("data_change", r.data_change)?;
+            f.set_item("deletion_vector", r.dv_unique_id())?;
+            removed.append(f)?;
+        }
+        d.set_item("removed", removed)?;
+        d.set_item("metadata_changed", w.metadata.is_some())?;
+        d.set_item("protocol_changed", w.protocol.is_some())?;
+        d.set_item("app_transactions", w.txns.iter().map(|t| (t.app_id.clone(), t.version)).collect::<BTreeMap<_, _>>())?;
+        Ok(Some(d))
     }
 }

@@ -91,6 +91,46 @@ impl Predicate {
     }
 }
 
+/// The expression as JSON, for engines that evaluate it on rows (the Python reader builds a
+/// pyarrow expression from it). Literals carry their kind; dates are days, timestamps µs.
+impl Predicate {
+    pub fn to_json(&self) -> serde_json::Value {
+        expr_json(&self.expr, &self.columns)
+    }
+}
+
+fn scalar_json(v: &Scalar) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        Scalar::Null => json!({"lit": null, "kind": "null"}),
+        Scalar::String(s) => json!({"lit": s, "kind": "string"}),
+        Scalar::Long(n) => json!({"lit": n, "kind": "long"}),
+        Scalar::Double(f) => json!({"lit": f, "kind": "double"}),
+        Scalar::Boolean(b) => json!({"lit": b, "kind": "boolean"}),
+        Scalar::Date(d) => json!({"lit": d, "kind": "date"}),
+        Scalar::Timestamp(t) => json!({"lit": t, "kind": "timestamp"}),
+        Scalar::TimestampNtz(t) => json!({"lit": t, "kind": "timestamp_ntz"}),
+        Scalar::Decimal(u, s) => json!({"lit": u.to_string(), "kind": "decimal", "scale": s}),
+        Scalar::Binary(b) => json!({"lit": String::from_utf8_lossy(b), "kind": "binary"}),
+    }
+}
+
+fn expr_json(e: &Expr, cols: &[ColumnRef]) -> serde_json::Value {
+    use serde_json::json;
+    let all = |v: &[Expr]| v.iter().map(|x| expr_json(x, cols)).collect::<Vec<_>>();
+    match e {
+        Expr::Literal(v) => scalar_json(v),
+        Expr::Column(i) => json!({"col": cols[*i].name}),
+        Expr::Cmp(op, l, r) => json!({"op": op.as_str(), "left": expr_json(l, cols), "right": expr_json(r, cols)}),
+        Expr::And(v) => json!({"op": "and", "args": all(v)}),
+        Expr::Or(v) => json!({"op": "or", "args": all(v)}),
+        Expr::IsNull(x, n) => json!({"op": if *n { "is_not_null" } else { "is_null" }, "arg": expr_json(x, cols)}),
+        Expr::In(x, list, n) => json!({"op": "in", "negated": n, "arg": expr_json(x, cols), "values": list.iter().map(scalar_json).collect::<Vec<_>>()}),
+        Expr::Like { expr, pattern, negated, case_insensitive } => json!({"op": "like", "arg": expr_json(expr, cols), "pattern": pattern, "negated": negated, "case_insensitive": case_insensitive}),
+        Expr::Opaque { sql, .. } => json!({"op": "opaque", "sql": sql}),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,101 @@
+"""Row-level evaluation of a resolved predicate: the JSON form the Rust core produces, turned
+into a pyarrow compute expression with SQL semantics (a row is kept only when TRUE)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any, Dict
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .exceptions import PredicateError
+
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+def _literal(node: Dict[str, Any], target: "pa.DataType | None") -> Any:
+    kind, v = node["kind"], node["lit"]
+    if kind == "null":
+        return pa.scalar(None, type=target or pa.null())
+    if kind == "date":
+        value: Any = _EPOCH + datetime.timedelta(days=v)
+        return pa.scalar(value, type=pa.date32())
+    if kind in ("timestamp", "timestamp_ntz"):
+        tz = "UTC" if kind == "timestamp" else None
+        return pa.scalar(v, type=pa.timestamp("us", tz=tz))
+    if kind == "decimal":
+        d = decimal.Decimal(v).scaleb(-node["scale"])
+        return pa.scalar(d, type=target if target is not None and pa.types.is_decimal(target) else None)
+    if kind == "binary":
+        return pa.scalar(v.encode(), type=pa.binary())
+    scalar = pa.scalar(v)
+    if target is not None and kind in ("long", "double") and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+        if kind == "long" or pa.types.is_floating(target):
+            try:
+                return scalar.cast(target)
+            except (pa.ArrowInvalid, OverflowError):
+                return scalar
+    return scalar
+
+
+def to_expression(node: Dict[str, Any], schema: pa.Schema) -> pc.Expression:
+    def typ(n: Dict[str, Any]) -> "pa.DataType | None":
+        return schema.field(n["col"]).type if "col" in n else None
+
+    def operand(n: Dict[str, Any], other: "Dict[str, Any] | None" = None) -> Any:
+        if "col" in n:
+            return pc.field(n["col"])
+        if "lit" in n:
+            return _literal(n, typ(other) if other else None)
+        return build(n)
+
+    def build(n: Dict[str, Any]) -> pc.Expression:
+        if "lit" in n:
+            return pc.scalar(n["lit"] is True) if n["kind"] == "boolean" else pc.scalar(False)
+        op = n.get("op")
+        if op == "and":
+            out = build(n["args"][0])
+            for a in n["args"][1:]:
+                out = out & build(a)
+            return out
+        if op == "or":
+            out = build(n["args"][0])
+            for a in n["args"][1:]:
+                out = out | build(a)
+            return out
+        if op in ("=", "!=", "<", "<=", ">", ">=", "<=>"):
+            left, right = operand(n["left"], n["right"]), operand(n["right"], n["left"])
+            if op == "<=>":
+                both_null = pc.is_null(left) & pc.is_null(right)
+                return pc.if_else(both_null, True, pc.fill_null(pc.equal(left, right), False))
+            fn = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
+                  ">": pc.greater, ">=": pc.greater_equal}[op]
+            return fn(left, right)
+        if op == "is_null":
+            return pc.is_null(operand(n["arg"]))
+        if op == "is_not_null":
+            return pc.is_valid(operand(n["arg"]))
+        if op == "in":
+            arg = operand(n["arg"])
+            values = [v for v in n["values"] if v["kind"] != "null"]
+            has_null = len(values) != len(n["values"])
+            target = typ(n["arg"])
+            arr = pa.array([_literal(v, target).as_py() for v in values], type=target)
+            hit = pc.is_in(arg, value_set=arr)
+            if n["negated"]:
+                return pc.scalar(False) if has_null else (~hit & pc.is_valid(arg))
+            return hit
+        if op == "like":
+            hit = pc.match_like(operand(n["arg"]), n["pattern"], ignore_case=n["case_insensitive"])
+            return ~hit if n["negated"] else hit
+        if op == "opaque":
+            raise PredicateError(
+                f"`{n['sql']}` cannot be evaluated on rows by delta-occ (functions, arithmetic and nested "
+                "fields are only used for file skipping)",
+                reason="not evaluable on rows",
+            )
+        raise PredicateError(f"unknown predicate node {n!r}", reason="internal")
+
+    return build(node)

@@ -1,0 +1,225 @@
+"""The transaction API (api.md "The transaction API") and commit results."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from . import _core
+from ._schema import arrow_schema_to_delta
+from .exceptions import InvalidArgumentError
+from .isolation import IsolationLevel
+
+if TYPE_CHECKING:
+    from .table import Snapshot
+
+LevelLike = Union[str, IsolationLevel, None]
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitResult:
+    """What one commit did.
+
+    ``attempts`` is 1 when no other writer got in the way; ``rebased_over`` lists the winning
+    versions this commit was checked against and rebased onto; ``checks`` says, for each of them,
+    why it did not conflict (the same text is stored in the commit's ``commitInfo.deltaOcc``).
+    """
+
+    version: int
+    attempts: int
+    isolation_level: IsolationLevel
+    read_version: int
+    rebased_over: List[int]
+    rows_resolved: int
+    operation: str
+    metrics: Dict[str, str]
+    checks: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    txn_id: str = ""
+    is_blind_append: bool = False
+    checkpoint_written: bool = False
+    checkpoint_error: Optional[str] = None
+
+    @classmethod
+    def _from_core(cls, d: Dict[str, Any]) -> "CommitResult":
+        d = dict(d)
+        d["isolation_level"] = IsolationLevel(d["isolation_level"])
+        return cls(**d)
+
+
+def level_name(level: LevelLike) -> Optional[str]:
+    if level is None:
+        return None
+    return IsolationLevel.parse(level).value
+
+
+def _parameters(parameters: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, Mapping):
+        raise InvalidArgumentError(f"parameters must be a mapping, got {type(parameters).__name__}")
+    return {str(k): v if isinstance(v, str) else json.dumps(v, default=str) for k, v in parameters.items()}
+
+
+class Transaction:
+    """One optimistic transaction: pin a snapshot, record reads, stage actions, commit.
+
+    ``with table.begin() as txn: ...`` commits on normal exit and aborts on an exception.
+    """
+
+    def __init__(
+        self,
+        handle: "_core.TransactionHandle",
+        max_attempts: Optional[int] = None,
+        time_budget: Optional[float] = None,
+    ) -> None:
+        self._h = handle
+        self._max_attempts = max_attempts
+        self._time_budget = time_budget
+        self.result: Optional[CommitResult] = None
+
+    def __repr__(self) -> str:
+        return f"Transaction(read_version={self.read_version}, state={self.state!r}, isolation_level={self.isolation_level.value})"
+
+    @property
+    def read_version(self) -> int:
+        """The version this transaction read (-1 when it creates the table)."""
+        return self._h.read_version
+
+    @property
+    def snapshot(self) -> "Snapshot":
+        from .table import Snapshot
+
+        h = self._h.snapshot
+        if h is None:
+            raise InvalidArgumentError("this transaction creates the table; there is no snapshot to read yet")
+        return Snapshot(h)
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        """The level asked for (or the table's). A commit of only dataChange=false actions runs
+        at SnapshotIsolation; ``CommitResult.isolation_level`` says which level was used."""
+        return IsolationLevel(self._h.isolation_level)
+
+    @property
+    def state(self) -> str:
+        """``"open"``, ``"committed"`` or ``"aborted"``."""
+        return self._h.state
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def scan(self, where: Optional[str] = None) -> pa.Table:
+        """Record a read of the rows matching ``where`` (all rows when None) and return the live
+        files that may hold them (partition pruning and statistics), as in ``Snapshot.files()``."""
+        if where is not None and not isinstance(where, str):
+            raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+        batch = pa.RecordBatch._import_from_c_capsule(*self._h.scan(where))
+        return pa.Table.from_batches([batch])
+
+    def read_whole_table(self) -> None:
+        """Record that the transaction depends on the entire table."""
+        self._h.read_whole_table()
+
+    def app_version(self, app_id: str) -> int:
+        """The application's last committed version (-1 if never set); records the dependency."""
+        return self._h.app_version(app_id)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def add_file(
+        self,
+        path: str,
+        partition_values: Optional[Mapping[str, Optional[str]]] = None,
+        size: int = 0,
+        stats: Union[str, Mapping[str, Any], None] = None,
+        data_change: bool = True,
+        tags: Optional[Mapping[str, Optional[str]]] = None,
+        modification_time: Optional[int] = None,
+    ) -> None:
+        """Stage an ``add`` of a data file already written under the table directory. ``path``
+        is relative to the table root (or absolute inside it); ``partition_values`` use logical
+        column names and string values (None for null)."""
+        if isinstance(stats, Mapping):
+            stats = json.dumps(stats)
+        pv = [(str(k), None if v is None else str(v)) for k, v in (partition_values or {}).items()]
+        t = None if tags is None else {str(k): None if v is None else str(v) for k, v in tags.items()}
+        self._h.add_file(str(path), pv, int(size), stats, bool(data_change), t, modification_time)
+
+    def remove_file(self, path: str, data_change: bool = True) -> None:
+        """Stage a ``remove`` of a live file. This does not record a read; ``scan`` does."""
+        self._h.remove_file(str(path), bool(data_change))
+
+    def delete_rows(self, path: str, positions: Union[Iterable[int], pa.Array]) -> None:
+        """Delete rows (0-based physical positions) of a live file through its deletion vector;
+        the new DV is the union with the current one. Needs ``delta.enableDeletionVectors``."""
+        if isinstance(positions, (pa.Array, pa.ChunkedArray)):
+            positions = positions.to_pylist()
+        values = [int(p) for p in positions]
+        if any(p < 0 for p in values):
+            raise InvalidArgumentError("row positions must be >= 0")
+        self._h.delete_rows(str(path), values)
+
+    def set_app_version(self, app_id: str, version: int) -> None:
+        self._h.set_app_version(app_id, int(version))
+
+    def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None:
+        """Stage a user domain (names starting with ``delta.`` are reserved)."""
+        self._h.set_domain_metadata(domain, configuration, removed)
+
+    def set_properties(self, props: Mapping[str, str]) -> None:
+        """Merge table properties (a metadata change)."""
+        self._h.set_properties({str(k): str(v) for k, v in props.items()})
+
+    def unset_properties(self, keys: Sequence[str]) -> None:
+        self._h.unset_properties([str(k) for k in keys])
+
+    def set_isolation_level(self, level: Union[str, IsolationLevel]) -> None:
+        lvl = IsolationLevel.parse(level)
+        if lvl is IsolationLevel.SNAPSHOT_ISOLATION:
+            raise InvalidArgumentError("SnapshotIsolation is not a table level: use Serializable or WriteSerializable")
+        self.set_properties({"delta.isolationLevel": lvl.value})
+
+    def set_schema(self, schema: pa.Schema) -> None:
+        """Replace the schema (a metadata change; partition columns must remain)."""
+        self._h.set_schema(arrow_schema_to_delta(schema))
+
+    def set_protocol(
+        self,
+        min_reader_version: int,
+        min_writer_version: int,
+        reader_features: Optional[Sequence[str]] = None,
+        writer_features: Optional[Sequence[str]] = None,
+    ) -> None:
+        """Stage a protocol upgrade (never a downgrade)."""
+        self._h.set_protocol(
+            int(min_reader_version),
+            int(min_writer_version),
+            None if reader_features is None else list(reader_features),
+            None if writer_features is None else list(writer_features),
+        )
+
+    # -- end ---------------------------------------------------------------------------------
+
+    def commit(self, operation: str = "WRITE", parameters: Optional[Mapping[str, Any]] = None) -> CommitResult:
+        """Validate against concurrent winners and commit. Raises a
+        ``DeltaConcurrentModificationException`` subclass on a conflict (the transaction is then
+        finished: start a new one to retry) and ``CommitRetriesExceededError`` when other
+        writers kept winning past ``max_attempts`` / ``time_budget``."""
+        d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget)
+        self.result = CommitResult._from_core(d)
+        return self.result
+
+    def abort(self) -> None:
+        """Drop the staged actions. Files already written stay unreferenced."""
+        self._h.abort()
+
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif self.state == "open":
+            self.commit()

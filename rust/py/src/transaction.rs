@@ -1,0 +1,225 @@
+//! `_core.TransactionHandle`: one optimistic transaction (read set, staged actions, commit).
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use delta_occ_core::commit::committer::{self, CommitOptions, CommitResult};
+use delta_occ_core::files_batch;
+use delta_occ_core::log::actions::Protocol;
+use delta_occ_core::transaction::{Transaction, TxnState};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyList};
+
+use crate::arrow::batch_to_capsules;
+use crate::errors::IntoPy;
+use crate::snapshot::SnapshotHandle;
+
+#[pyclass(frozen, module = "delta_occ._core")]
+pub struct TransactionHandle {
+    inner: Mutex<Transaction>,
+}
+
+impl TransactionHandle {
+    pub fn new(txn: Transaction) -> Self {
+        TransactionHandle { inner: Mutex::new(txn) }
+    }
+
+    fn txn(&self) -> MutexGuard<'_, Transaction> {
+        // Transaction methods validate before mutating, so a poisoned lock holds a consistent value.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+type Capsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
+
+#[pymethods]
+impl TransactionHandle {
+    #[getter]
+    fn read_version(&self) -> i64 {
+        self.txn().read_version
+    }
+
+    #[getter]
+    fn isolation_level(&self) -> &'static str {
+        self.txn().isolation_level().as_str()
+    }
+
+    #[getter]
+    fn row_level(&self) -> bool {
+        self.txn().options().row_level
+    }
+
+    #[getter]
+    fn data_skipping(&self) -> bool {
+        self.txn().options().data_skipping
+    }
+
+    /// "open", "committed" or "aborted".
+    #[getter]
+    fn state(&self) -> &'static str {
+        match self.txn().state() {
+            TxnState::Open => "open",
+            TxnState::Committed(_) => "committed",
+            TxnState::Aborted => "aborted",
+        }
+    }
+
+    #[getter]
+    fn snapshot(&self) -> Option<SnapshotHandle> {
+        self.txn().snapshot().cloned().map(SnapshotHandle::new)
+    }
+
+    /// Record the read and return the matching live files as a `files()` batch.
+    #[pyo3(signature = (predicate=None))]
+    fn scan<'py>(&self, py: Python<'py>, predicate: Option<String>) -> PyResult<Capsules<'py>> {
+        let batch = py
+            .detach(|| {
+                let mut t = self.txn();
+                let hits = t.scan(predicate.as_deref())?;
+                let snap = t.snapshot().expect("scan needs a snapshot").clone();
+                let files: Vec<_> = hits.iter().map(|&i| &snap.files()[i]).collect();
+                files_batch::files_batch_of(&snap, &files)
+            })
+            .py_err()?;
+        batch_to_capsules(py, batch)
+    }
+
+    /// Parse and resolve a predicate without recording anything; returns its description
+    /// (`partition_only`, `has_data_conjuncts`, `columns`) or raises PredicateError.
+    fn explain_predicate<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyDict>> {
+        let p = self.txn().parse_predicate(&text).py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("columns", p.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>())?;
+        d.set_item("has_partition_conjuncts", p.partition_expr.is_some())?;
+        d.set_item("has_data_conjuncts", p.has_data_conjuncts)?;
+        d.set_item("deterministic", p.is_deterministic())?;
+        Ok(d)
+    }
+
+    fn read_whole_table(&self) -> PyResult<()> {
+        self.txn().read_whole_table().py_err()
+    }
+
+    fn app_version(&self, app_id: &str) -> PyResult<i64> {
+        self.txn().app_version(app_id).py_err()
+    }
+
+    #[pyo3(signature = (path, partition_values, size, stats=None, data_change=true, tags=None, modification_time=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_file(
+        &self,
+        path: &str,
+        partition_values: Vec<(String, Option<String>)>,
+        size: i64,
+        stats: Option<String>,
+        data_change: bool,
+        tags: Option<BTreeMap<String, Option<String>>>,
+        modification_time: Option<i64>,
+    ) -> PyResult<()> {
+        self.txn().add_file(path, partition_values, size, stats, data_change, tags, modification_time).py_err()
+    }
+
+    #[pyo3(signature = (path, data_change=true))]
+    fn remove_file(&self, path: &str, data_change: bool) -> PyResult<()> {
+        self.txn().remove_file(path, data_change).py_err()
+    }
+
+    fn delete_rows(&self, py: Python<'_>, path: &str, positions: Vec<u64>) -> PyResult<()> {
+        py.detach(|| self.txn().delete_rows(path, &positions)).py_err()
+    }
+
+    fn set_app_version(&self, app_id: &str, version: i64) -> PyResult<()> {
+        self.txn().set_app_version(app_id, version).py_err()
+    }
+
+    #[pyo3(signature = (domain, configuration, removed=false))]
+    fn set_domain_metadata(&self, domain: &str, configuration: &str, removed: bool) -> PyResult<()> {
+        self.txn().set_domain_metadata(domain, configuration, removed).py_err()
+    }
+
+    fn set_properties(&self, props: BTreeMap<String, String>) -> PyResult<()> {
+        self.txn().set_properties(props).py_err()
+    }
+
+    fn unset_properties(&self, keys: Vec<String>) -> PyResult<()> {
+        self.txn().unset_properties(&keys).py_err()
+    }
+
+    fn set_schema(&self, schema_json: &str) -> PyResult<()> {
+        self.txn().set_schema(schema_json).py_err()
+    }
+
+    #[pyo3(signature = (min_reader_version, min_writer_version, reader_features=None, writer_features=None))]
+    fn set_protocol(
+        &self,
+        min_reader_version: i32,
+        min_writer_version: i32,
+        reader_features: Option<Vec<String>>,
+        writer_features: Option<Vec<String>>,
+    ) -> PyResult<()> {
+        self.txn()
+            .set_protocol(Protocol { min_reader_version, min_writer_version, reader_features, writer_features })
+            .py_err()
+    }
+
+    fn num_staged(&self) -> usize {
+        self.txn().num_staged()
+    }
+
+    #[pyo3(signature = (operation, parameters, max_attempts=None, time_budget=None))]
+    fn commit<'py>(
+        &self,
+        py: Python<'py>,
+        operation: String,
+        parameters: BTreeMap<String, String>,
+        max_attempts: Option<u32>,
+        time_budget: Option<f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut opts = CommitOptions::default();
+        if let Some(n) = max_attempts {
+            if n == 0 {
+                return Err(pyo3::exceptions::PyValueError::new_err("max_attempts must be >= 1"));
+            }
+            opts.max_attempts = n;
+        }
+        if let Some(s) = time_budget {
+            if !(s > 0.0 && s.is_finite()) {
+                return Err(pyo3::exceptions::PyValueError::new_err("time_budget must be a positive number of seconds"));
+            }
+            opts.time_budget = Duration::from_secs_f64(s);
+        }
+        let result = py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts)).py_err()?;
+        result_dict(py, &result)
+    }
+
+    fn abort(&self) {
+        self.txn().abort()
+    }
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &CommitResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", r.version)?;
+    d.set_item("attempts", r.attempts)?;
+    d.set_item("isolation_level", r.isolation_level.as_str())?;
+    d.set_item("read_version", r.read_version)?;
+    d.set_item("rebased_over", r.rebased_over.clone())?;
+    d.set_item("rows_resolved", r.rows_resolved)?;
+    d.set_item("operation", &r.operation)?;
+    d.set_item("metrics", r.metrics.clone())?;
+    let checks = PyList::empty(py);
+    for c in &r.checks {
+        let cd = PyDict::new(py);
+        cd.set_item("version", c.version)?;
+        cd.set_item("operation", &c.operation)?;
+        cd.set_item("outcome", &c.outcome)?;
+        checks.append(cd)?;
+    }
+    d.set_item("checks", checks)?;
+    d.set_item("txn_id", &r.txn_id)?;
+    d.set_item("is_blind_append", r.is_blind_append)?;
+    d.set_item("checkpoint_written", r.checkpoint_written)?;
+    d.set_item("checkpoint_error", &r.checkpoint_error)?;
+    Ok(d)
+}

@@ -198,6 +198,7 @@ class Table:
             self._h.begin(level_name(isolation_level), bool(row_level), bool(data_skipping)),
             max_attempts,
             time_budget,
+            table=self,
         )
 
     @classmethod

@@ -74,8 +74,10 @@ class Transaction:
         handle: "_core.TransactionHandle",
         max_attempts: Optional[int] = None,
         time_budget: Optional[float] = None,
+        table: Any = None,
     ) -> None:
         self._h = handle
+        self._table = table
         self._max_attempts = max_attempts
         self._time_budget = time_budget
         self.result: Optional[CommitResult] = None
@@ -209,6 +211,8 @@ class Transaction:
         writers kept winning past ``max_attempts`` / ``time_budget``."""
         d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget)
         self.result = CommitResult._from_core(d)
+        if self._table is not None:
+            self._table.refresh()  # the handle sees its own commit
         return self.result
 
     def abort(self) -> None:

@@ -9,25 +9,65 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::log::path::commit_path;
 
+/// Fault injection for reliability tests, from `DELTA_OCC_FAULTS` (comma-separated):
+/// `pause_ms=N` sleeps N ms between the steps of a put (so a SIGKILL lands inside it), and
+/// `ack_lost` reports an I/O error after a successful publish (an ambiguous outcome).
+struct Faults {
+    pause: Option<std::time::Duration>,
+    ack_lost: bool,
+}
+
+fn faults() -> Faults {
+    let spec = std::env::var("DELTA_OCC_FAULTS").unwrap_or_default();
+    let mut f = Faults { pause: None, ack_lost: false };
+    for part in spec.split(',').map(str::trim) {
+        if let Some(ms) = part.strip_prefix("pause_ms=").and_then(|v| v.parse::<u64>().ok()) {
+            f.pause = Some(std::time::Duration::from_millis(ms));
+        } else if part == "ack_lost" {
+            f.ack_lost = true;
+        }
+    }
+    f
+}
+
+impl Faults {
+    fn step(&self) {
+        if let Some(p) = self.pause {
+            std::thread::sleep(p);
+        }
+    }
+}
+
 /// Write `bytes` as commit `version` unless it exists. `Ok(false)` means another writer won.
 pub fn put_if_absent(log_dir: &Path, version: i64, bytes: &[u8]) -> Result<bool> {
     std::fs::create_dir_all(log_dir).map_err(|e| Error::io(log_dir, e))?;
+    let faults = faults();
     let target = commit_path(log_dir, version);
     let tmp = log_dir.join(format!(".{version:020}.json.{}.tmp", uuid::Uuid::new_v4()));
     let written = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
+        faults.step();
+        let half = bytes.len() / 2;
+        f.write_all(&bytes[..half])?;
+        faults.step();
+        f.write_all(&bytes[half..])?;
+        faults.step();
         f.sync_all()
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(&tmp, e));
     }
+    faults.step();
     let linked = std::fs::hard_link(&tmp, &target);
+    faults.step();
     let _ = std::fs::remove_file(&tmp);
     match linked {
         Ok(()) => {
             sync_dir(log_dir);
+            if faults.ack_lost {
+                return Err(Error::io(&target, std::io::Error::other("injected fault: publish acknowledgement lost")));
+            }
             Ok(true)
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),

@@ -69,7 +69,7 @@ def to_expression(node: Dict[str, Any], schema: pa.Schema) -> pc.Expression:
             left, right = operand(n["left"], n["right"]), operand(n["right"], n["left"])
             if op == "<=>":
                 both_null = pc.is_null(left) & pc.is_null(right)
-                return pc.if_else(both_null, True, pc.fill_null(pc.equal(left, right), False))
+                return pc.if_else(both_null, pc.scalar(True), pc.coalesce(pc.equal(left, right), pc.scalar(False)))
             fn = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
                   ">": pc.greater, ">=": pc.greater_equal}[op]
             return fn(left, right)

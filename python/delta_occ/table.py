@@ -186,8 +186,10 @@ class Table:
         data_skipping: bool = True,
         max_attempts: Optional[int] = None,
         time_budget: Optional[float] = None,
+        read_version: Optional[int] = None,
     ) -> Transaction:
-        """Refresh and pin the latest snapshot in a new transaction.
+        """Refresh and pin the latest snapshot (or ``read_version``, for work that read an
+        older version) in a new transaction.
 
         ``isolation_level`` may only be stronger than the table's (Serializable over
         WriteSerializable). ``data_skipping`` enables conflict-time data skipping with file
@@ -195,7 +197,7 @@ class Table:
         ``time_budget`` (seconds, default 120) bound the commit loop.
         """
         return Transaction(
-            self._h.begin(level_name(isolation_level), bool(row_level), bool(data_skipping)),
+            self._h.begin(level_name(isolation_level), bool(row_level), bool(data_skipping), read_version),
             max_attempts,
             time_budget,
             table=self,

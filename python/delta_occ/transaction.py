@@ -215,6 +215,13 @@ class Transaction:
             self._table.refresh()  # the handle sees its own commit
         return self.result
 
+    def validate(self, through: Optional[int] = None) -> Dict[str, Any]:
+        """Check this transaction against the commits that landed after its read version (up to
+        ``through``) without committing. Raises the conflict a commit would hit; otherwise
+        returns ``winners``, ``actions`` checked, ``read_seconds``, ``check_seconds`` and the
+        per-winner ``checks`` explanations."""
+        return self._h.validate(through)
+
     def abort(self) -> None:
         """Drop the staged actions. Files already written stay unreferenced."""
         self._h.abort()

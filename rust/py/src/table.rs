@@ -79,8 +79,15 @@ impl TableHandle {
     }
 
     /// Refresh, then pin the latest snapshot in a new transaction.
-    #[pyo3(signature = (isolation_level=None, row_level=true, data_skipping=true))]
-    fn begin(&self, py: Python<'_>, isolation_level: Option<String>, row_level: bool, data_skipping: bool) -> PyResult<TransactionHandle> {
+    #[pyo3(signature = (isolation_level=None, row_level=true, data_skipping=true, read_version=None))]
+    fn begin(
+        &self,
+        py: Python<'_>,
+        isolation_level: Option<String>,
+        row_level: bool,
+        data_skipping: bool,
+        read_version: Option<i64>,
+    ) -> PyResult<TransactionHandle> {
         let level = isolation_level.as_deref().map(IsolationLevel::parse).transpose().py_err()?;
         let opts = TxnOptions { isolation_level: level, row_level, data_skipping };
         let txn = py
@@ -88,7 +95,10 @@ impl TableHandle {
                 let snap = {
                     let mut t = self.table();
                     t.refresh()?;
-                    t.latest()
+                    match read_version {
+                        None => t.latest(),
+                        Some(v) => t.snapshot(Some(v))?,
+                    }
                 };
                 Transaction::begin(snap, opts)
             })

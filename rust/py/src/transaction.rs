@@ -193,6 +193,28 @@ impl TransactionHandle {
         result_dict(py, &result)
     }
 
+    /// Check against the commits after the read version without committing; raises the
+    /// conflict a commit would hit. Returns counts, timings and the per-winner explanations.
+    #[pyo3(signature = (through=None))]
+    fn validate<'py>(&self, py: Python<'py>, through: Option<i64>) -> PyResult<Bound<'py, PyDict>> {
+        let v = py.detach(|| committer::validate(&self.txn(), through)).py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("winners", v.winners)?;
+        d.set_item("actions", v.actions)?;
+        d.set_item("read_seconds", v.read_seconds)?;
+        d.set_item("check_seconds", v.check_seconds)?;
+        let checks = PyList::empty(py);
+        for c in &v.checks {
+            let cd = PyDict::new(py);
+            cd.set_item("version", c.version)?;
+            cd.set_item("operation", &c.operation)?;
+            cd.set_item("outcome", &c.outcome)?;
+            checks.append(cd)?;
+        }
+        d.set_item("checks", checks)?;
+        Ok(d)
+    }
+
     fn abort(&self) {
         self.txn().abort()
     }

@@ -104,7 +104,7 @@ pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<Stri
 
 fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
     let table = txn.root.display().to_string();
-    let prepared = prepare(txn)?;
+    let prepared = prepare(txn, true)?;
     let dir = log_dir(&txn.root);
     let started = Instant::now();
     let mut prev_ict = previous_ict(txn)?;
@@ -115,22 +115,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     let mut tried = Vec::new();
     let snapshot = txn.snapshot.clone();
     let lookup = |path: &str| snapshot.as_ref().and_then(|s| s.file(path)).map(|f| f.partition_values.clone());
-    let empty = Vec::new();
-    let view = TxnView {
-        table: &table,
-        read_version: txn.read_version,
-        level: prepared.level,
-        metadata_changed: prepared.metadata.is_some(),
-        is_blind_append: prepared.is_blind_append,
-        read: &prepared.read,
-        removed_paths: &prepared.removed_paths,
-        domains: &prepared.domains,
-        adds_data: prepared.adds.iter().any(|a| a.data_change),
-        identity_columns: txn.snapshot.as_ref().is_some_and(|s| s.schema.has_identity_columns()),
-        data_skipping: txn.opts.data_skipping,
-        partition_columns: txn.snapshot.as_ref().map(|s| s.partition_columns.as_slice()).unwrap_or(&empty),
-        read_files_partition: &lookup,
-    };
+    let view = make_view(txn, &prepared, &table, &lookup);
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;
@@ -159,26 +144,30 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         }
         // Collision: check every commit that appeared since the last check, in order.
         let listing = segment::list(&txn.root, checked_upto + 1)?;
-        let mut next = checked_upto + 1;
-        for (&v, _) in listing.commits.range(checked_upto + 1..) {
-            if v != next {
-                return Err(Error::corrupt(&dir, Some(next), format!("commit {next} is missing while checking winners up to {v}")));
+        let mut new_versions = Vec::new();
+        for (&v, f) in listing.commits.range(checked_upto + 1..) {
+            let expected = checked_upto + 1 + new_versions.len() as i64;
+            if v != expected {
+                return Err(Error::corrupt(&dir, Some(expected), format!("commit {expected} is missing while checking winners up to {v}")));
             }
-            let w = WinningCommit::read(&dir, v)?;
-            if w.txn_id.as_deref() == Some(prepared.txn_id.as_str()) {
-                // An earlier attempt whose outcome looked unknown did land.
-                return Ok(finish(txn, &prepared, operation, v, attempt, rebased_over, checks));
-            }
-            match conflict::check(&view, &w) {
-                Ok(why) => checks.push(CheckRecord { version: v, operation: w.operation.clone(), outcome: format!("no conflict: {why}") }),
-                Err(e) => return Err(e),
-            }
-            rebased_over.push(v);
+            new_versions.push((v, f.path.clone()));
+        }
+        let winners: Vec<WinningCommit> = crate::parallel::map(&new_versions, |(v, p)| {
+            crate::log::json::read_commit(p, *v).map(|a| WinningCommit::from_actions(*v, a))
+        })
+        .into_iter()
+        .collect::<Result<_>>()?;
+        if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
+            // An earlier attempt whose outcome looked unknown did land.
+            return Ok(finish(txn, &prepared, operation, w.version, attempt, rebased_over, checks));
+        }
+        for (why, w) in conflict::check_all(&view, &winners)?.into_iter().zip(&winners) {
+            checks.push(CheckRecord { version: w.version, operation: w.operation.clone(), outcome: format!("no conflict: {why}") });
+            rebased_over.push(w.version);
             if w.in_commit_timestamp.is_some() {
                 prev_ict = prev_ict.max(w.in_commit_timestamp);
             }
-            checked_upto = v;
-            next = v + 1;
+            checked_upto = w.version;
         }
         attempt_version = checked_upto + 1;
         if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
@@ -186,6 +175,81 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         }
         backoff(opts, attempt);
     }
+}
+
+fn make_view<'a>(
+    txn: &'a Transaction,
+    prepared: &'a Prepared,
+    table: &'a str,
+    lookup: &'a (dyn Fn(&str) -> Option<crate::log::actions::PartitionValues> + Sync),
+) -> TxnView<'a> {
+    TxnView {
+        table,
+        read_version: txn.read_version,
+        level: prepared.level,
+        metadata_changed: prepared.metadata.is_some(),
+        is_blind_append: prepared.is_blind_append,
+        read: &prepared.read,
+        removed_paths: &prepared.removed_paths,
+        domains: &prepared.domains,
+        adds_data: prepared.adds.iter().any(|a| a.data_change),
+        identity_columns: txn.snapshot.as_ref().is_some_and(|s| s.schema.has_identity_columns()),
+        data_skipping: txn.opts.data_skipping,
+        partition_columns: txn.snapshot.as_ref().map(|s| s.partition_columns.as_slice()).unwrap_or(&[]),
+        read_files_partition: lookup,
+    }
+}
+
+/// What checking a transaction against the commits after its read version found, without
+/// committing (and without writing DV files).
+#[derive(Debug, Clone)]
+pub struct Validation {
+    pub winners: usize,
+    pub actions: usize,
+    pub read_seconds: f64,
+    pub check_seconds: f64,
+    pub checks: Vec<CheckRecord>,
+}
+
+/// Read every commit after the transaction's read version (through `through`, or the latest)
+/// and run the checks against them in order; `Err` is the conflict a commit would hit.
+pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
+    let table = txn.root.display().to_string();
+    let prepared = prepare(txn, false)?;
+    let started = Instant::now();
+    let listing = segment::list(&txn.root, txn.read_version + 1)?;
+    let versions: Vec<(i64, std::path::PathBuf)> = listing
+        .commits
+        .range(txn.read_version + 1..=through.unwrap_or(i64::MAX))
+        .map(|(v, f)| (*v, f.path.clone()))
+        .collect();
+    for (i, (v, _)) in versions.iter().enumerate() {
+        if *v != txn.read_version + 1 + i as i64 {
+            return Err(Error::corrupt(log_dir(&txn.root), Some(txn.read_version + 1 + i as i64), "commit missing while validating"));
+        }
+    }
+    let winners: Vec<WinningCommit> = crate::parallel::map(&versions, |(v, p)| {
+        crate::log::json::read_commit(p, *v).map(|a| WinningCommit::from_actions(*v, a))
+    })
+    .into_iter()
+    .collect::<Result<_>>()?;
+    let read_seconds = started.elapsed().as_secs_f64();
+    let snapshot = txn.snapshot.clone();
+    let lookup = |path: &str| snapshot.as_ref().and_then(|s| s.file(path)).map(|f| f.partition_values.clone());
+    let view = make_view(txn, &prepared, &table, &lookup);
+    let started = Instant::now();
+    let checks = conflict::check_all(&view, &winners)?
+        .into_iter()
+        .zip(&winners)
+        .map(|(why, w)| CheckRecord { version: w.version, operation: w.operation.clone(), outcome: format!("no conflict: {why}") })
+        .collect();
+    Ok(Validation {
+        winners: winners.len(),
+        actions: winners.iter().map(WinningCommit::num_actions).sum(),
+        read_seconds,
+        check_seconds: started.elapsed().as_secs_f64(),
+        checks,
+    })
 }
 
 fn give_up(table: &str, attempts: u32, started: Instant, versions_tried: Vec<i64>, reason: String) -> Error {
@@ -226,7 +290,8 @@ fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
         .and_then(|v| v.get("inCommitTimestamp").and_then(Value::as_i64)))
 }
 
-fn prepare(txn: &Transaction) -> Result<Prepared> {
+/// `write_dvs` false (validation only) stages DV deletions as removes without writing DV files.
+fn prepare(txn: &Transaction, write_dvs: bool) -> Result<Prepared> {
     let table = txn.root.display().to_string();
     let snap = txn.snapshot.as_deref();
     let protocol_now = txn.protocol.as_ref().or(snap.map(Snapshot::protocol)).expect("a protocol is staged or read");
@@ -247,7 +312,14 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
     let mut adds = txn.adds.clone();
     let mut removes = txn.removes.clone();
     let mut metrics = BTreeMap::new();
-    if !txn.dv_deletes.is_empty() {
+    if !txn.dv_deletes.is_empty() && !write_dvs {
+        let snap = snap.expect("delete_rows needs a snapshot");
+        for path in txn.dv_deletes.keys() {
+            if let Some(f) = snap.file(path) {
+                removes.push(remove_of(f, true));
+            }
+        }
+    } else if !txn.dv_deletes.is_empty() {
         let snap = snap.expect("delete_rows needs a snapshot");
         let (dv_removes, dv_adds, deleted) = materialize_dvs(&txn.root, snap, &txn.dv_deletes)?;
         removes.extend(dv_removes);
@@ -273,7 +345,6 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
         && txn.domains.is_empty();
     let level = if only_rearranging { IsolationLevel::SnapshotIsolation } else { txn.level };
     let mut read = txn.read.clone();
-    let is_blind_append = read.is_empty() && removes.is_empty();
     if let (Some(new), Some(old)) = (&txn.metadata, snap.map(Snapshot::metadata)) {
         // Files written under the old schema or layout must not slip in: treat a schema or
         // partitioning change as a read of the whole table.
@@ -281,6 +352,7 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
             read.whole_table = true;
         }
     }
+    let is_blind_append = read.is_empty() && removes.is_empty();
     let ict_enabled = is_true(&config, "delta.enableInCommitTimestamps");
     let ict_newly_enabled = ict_enabled && !snap.is_some_and(|s| is_true(&s.metadata().configuration, "delta.enableInCommitTimestamps"));
     Ok(Prepared {

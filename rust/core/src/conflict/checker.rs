@@ -50,7 +50,7 @@ pub struct TxnView<'a> {
     pub data_skipping: bool,
     pub partition_columns: &'a [PartitionColumn],
     /// Partition values of files the txn read, when a winner's remove lacks them.
-    pub read_files_partition: &'a dyn Fn(&str) -> Option<PartitionValues>,
+    pub read_files_partition: &'a (dyn Fn(&str) -> Option<PartitionValues> + Sync),
 }
 
 impl TxnView<'_> {
@@ -93,6 +93,19 @@ impl TxnView<'_> {
                 .collect(),
         )
     }
+}
+
+/// Check the transaction against winners in version order: the explanations of all, or the first
+/// conflict. The per-winner checks are pure, so they run in parallel and the first failure in
+/// version order decides, exactly as a sequential walk would.
+pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<String>> {
+    let adds: usize = winners.iter().map(|w| w.adds.len() + w.removes.len()).sum();
+    let results = if crate::parallel::threads_for(adds, 20_000) > 1 {
+        crate::parallel::map(winners, |w| check(t, w))
+    } else {
+        winners.iter().map(|w| check(t, w)).collect()
+    };
+    results.into_iter().collect()
 }
 
 /// Check the transaction against one winner. `Ok` carries the explanation of why it passed.

@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::isolation::IsolationLevel;
 
-pub use checker::{check, ReadSet, TxnView};
+pub use checker::{check, check_all, ReadSet, TxnView};
 pub use winner::WinningCommit;
 
 /// The §6 exception classes, by name.

@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::expr::{compare, like, like_prefix, CmpOp, ColumnRef, Expr};
@@ -50,15 +49,17 @@ pub fn partition_value(pv: &PartitionValues, column: &ColumnRef) -> Result<Scala
 /// Domains for every column the predicate references. `with_stats` false leaves data columns
 /// unknown (no data skipping).
 pub fn domains(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool) -> Vec<Domain> {
-    let parsed = if with_stats && columns.iter().any(|c| !c.partition) { stats.and_then(RawStats::parse) } else { None };
+    let names: Vec<&str> = columns.iter().map(|c| if c.partition { "" } else { c.physical.as_str() }).collect();
+    let parsed = if with_stats && columns.iter().any(|c| !c.partition) { stats.and_then(|s| RawStats::parse(s, &names)) } else { None };
     columns
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             if c.partition {
                 return partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown);
             }
             match &parsed {
-                Some(s) => Domain::Range(s.column(c)),
+                Some(s) => Domain::Range(s.column(i, c)),
                 None => Domain::Unknown,
             }
         })
@@ -250,77 +251,102 @@ fn operand(e: &Expr, values: &[Scalar]) -> Option<Scalar> {
     }
 }
 
-/// The parts of `add.stats` data skipping uses, borrowed from the JSON text.
+/// The stats of the columns a predicate needs, borrowed from the JSON text: one pass over it, no
+/// map built, other columns skipped.
 struct RawStats<'a> {
     num_records: Option<i64>,
-    min_values: Option<Vec<(Cow<'a, str>, &'a RawValue)>>,
-    max_values: Option<Vec<(Cow<'a, str>, &'a RawValue)>>,
-    null_count: Option<Vec<(Cow<'a, str>, &'a RawValue)>>,
+    /// Per needed column: min, max, nullCount.
+    cols: Vec<[Option<&'a RawValue>; 3]>,
 }
 
 impl<'a> RawStats<'a> {
-    fn parse(text: &'a str) -> Option<Self> {
-        let v: RawStatsMaps<'a> = serde_json::from_str(text).ok()?;
-        Some(v.0)
+    fn parse(text: &'a str, names: &[&str]) -> Option<Self> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let mut out = RawStats { num_records: None, cols: vec![[None; 3]; names.len()] };
+        serde::de::DeserializeSeed::deserialize(TopSeed { names, out: &mut out }, &mut de).ok()?;
+        Some(out)
     }
 
-    fn column(&self, c: &ColumnRef) -> ColumnStats {
-        let find = |m: &Option<Vec<(Cow<'a, str>, &'a RawValue)>>| {
-            m.as_ref().and_then(|v| v.iter().find(|(k, _)| *k == c.physical).map(|(_, r)| *r))
-        };
-        let min = find(&self.min_values).and_then(|r| stat_value(r, &c.data_type, Bound::Min));
-        let max = find(&self.max_values).and_then(|r| stat_value(r, &c.data_type, Bound::Max));
-        let null_count = find(&self.null_count).and_then(|r| serde_json::from_str::<i64>(r.get()).ok());
-        ColumnStats { min, max, null_count, num_records: self.num_records }
-    }
-}
-
-/// `RawStats` with its three maps read as key/value lists (no hashing per file).
-struct RawStatsMaps<'a>(RawStats<'a>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for RawStatsMaps<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Helper<'a> {
-            #[serde(default)]
-            num_records: Option<i64>,
-            #[serde(borrow, default)]
-            min_values: Option<KvList<'a>>,
-            #[serde(borrow, default)]
-            max_values: Option<KvList<'a>>,
-            #[serde(borrow, default)]
-            null_count: Option<KvList<'a>>,
+    fn column(&self, i: usize, c: &ColumnRef) -> ColumnStats {
+        let [min, max, nulls] = self.cols[i];
+        ColumnStats {
+            min: min.and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
+            max: max.and_then(|r| stat_value(r, &c.data_type, Bound::Max)),
+            null_count: nulls.and_then(|r| serde_json::from_str::<i64>(r.get()).ok()),
+            num_records: self.num_records,
         }
-        let h = Helper::deserialize(d)?;
-        Ok(RawStatsMaps(RawStats {
-            num_records: h.num_records,
-            min_values: h.min_values.map(|k| k.0),
-            max_values: h.max_values.map(|k| k.0),
-            null_count: h.null_count.map(|k| k.0),
-        }))
     }
 }
 
-struct KvList<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+struct TopSeed<'s, 'a> {
+    names: &'s [&'s str],
+    out: &'s mut RawStats<'a>,
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for KvList<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = KvList<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<Self::Value, M::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = m.next_entry::<Cow<'de, str>, &'de RawValue>()? {
-                    out.push((k, v));
+impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for TopSeed<'_, 'a> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for TopSeed<'_, 'a> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a stats object")
+    }
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
+        while let Some(k) = m.next_key::<Cow<'de, str>>()? {
+            let slot = match &*k {
+                "numRecords" => {
+                    self.out.num_records = m.next_value::<Option<i64>>()?;
+                    continue;
                 }
-                Ok(KvList(out))
+                "minValues" => 0,
+                "maxValues" => 1,
+                "nullCount" => 2,
+                _ => {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            m.next_value_seed(ColsSeed { names: self.names, slot, out: &mut self.out.cols })?;
+        }
+        Ok(())
+    }
+}
+
+struct ColsSeed<'s, 'a> {
+    names: &'s [&'s str],
+    slot: usize,
+    out: &'s mut Vec<[Option<&'a RawValue>; 3]>,
+}
+
+impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for ColsSeed<'_, 'a> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for ColsSeed<'_, 'a> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object of column statistics")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
+        while let Some(k) = m.next_key::<Cow<'de, str>>()? {
+            match self.names.iter().position(|n| *n == k) {
+                Some(i) => self.out[i][self.slot] = Some(m.next_value::<&'de RawValue>()?),
+                None => {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(V(std::marker::PhantomData))
+        Ok(())
     }
 }
 

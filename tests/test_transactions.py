@@ -1,0 +1,266 @@
+"""The transaction API around the checker: predicates, isolation-level rules, metadata commits,
+change reading, in-commit timestamps, argument validation."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+import delta_occ as docc
+from delta_occ import exceptions as ex
+
+from datafiles import add
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("x", pa.int64()), ("s", pa.string())])
+
+
+def make(tmp_path, props=None, partition_by=("p",)):
+    path = str(tmp_path / "t")
+    t = docc.Table.create(path, SCHEMA, list(partition_by), props or {})
+    return t, path
+
+
+def data(ids, xs, ss):
+    return pa.table({"id": pa.array(ids, pa.int64()), "x": pa.array(xs, pa.int64()), "s": pa.array(ss, pa.string())})
+
+
+@pytest.fixture
+def filled(tmp_path):
+    t, path = make(tmp_path)
+    txn = t.begin()
+    add(txn, path, data([1, 2, 3], [10, None, 30], ["apple", "banana", None]), {"p": 1})
+    add(txn, path, data([4, 5], [40, 50], ["cherry", "apple pie"]), {"p": 2})
+    add(txn, path, data([6], [None], ["date"]), {"p": None})
+    txn.commit()
+    return t
+
+
+def sql_reference(row, text):
+    """Expected matches, written by hand from SQL semantics for each case below."""
+    p, x, s, i = row["p"], row["x"], row["s"], row["id"]
+    return {
+        "p = 1": p == 1,
+        "p <> 1": p is not None and p != 1,
+        "NOT (p = 1)": p is not None and p != 1,
+        "p IS NULL": p is None,
+        "x > 20": x is not None and x > 20,
+        "x IS NULL OR p = 2": x is None or p == 2,
+        "x BETWEEN 10 AND 40": x is not None and 10 <= x <= 40,
+        "id IN (1, 5, 6)": i in (1, 5, 6),
+        "id NOT IN (1, 5)": i not in (1, 5),
+        "s LIKE 'apple%'": s is not None and s.startswith("apple"),
+        "s NOT LIKE '%a%'": s is not None and "a" not in s,
+        "p = 1 AND x >= 30": p == 1 and x is not None and x >= 30,
+        "p = 2 OR s = 'date'": p == 2 or s == "date",
+        "x <=> NULL": x is None,
+        "TRUE": True,
+        "1 = 0": False,
+    }[text]
+
+
+CASES = ["p = 1", "p <> 1", "NOT (p = 1)", "p IS NULL", "x > 20", "x IS NULL OR p = 2", "x BETWEEN 10 AND 40",
+         "id IN (1, 5, 6)", "id NOT IN (1, 5)", "s LIKE 'apple%'", "s NOT LIKE '%a%'", "p = 1 AND x >= 30",
+         "p = 2 OR s = 'date'", "x <=> NULL", "TRUE", "1 = 0"]
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_to_pyarrow_where_matches_sql_semantics(filled, text):
+    all_rows = filled.snapshot().to_pyarrow().to_pylist()
+    want = sorted(r["id"] for r in all_rows if sql_reference(r, text))
+    got = filled.snapshot().to_pyarrow(where=text)
+    assert sorted(got.column("id").to_pylist()) == want
+    assert got.schema == filled.snapshot().schema
+
+
+def test_scan_prunes_by_partition_and_stats(filled):
+    txn = filled.begin()
+    assert txn.scan("p = 2").num_rows == 1
+    assert txn.scan("x > 45").num_rows == 1, "stats max(x)=30 and 40... skip; only the p=2 file has 50"
+    assert txn.scan("x > 1000").num_rows == 0
+    assert txn.scan().num_rows == 3
+
+
+@pytest.mark.parametrize("text,position,needle", [
+    ("x > 5 AND nope = 1", 11, "nope"),
+    ("x >", 4, ""),
+    ("x > 5 5", 7, "unexpected"),
+    ("p = 'abc'", 5, "integer"),
+    ("", 1, "empty"),
+    ("x = (SELECT 1)", 6, "subquer"),
+])
+def test_bad_predicate_text(filled, text, position, needle):
+    with pytest.raises(ex.PredicateError) as info:
+        filled.begin().scan(text)
+    assert info.value.position == position, info.value
+    assert needle in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_opaque_predicate_is_may_match_for_conflicts_but_refused_on_rows(filled):
+    txn = filled.begin()
+    assert txn.scan("abs(x) > 1000").num_rows == 3, "undecidable: every file may match"
+    with pytest.raises(ex.PredicateError):
+        filled.snapshot().to_pyarrow(where="abs(x) > 1000")
+
+
+def test_isolation_level_rules(tmp_path):
+    t, _ = make(tmp_path, {"delta.isolationLevel": "serializable"})
+    assert t.snapshot().properties["delta.isolationLevel"] == "Serializable"
+    with pytest.raises(ex.InvalidArgumentError, match="weaker"):
+        t.begin(isolation_level="WriteSerializable")
+    with pytest.raises(ex.InvalidArgumentError, match="SnapshotIsolation"):
+        t.begin(isolation_level="snapshotisolation")
+    with pytest.raises(ValueError, match="Serializable"):
+        t.begin(isolation_level="strict")
+    r = t.set_isolation_level("writeserializable")
+    assert t.snapshot().isolation_level is docc.IsolationLevel.WRITE_SERIALIZABLE
+    assert r.operation == "SET TBLPROPERTIES"
+    assert t.begin(isolation_level=docc.IsolationLevel.SERIALIZABLE).isolation_level.value == "Serializable"
+    with pytest.raises(ex.InvalidArgumentError, match="Serializable or WriteSerializable"):
+        t.set_properties({"delta.isolationLevel": "SnapshotIsolation"})
+
+
+def test_default_level_is_write_serializable(tmp_path):
+    t, _ = make(tmp_path)
+    assert "delta.isolationLevel" not in t.snapshot().properties
+    assert t.begin().isolation_level is docc.IsolationLevel.WRITE_SERIALIZABLE
+
+
+def test_changes_stop_at_metadata_change(tmp_path):
+    t, path = make(tmp_path)
+    for i in range(2):
+        with t.begin() as txn:
+            add(txn, path, data([i], [i], ["a"]), {"p": i})
+    t.set_properties({"owner": "me"})
+    with t.begin() as txn:
+        add(txn, path, data([9], [9], ["a"]), {"p": 9})
+    seen = []
+    with pytest.raises(ex.MetadataChangedException) as info:
+        for c in t.changes(0):
+            seen.append(c["version"])
+    assert seen == [0, 1, 2] and info.value.winning_version == 3
+    after = list(t.changes(4))
+    assert [c["version"] for c in after] == [4] and len(after[0]["added"]) == 1
+    with pytest.raises(ex.VersionNotFoundError):
+        list(t.changes(99))
+
+
+def test_context_manager_commits_or_aborts(tmp_path):
+    t, path = make(tmp_path)
+    with t.begin() as txn:
+        add(txn, path, data([1], [1], ["a"]), {"p": 1})
+    assert txn.state == "committed" and t.version == 1
+    with pytest.raises(RuntimeError):
+        with t.begin() as txn2:
+            add(txn2, path, data([2], [2], ["a"]), {"p": 1})
+            raise RuntimeError("boom")
+    assert txn2.state == "aborted" and t.refresh() == 1
+    with pytest.raises(ex.InvalidArgumentError, match="aborted"):
+        txn2.commit()
+    with pytest.raises(ex.InvalidArgumentError, match="already committed"):
+        txn.commit()
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"path": "p=1/a.parquet", "partition_values": {}, "size": 1}, "missing a value for partition column"),
+    ({"path": "p=1/a.parquet", "partition_values": {"p": "1", "q": "2"}, "size": 1}, "not a partition column"),
+    ({"path": "p=1/a.parquet", "partition_values": {"p": "one"}, "size": 1}, "not a valid integer"),
+    ({"path": "/elsewhere/a.parquet", "partition_values": {"p": "1"}, "size": 1}, "inside the table directory"),
+    ({"path": "../a.parquet", "partition_values": {"p": "1"}, "size": 1}, "'..'"),
+    ({"path": "p=1/a.parquet", "partition_values": {"p": "1"}, "size": -1}, "size"),
+    ({"path": "p=1/a.parquet", "partition_values": {"p": "1"}, "size": 1, "stats": "[1]"}, "JSON object"),
+])
+def test_add_file_validation(tmp_path, kwargs, needle):
+    t, _ = make(tmp_path)
+    with pytest.raises(ex.InvalidArgumentError, match=needle):
+        t.begin().add_file(**kwargs)
+
+
+def test_remove_and_delete_rows_validation(filled):
+    txn = filled.begin()
+    with pytest.raises(ex.InvalidArgumentError, match="not a live file"):
+        txn.remove_file("p=1/nope.parquet")
+    path = txn.scan("p = 1").column("path")[0].as_py()
+    with pytest.raises(ex.InvalidArgumentError, match="deletion vectors"):
+        txn.delete_rows(path, [0])
+    txn.remove_file(path)
+    with pytest.raises(ex.InvalidArgumentError, match="already removes"):
+        txn.remove_file(path)
+
+
+def test_set_properties_upgrades_protocol_for_dvs_and_delete_rows_works(tmp_path):
+    t, path = make(tmp_path)
+    with t.begin() as txn:
+        f = add(txn, path, data([1, 2, 3], [1, 2, 3], ["a", "b", "c"]), {"p": 1})
+    assert t.snapshot().protocol["min_writer_version"] == 2
+    t.set_properties({"delta.enableDeletionVectors": "true"})
+    proto = t.snapshot().protocol
+    assert (proto["min_reader_version"], proto["min_writer_version"]) == (3, 7)
+    assert "deletionVectors" in proto["reader_features"] and "invariants" in proto["writer_features"]
+    txn = t.begin()
+    txn.scan("id = 2")
+    txn.delete_rows(f, [1])
+    with pytest.raises(ex.InvalidArgumentError, match="beyond"):
+        txn.delete_rows(f, [3])
+    r = txn.commit("DELETE")
+    assert r.metrics["numDeletedRows"] == "1" and not r.is_blind_append
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 3]
+    assert t.snapshot().deleted_rows(f).to_pylist() == [1]
+    stats = json.loads(t.snapshot().files().column("stats")[0].as_py())
+    assert stats["tightBounds"] is False
+
+
+def test_set_schema_keeps_column_mapping_ids(tmp_path):
+    path = str(tmp_path / "t")
+    t = docc.Table.create(path, SCHEMA, ["p"], {"delta.columnMapping.mode": "name"})
+    before = {f["name"]: f["metadata"] for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    t.set_schema(SCHEMA.append(pa.field("extra", pa.float64())))
+    after = {f["name"]: f["metadata"] for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    for name in before:
+        assert after[name] == before[name]
+    assert after["extra"]["delta.columnMapping.id"] > max(m["delta.columnMapping.id"] for m in before.values())
+    assert t.snapshot().schema.field("extra").type == pa.float64()
+    with pytest.raises(ex.InvalidArgumentError, match="partition column"):
+        t.set_schema(pa.schema([("id", pa.int64())]))
+
+
+def test_schema_change_conflicts_with_concurrent_blind_append(tmp_path):
+    """A schema change reads the whole table: a blind append that lands first conflicts even
+    under WriteSerializable (§2: WriteSerializable + metadata change checks blind appends)."""
+    t, path = make(tmp_path)
+    txn = t.begin()
+    txn.set_schema(SCHEMA.append(pa.field("extra", pa.int32())))
+    with t.begin() as w:
+        add(w, path, data([1], [1], ["a"]), {"p": 1})
+    with pytest.raises(ex.ConcurrentAppendException) as info:
+        txn.commit("REPLACE COLUMNS")
+    assert info.value.partition_hint is None
+
+
+def test_in_commit_timestamps(tmp_path):
+    t, path = make(tmp_path, {"delta.enableInCommitTimestamps": "true"})
+    for i in range(3):
+        with t.begin() as txn:
+            add(txn, path, data([i], [i], ["a"]), {"p": 1})
+    icts = []
+    for v in range(4):
+        with open(os.path.join(path, "_delta_log", f"{v:020}.json")) as f:
+            first = json.loads(f.readline())
+        assert "commitInfo" in first, "with ICT the commitInfo is the first action"
+        icts.append(first["commitInfo"]["inCommitTimestamp"])
+    assert icts == sorted(icts) and len(set(icts)) == 4
+    assert "inCommitTimestamp" in t.snapshot().protocol["writer_features"]
+
+
+def test_validate_explains_without_committing(filled):
+    txn = filled.begin()
+    txn.scan("p = 1")
+    with filled.begin() as w:
+        w.scan("p = 9")
+        add(w, filled.path, data([7], [7], ["z"]), {"p": 2})
+    v = txn.validate()
+    assert v["winners"] == 1 and "none of the 1 added files" in v["checks"][0]["outcome"]
+    assert txn.state == "open" and filled.refresh() == 2

@@ -1,6 +1,6 @@
 """Type stubs for the Rust extension module ``delta_occ._core`` (thin layer over delta-occ-core)."""
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -30,6 +30,76 @@ class TableHandle:
         """Latest known snapshot, or the one at ``version`` (VersionNotFoundError if gone)."""
     def history(self, limit: Optional[int] = None) -> List[Tuple[int, Optional[str]]]:
         """``(version, commitInfo JSON text or None)``, newest first, stopping at a gap."""
+    def begin(
+        self,
+        isolation_level: Optional[str] = None,
+        row_level: bool = True,
+        data_skipping: bool = True,
+        read_version: Optional[int] = None,
+    ) -> "TransactionHandle":
+        """Refresh, then pin the latest snapshot (or ``read_version``) in a new transaction."""
+    @staticmethod
+    def begin_create(
+        location: str, schema_json: str, partition_by: List[str], properties: Dict[str, str], name: Optional[str] = None
+    ) -> "TransactionHandle":
+        """The transaction that creates the table (read version -1)."""
+    def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
+        """One commit's operation, commitInfo text, added/removed files, metadata/protocol flags."""
+
+class TransactionHandle:
+    """One optimistic transaction: read set, staged actions, commit loop (GIL released)."""
+
+    @property
+    def read_version(self) -> int: ...
+    @property
+    def isolation_level(self) -> str: ...
+    @property
+    def row_level(self) -> bool: ...
+    @property
+    def data_skipping(self) -> bool: ...
+    @property
+    def state(self) -> str:
+        """"open", "committed" or "aborted"."""
+    @property
+    def snapshot(self) -> Optional["SnapshotHandle"]: ...
+    def scan(self, predicate: Optional[str] = None) -> Tuple[object, object]:
+        """Record the read; Arrow capsules of the matching live files (``files()`` layout)."""
+    def explain_predicate(self, text: str) -> Dict[str, Any]:
+        """Columns and partition/data split of a predicate, or PredicateError."""
+    def read_whole_table(self) -> None: ...
+    def app_version(self, app_id: str) -> int: ...
+    def add_file(
+        self,
+        path: str,
+        partition_values: List[Tuple[str, Optional[str]]],
+        size: int,
+        stats: Optional[str] = None,
+        data_change: bool = True,
+        tags: Optional[Dict[str, Optional[str]]] = None,
+        modification_time: Optional[int] = None,
+    ) -> None: ...
+    def remove_file(self, path: str, data_change: bool = True) -> None: ...
+    def delete_rows(self, path: str, positions: List[int]) -> None: ...
+    def set_app_version(self, app_id: str, version: int) -> None: ...
+    def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None: ...
+    def set_properties(self, props: Dict[str, str]) -> None: ...
+    def unset_properties(self, keys: List[str]) -> None: ...
+    def set_schema(self, schema_json: str) -> None: ...
+    def set_protocol(
+        self,
+        min_reader_version: int,
+        min_writer_version: int,
+        reader_features: Optional[List[str]] = None,
+        writer_features: Optional[List[str]] = None,
+    ) -> None: ...
+    def num_staged(self) -> int: ...
+    def commit(
+        self, operation: str, parameters: Dict[str, str], max_attempts: Optional[int] = None, time_budget: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Run the commit loop; the CommitResult fields as a dict, or a conflict exception."""
+    def validate(self, through: Optional[int] = None) -> Dict[str, Any]:
+        """Check against newer commits without committing (winners, actions, timings, checks)."""
+    def abort(self) -> None: ...
 
 class SnapshotHandle:
     """An immutable replayed state at one version."""
@@ -71,6 +141,8 @@ class SnapshotHandle:
         """Deleted row positions of a live file as little-endian u64 bytes."""
     def keep_mask(self, path: str, num_rows: int) -> bytes:
         """Packed LSB-first bits, 1 = row kept; DeletionVectorError if the DV exceeds num_rows."""
+    def prune(self, predicate: str) -> Tuple[List[int], str]:
+        """Indices of files that may match, and the resolved predicate as JSON text."""
     def app_transactions(self) -> Dict[str, int]: ...
     def domain_metadata(self) -> Dict[str, str]: ...
     def tombstones(self) -> List[Tuple[str, Optional[str], Optional[int]]]: ...

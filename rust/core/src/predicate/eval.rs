@@ -49,8 +49,7 @@ pub fn partition_value(pv: &PartitionValues, column: &ColumnRef) -> Result<Scala
 /// Domains for every column the predicate references. `with_stats` false leaves data columns
 /// unknown (no data skipping).
 pub fn domains(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool) -> Vec<Domain> {
-    let names: Vec<&str> = columns.iter().map(|c| if c.partition { "" } else { c.physical.as_str() }).collect();
-    let parsed = if with_stats && columns.iter().any(|c| !c.partition) { stats.and_then(|s| RawStats::parse(s, &names)) } else { None };
+    let parsed = if with_stats && columns.iter().any(|c| !c.partition) { stats.and_then(|s| RawStats::parse(s, columns)) } else { None };
     columns
         .iter()
         .enumerate()
@@ -260,7 +259,7 @@ struct RawStats<'a> {
 }
 
 impl<'a> RawStats<'a> {
-    fn parse(text: &'a str, names: &[&str]) -> Option<Self> {
+    fn parse(text: &'a str, names: &[ColumnRef]) -> Option<Self> {
         let mut de = serde_json::Deserializer::from_str(text);
         let mut out = RawStats { num_records: None, cols: vec![[None; 3]; names.len()] };
         serde::de::DeserializeSeed::deserialize(TopSeed { names, out: &mut out }, &mut de).ok()?;
@@ -279,7 +278,7 @@ impl<'a> RawStats<'a> {
 }
 
 struct TopSeed<'s, 'a> {
-    names: &'s [&'s str],
+    names: &'s [ColumnRef],
     out: &'s mut RawStats<'a>,
 }
 
@@ -317,7 +316,7 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for TopSeed<'_, 'a> {
 }
 
 struct ColsSeed<'s, 'a> {
-    names: &'s [&'s str],
+    names: &'s [ColumnRef],
     slot: usize,
     out: &'s mut Vec<[Option<&'a RawValue>; 3]>,
 }
@@ -339,7 +338,7 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for ColsSeed<'_, 'a> {
     }
     fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
         while let Some(k) = m.next_key::<Cow<'de, str>>()? {
-            match self.names.iter().position(|n| *n == k) {
+            match self.names.iter().position(|c| !c.partition && c.physical == *k) {
                 Some(i) => self.out[i][self.slot] = Some(m.next_value::<&'de RawValue>()?),
                 None => {
                     m.next_value::<serde::de::IgnoredAny>()?;
@@ -370,6 +369,9 @@ fn stat_value(raw: &RawValue, ty: &DataType, bound: Bound) -> Option<Scalar> {
     };
     match p {
         "long" | "integer" | "short" | "byte" => {
+            if let Ok(n) = text.parse::<i64>() {
+                return Some(Scalar::Long(n));
+            }
             let n: serde_json::Number = serde_json::from_str(text).ok()?;
             n.as_i64().map(Scalar::Long).or_else(|| n.as_f64().map(Scalar::Double))
         }

@@ -21,6 +21,15 @@ pub enum Scalar {
     Binary(Vec<u8>),
 }
 
+/// The raw value of the partition column with this physical name: exact match first, then
+/// ignoring case (writers differ in the case they record). `None` for null or absent.
+pub fn raw_value<'a>(pv: &'a crate::log::actions::PartitionValues, physical: &str) -> Option<&'a str> {
+    pv.iter()
+        .find(|(k, _)| **k == *physical)
+        .or_else(|| pv.iter().find(|(k, _)| k.eq_ignore_ascii_case(physical)))
+        .and_then(|(_, v)| v.as_deref())
+}
+
 /// Parse a serialized partition value. An empty string or null is SQL NULL.
 pub fn parse(value: Option<&str>, data_type: &DataType) -> Result<Scalar, String> {
     let Some(v) = value.filter(|v| !v.is_empty()) else { return Ok(Scalar::Null) };

@@ -54,7 +54,8 @@ pub fn has_writer_feature(p: &Protocol, f: &str) -> bool {
     p.writer_features.as_ref().is_some_and(|v| v.iter().any(|x| x == f))
 }
 
-fn is_true(props: &BTreeMap<String, String>, key: &str) -> bool {
+/// A boolean table property that is set to true (any letter case).
+pub fn is_true(props: &BTreeMap<String, String>, key: &str) -> bool {
     props.get(key).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 

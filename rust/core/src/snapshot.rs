@@ -112,11 +112,7 @@ impl Snapshot {
 
     /// The raw (string) value of a partition column for a file, by logical column.
     pub fn raw_partition_value<'a>(&self, file: &'a AddFile, column: &PartitionColumn) -> Option<&'a str> {
-        file.partition_values
-            .iter()
-            .find(|(k, _)| **k == *column.physical)
-            .or_else(|| file.partition_values.iter().find(|(k, _)| k.eq_ignore_ascii_case(&column.physical)))
-            .and_then(|(_, v)| v.as_deref())
+        partition::raw_value(&file.partition_values, &column.physical)
     }
 
     pub fn typed_partition_value(&self, file: &AddFile, column: &PartitionColumn) -> Result<Scalar> {

@@ -274,7 +274,7 @@ impl Transaction {
         self.open()?;
         let snap = self.snap()?.clone();
         if !protocol::has_writer_feature(snap.protocol(), "deletionVectors")
-            || !snap.metadata().configuration.get("delta.enableDeletionVectors").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            || !protocol::is_true(&snap.metadata().configuration, "delta.enableDeletionVectors")
         {
             return Err(Error::invalid(format!(
                 "delete_rows needs deletion vectors: {} does not have delta.enableDeletionVectors=true with the deletionVectors feature",

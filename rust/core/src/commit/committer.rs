@@ -17,7 +17,7 @@ use crate::isolation::IsolationLevel;
 use crate::log::actions::{AddFile, Metadata, Protocol, RemoveFile};
 use crate::log::path::commit_path;
 use crate::log::segment::{self, log_dir};
-use crate::protocol;
+use crate::protocol::{self, is_true};
 use crate::snapshot::Snapshot;
 use crate::table::{Table, ENGINE_INFO};
 use crate::transaction::{remove_of, Transaction, TxnState};
@@ -82,10 +82,6 @@ struct Prepared {
     ict_newly_enabled: bool,
     metrics: BTreeMap<String, String>,
     txn_id: String,
-}
-
-fn is_true(m: &BTreeMap<String, String>, k: &str) -> bool {
-    m.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {

@@ -87,8 +87,7 @@ impl TxnView<'_> {
             self.partition_columns
                 .iter()
                 .map(|c| {
-                    let v = pv.iter().find(|(k, _)| **k == *c.physical).and_then(|(_, v)| v.as_deref()).map(String::from);
-                    (c.name.clone(), v)
+                    (c.name.clone(), crate::partition::raw_value(pv, &c.physical).map(String::from))
                 })
                 .collect(),
         )

@@ -38,12 +38,7 @@ pub type Tri = Option<bool>;
 
 /// The value of a partition column for a file; `Err` when the log value does not parse.
 pub fn partition_value(pv: &PartitionValues, column: &ColumnRef) -> Result<Scalar, String> {
-    let raw = pv
-        .iter()
-        .find(|(k, _)| **k == *column.physical)
-        .or_else(|| pv.iter().find(|(k, _)| k.eq_ignore_ascii_case(&column.physical)))
-        .and_then(|(_, v)| v.as_deref());
-    partition::parse(raw, &column.data_type)
+    partition::parse(partition::raw_value(pv, &column.physical), &column.data_type)
 }
 
 /// Domains for every column the predicate references. `with_stats` false leaves data columns

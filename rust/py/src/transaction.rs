@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use delta_occ_core::commit::committer::{self, CommitOptions, CommitResult};
+use delta_occ_core::commit::committer::{self, CheckRecord, CommitOptions, CommitResult};
 use delta_occ_core::files_batch;
 use delta_occ_core::log::actions::Protocol;
 use delta_occ_core::transaction::{Transaction, TxnState};
@@ -203,21 +203,25 @@ impl TransactionHandle {
         d.set_item("actions", v.actions)?;
         d.set_item("read_seconds", v.read_seconds)?;
         d.set_item("check_seconds", v.check_seconds)?;
-        let checks = PyList::empty(py);
-        for c in &v.checks {
-            let cd = PyDict::new(py);
-            cd.set_item("version", c.version)?;
-            cd.set_item("operation", &c.operation)?;
-            cd.set_item("outcome", &c.outcome)?;
-            checks.append(cd)?;
-        }
-        d.set_item("checks", checks)?;
+        d.set_item("checks", checks_list(py, &v.checks)?)?;
         Ok(d)
     }
 
     fn abort(&self) {
         self.txn().abort()
     }
+}
+
+fn checks_list<'py>(py: Python<'py>, checks: &[CheckRecord]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for c in checks {
+        let cd = PyDict::new(py);
+        cd.set_item("version", c.version)?;
+        cd.set_item("operation", &c.operation)?;
+        cd.set_item("outcome", &c.outcome)?;
+        out.append(cd)?;
+    }
+    Ok(out)
 }
 
 fn result_dict<'py>(py: Python<'py>, r: &CommitResult) -> PyResult<Bound<'py, PyDict>> {
@@ -230,15 +234,7 @@ fn result_dict<'py>(py: Python<'py>, r: &CommitResult) -> PyResult<Bound<'py, Py
     d.set_item("rows_resolved", r.rows_resolved)?;
     d.set_item("operation", &r.operation)?;
     d.set_item("metrics", r.metrics.clone())?;
-    let checks = PyList::empty(py);
-    for c in &r.checks {
-        let cd = PyDict::new(py);
-        cd.set_item("version", c.version)?;
-        cd.set_item("operation", &c.operation)?;
-        cd.set_item("outcome", &c.outcome)?;
-        checks.append(cd)?;
-    }
-    d.set_item("checks", checks)?;
+    d.set_item("checks", checks_list(py, &r.checks)?)?;
     d.set_item("txn_id", &r.txn_id)?;
     d.set_item("is_blind_append", r.is_blind_append)?;
     d.set_item("checkpoint_written", r.checkpoint_written)?;

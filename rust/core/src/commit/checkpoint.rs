@@ -18,9 +18,9 @@ use crate::snapshot::Snapshot;
 
 const DEFAULT_TOMBSTONE_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
-pub fn interval(snap: &Snapshot) -> i64 {
-    snap.metadata()
-        .configuration
+/// `delta.checkpointInterval` (default 10).
+pub fn interval(config: &std::collections::BTreeMap<String, String>) -> i64 {
+    config
         .get("delta.checkpointInterval")
         .and_then(|v| v.trim().parse::<i64>().ok())
         .filter(|v| *v > 0)

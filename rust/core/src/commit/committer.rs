@@ -49,6 +49,12 @@ pub struct CheckRecord {
     pub outcome: String,
 }
 
+impl CheckRecord {
+    fn passed(w: &WinningCommit, why: String) -> Self {
+        CheckRecord { version: w.version, operation: w.operation.clone(), outcome: format!("no conflict: {why}") }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CommitResult {
     pub version: i64,
@@ -109,9 +115,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     let mut checks: Vec<CheckRecord> = Vec::new();
     let mut rebased_over = Vec::new();
     let mut tried = Vec::new();
-    let snapshot = txn.snapshot.clone();
-    let lookup = |path: &str| snapshot.as_ref().and_then(|s| s.file(path)).map(|f| f.partition_values.clone());
-    let view = make_view(txn, &prepared, &table, &lookup);
+    let view = make_view(txn, &prepared, &table);
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;
@@ -139,26 +143,13 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
             return Ok(finish(txn, &prepared, operation, attempt_version, attempt, rebased_over, checks));
         }
         // Collision: check every commit that appeared since the last check, in order.
-        let listing = segment::list(&txn.root, checked_upto + 1)?;
-        let mut new_versions = Vec::new();
-        for (&v, f) in listing.commits.range(checked_upto + 1..) {
-            let expected = checked_upto + 1 + new_versions.len() as i64;
-            if v != expected {
-                return Err(Error::corrupt(&dir, Some(expected), format!("commit {expected} is missing while checking winners up to {v}")));
-            }
-            new_versions.push((v, f.path.clone()));
-        }
-        let winners: Vec<WinningCommit> = crate::parallel::map(&new_versions, |(v, p)| {
-            crate::log::json::read_commit(p, *v).map(|a| WinningCommit::from_actions(*v, a))
-        })
-        .into_iter()
-        .collect::<Result<_>>()?;
+        let winners = read_winners(&txn.root, checked_upto + 1, None)?;
         if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
             // An earlier attempt whose outcome looked unknown did land.
             return Ok(finish(txn, &prepared, operation, w.version, attempt, rebased_over, checks));
         }
         for (why, w) in conflict::check_all(&view, &winners)?.into_iter().zip(&winners) {
-            checks.push(CheckRecord { version: w.version, operation: w.operation.clone(), outcome: format!("no conflict: {why}") });
+            checks.push(CheckRecord::passed(w, why));
             rebased_over.push(w.version);
             if w.in_commit_timestamp.is_some() {
                 prev_ict = prev_ict.max(w.in_commit_timestamp);
@@ -177,7 +168,6 @@ fn make_view<'a>(
     txn: &'a Transaction,
     prepared: &'a Prepared,
     table: &'a str,
-    lookup: &'a (dyn Fn(&str) -> Option<crate::log::actions::PartitionValues> + Sync),
 ) -> TxnView<'a> {
     TxnView {
         table,
@@ -192,7 +182,7 @@ fn make_view<'a>(
         identity_columns: txn.snapshot.as_ref().is_some_and(|s| s.schema.has_identity_columns()),
         data_skipping: txn.opts.data_skipping,
         partition_columns: txn.snapshot.as_ref().map(|s| s.partition_columns.as_slice()).unwrap_or(&[]),
-        read_files_partition: lookup,
+        read_snapshot: txn.snapshot.as_deref(),
     }
 }
 
@@ -213,32 +203,11 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let table = txn.root.display().to_string();
     let prepared = prepare(txn, false)?;
     let started = Instant::now();
-    let listing = segment::list(&txn.root, txn.read_version + 1)?;
-    let versions: Vec<(i64, std::path::PathBuf)> = listing
-        .commits
-        .range(txn.read_version + 1..=through.unwrap_or(i64::MAX))
-        .map(|(v, f)| (*v, f.path.clone()))
-        .collect();
-    for (i, (v, _)) in versions.iter().enumerate() {
-        if *v != txn.read_version + 1 + i as i64 {
-            return Err(Error::corrupt(log_dir(&txn.root), Some(txn.read_version + 1 + i as i64), "commit missing while validating"));
-        }
-    }
-    let winners: Vec<WinningCommit> = crate::parallel::map(&versions, |(v, p)| {
-        crate::log::json::read_commit(p, *v).map(|a| WinningCommit::from_actions(*v, a))
-    })
-    .into_iter()
-    .collect::<Result<_>>()?;
+    let winners = read_winners(&txn.root, txn.read_version + 1, through)?;
     let read_seconds = started.elapsed().as_secs_f64();
-    let snapshot = txn.snapshot.clone();
-    let lookup = |path: &str| snapshot.as_ref().and_then(|s| s.file(path)).map(|f| f.partition_values.clone());
-    let view = make_view(txn, &prepared, &table, &lookup);
+    let view = make_view(txn, &prepared, &table);
     let started = Instant::now();
-    let checks = conflict::check_all(&view, &winners)?
-        .into_iter()
-        .zip(&winners)
-        .map(|(why, w)| CheckRecord { version: w.version, operation: w.operation.clone(), outcome: format!("no conflict: {why}") })
-        .collect();
+    let checks = conflict::check_all(&view, &winners)?.into_iter().zip(&winners).map(|(why, w)| CheckRecord::passed(w, why)).collect();
     Ok(Validation {
         winners: winners.len(),
         actions: winners.iter().map(WinningCommit::num_actions).sum(),
@@ -246,6 +215,21 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
         check_seconds: started.elapsed().as_secs_f64(),
         checks,
     })
+}
+
+/// The commits from `from` on (through `through`, or the latest), parsed in parallel. They must
+/// be contiguous: a missing one is a corrupt log.
+fn read_winners(root: &Path, from: i64, through: Option<i64>) -> Result<Vec<WinningCommit>> {
+    let listing = segment::list(root, from)?;
+    let files: Vec<_> = listing.commits.range(from..=through.unwrap_or(i64::MAX)).map(|(v, f)| (*v, f.path.clone())).collect();
+    for (expected, (v, _)) in (from..).zip(&files) {
+        if *v != expected {
+            return Err(Error::corrupt(log_dir(root), Some(expected), format!("commit {expected} is missing while checking winners up to {v}")));
+        }
+    }
+    crate::parallel::map(&files, |(v, p)| crate::log::json::read_commit(p, *v).map(|a| WinningCommit::from_actions(*v, a)))
+        .into_iter()
+        .collect()
 }
 
 fn give_up(table: &str, attempts: u32, started: Instant, versions_tried: Vec<i64>, reason: String) -> Error {
@@ -514,12 +498,14 @@ fn finish(
 /// A classic checkpoint every `delta.checkpointInterval` commits. Failure never fails the commit.
 fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
     let Some(read) = &txn.snapshot else { return (false, None) };
+    // A winner that changed metadata would have conflicted, so ours (or the read one) is in
+    // effect at `version`: decide before replaying anything.
+    let config = &txn.metadata.as_ref().unwrap_or(read.metadata()).configuration;
+    if version == 0 || version % checkpoint::interval(config) != 0 {
+        return (false, None);
+    }
     let run = || -> Result<bool> {
-        let table = Table::from_snapshot(read.clone());
-        let snap: Arc<Snapshot> = table.snapshot(Some(version))?;
-        if version == 0 || version % checkpoint::interval(&snap) != 0 {
-            return Ok(false);
-        }
+        let snap: Arc<Snapshot> = Table::from_snapshot(read.clone()).snapshot(Some(version))?;
         if protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
             // V2 checkpoints are not written yet; readers replay the JSON commits instead.
             return Ok(false);
@@ -527,19 +513,6 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
         checkpoint::write(&snap)?;
         Ok(true)
     };
-    // Cheap pre-check on the interval before replaying anything.
-    let interval = txn
-        .metadata
-        .as_ref()
-        .unwrap_or(read.metadata())
-        .configuration
-        .get("delta.checkpointInterval")
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(10);
-    if version == 0 || version % interval != 0 {
-        return (false, None);
-    }
     match run() {
         Ok(w) => (w, None),
         Err(e) => (false, Some(e.to_string())),

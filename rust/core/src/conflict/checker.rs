@@ -6,10 +6,10 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
-use crate::log::actions::{AddFile, PartitionValues};
+use crate::log::actions::{AddFile, PartitionValues, RemoveFile};
 use crate::predicate::Predicate;
 use crate::protocol;
-use crate::snapshot::PartitionColumn;
+use crate::snapshot::{PartitionColumn, Snapshot};
 
 use super::{Conflict, ConflictKind, WinningCommit};
 
@@ -49,8 +49,9 @@ pub struct TxnView<'a> {
     /// Conflict-time data skipping (§3.5, on by default).
     pub data_skipping: bool,
     pub partition_columns: &'a [PartitionColumn],
-    /// Partition values of files the txn read, when a winner's remove lacks them.
-    pub read_files_partition: &'a (dyn Fn(&str) -> Option<PartitionValues> + Sync),
+    /// The snapshot the txn read (`None` when it creates the table): partition values of files
+    /// it read, when a winner's remove lacks them.
+    pub read_snapshot: Option<&'a Snapshot>,
 }
 
 impl TxnView<'_> {
@@ -208,11 +209,16 @@ fn matches_read(t: &TxnView, p: &Predicate, a: &AddFile) -> bool {
     }
 }
 
+/// Partition values of a removed file: from the remove, else from the file the txn read.
+fn removed_partition(t: &TxnView, r: &RemoveFile) -> Option<PartitionValues> {
+    r.partition_values.clone().or_else(|| t.read_snapshot.and_then(|s| s.file(&r.path)).map(|f| f.partition_values.clone()))
+}
+
 /// §3 checks 6 and 7.
 fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
     for r in &w.removes {
         if t.read.files.contains(&r.path) {
-            let pv = r.partition_values.clone().or_else(|| (t.read_files_partition)(&r.path));
+            let pv = removed_partition(t, r);
             return Err(t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
                 w,
@@ -235,7 +241,7 @@ fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
     }
     for r in &w.removes {
         if t.removed_paths.contains(&r.path) {
-            let pv = r.partition_values.clone().or_else(|| (t.read_files_partition)(&r.path));
+            let pv = removed_partition(t, r);
             return Err(t.file_conflict(
                 ConflictKind::ConcurrentDeleteDelete,
                 w,

@@ -76,10 +76,14 @@ impl Transaction {
             }
             Some(l) => l,
         };
-        Ok(Transaction {
-            root: snapshot.root.clone(),
-            read_version: snapshot.version(),
-            snapshot: Some(snapshot),
+        Ok(Self::new(snapshot.root.clone(), snapshot.version(), Some(snapshot), level, opts))
+    }
+
+    fn new(root: PathBuf, read_version: i64, snapshot: Option<Arc<Snapshot>>, level: IsolationLevel, opts: TxnOptions) -> Self {
+        Transaction {
+            root,
+            snapshot,
+            read_version,
             level,
             opts,
             read: ReadSet::default(),
@@ -91,29 +95,17 @@ impl Transaction {
             metadata: None,
             protocol: None,
             state: TxnState::Open,
-        })
+        }
     }
 
     /// A transaction that creates the table: it read "no table" (version -1) and stages the
     /// protocol and metadata of version 0.
     pub fn begin_create(root: &Path, metadata: Metadata, protocol: Protocol) -> Result<Self> {
         let level = IsolationLevel::of_table(&metadata.configuration)?;
-        Ok(Transaction {
-            root: root.to_path_buf(),
-            snapshot: None,
-            read_version: -1,
-            level,
-            opts: TxnOptions::default(),
-            read: ReadSet::default(),
-            adds: Vec::new(),
-            removes: Vec::new(),
-            dv_deletes: BTreeMap::new(),
-            txns: BTreeMap::new(),
-            domains: BTreeMap::new(),
-            metadata: Some(metadata),
-            protocol: Some(protocol),
-            state: TxnState::Open,
-        })
+        let mut txn = Self::new(root.to_path_buf(), -1, None, level, TxnOptions::default());
+        txn.metadata = Some(metadata);
+        txn.protocol = Some(protocol);
+        Ok(txn)
     }
 
     pub fn root(&self) -> &Path {

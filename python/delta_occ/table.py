@@ -187,6 +187,7 @@ class Table:
         max_attempts: Optional[int] = None,
         time_budget: Optional[float] = None,
         read_version: Optional[int] = None,
+        row_level_budget: Optional[float] = None,
     ) -> Transaction:
         """Refresh and pin the latest snapshot (or ``read_version``, for work that read an
         older version) in a new transaction.
@@ -194,14 +195,99 @@ class Table:
         ``isolation_level`` may only be stronger than the table's (Serializable over
         WriteSerializable). ``data_skipping`` enables conflict-time data skipping with file
         statistics (concurrency.md §3.5; on by default). ``max_attempts`` (default 100) and
-        ``time_budget`` (seconds, default 120) bound the commit loop.
+        ``time_budget`` (seconds, default 120) bound the commit loop. ``row_level`` (default
+        True) resolves conflicts on row positions on tables with deletion vectors
+        (concurrency.md §4); ``row_level_budget`` (seconds, default 5) bounds that work per
+        commit attempt before it falls back to file level.
         """
         return Transaction(
             self._h.begin(level_name(isolation_level), bool(row_level), bool(data_skipping), read_version),
             max_attempts,
             time_budget,
             table=self,
+            row_level_budget=row_level_budget,
         )
+
+    # -- one-call operations (embedded engine) ---------------------------------------------------
+
+    def _run(self, stage: Any, isolation_level: LevelLike, row_level: bool, max_attempts: Optional[int]) -> CommitResult:
+        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
+        try:
+            stage(txn)
+        except BaseException:
+            txn.abort()
+            raise
+        return txn.commit()
+
+    def append(self, data: Any, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
+        """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other appends)."""
+        return self._run(lambda t: t.append(data), isolation_level, row_level, max_attempts)
+
+    def overwrite(
+        self,
+        data: Any,
+        replace_where: Optional[str] = None,
+        *,
+        dynamic_partitions: bool = False,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """Replace all rows, the rows matching ``replace_where`` (new rows must match it), or
+        with ``dynamic_partitions=True`` the partitions present in ``data``."""
+        return self._run(lambda t: t.overwrite(data, replace_where, dynamic_partitions=dynamic_partitions), isolation_level, row_level, max_attempts)
+
+    def delete(self, where: Optional[str] = None, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
+        """Delete the rows matching ``where`` (all rows when None); DVs when enabled."""
+        return self._run(lambda t: t.delete(where), isolation_level, row_level, max_attempts)
+
+    def update(
+        self,
+        where: Optional[str],
+        set: Mapping[str, str],  # noqa: A002 - api.md name
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """Update the rows matching ``where``; ``set`` maps columns to SQL expressions."""
+        return self._run(lambda t: t.update(where, set), isolation_level, row_level, max_attempts)
+
+    def merge(
+        self,
+        source: Any,
+        on: str,
+        *,
+        source_alias: str = "s",
+        target_alias: str = "t",
+        when_matched_update: Optional[Mapping[str, str]] = None,
+        when_matched_delete: Union[bool, str] = False,
+        when_not_matched_insert: Union[bool, Mapping[str, str]] = False,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``)."""
+        clauses = dict(
+            source_alias=source_alias,
+            target_alias=target_alias,
+            when_matched_update=when_matched_update,
+            when_matched_delete=when_matched_delete,
+            when_not_matched_insert=when_not_matched_insert,
+        )
+        return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts)
+
+    def optimize(
+        self,
+        target_file_size: Optional[int] = None,
+        where: Optional[str] = None,
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """Compact small files (dataChange=false; SnapshotIsolation)."""
+        return self._run(lambda t: t.optimize(target_file_size, where), isolation_level, row_level, max_attempts)
 
     @classmethod
     def begin_create(

@@ -75,11 +75,17 @@ class Transaction:
         max_attempts: Optional[int] = None,
         time_budget: Optional[float] = None,
         table: Any = None,
+        row_level_budget: Optional[float] = None,
     ) -> None:
         self._h = handle
         self._table = table
         self._max_attempts = max_attempts
         self._time_budget = time_budget
+        self._row_level_budget = row_level_budget
+        self._operation: Optional[str] = None
+        self._parameters: Dict[str, Any] = {}
+        self._metrics: Dict[str, int] = {}
+        self._layout: Any = None
         self.result: Optional[CommitResult] = None
 
     def __repr__(self) -> str:
@@ -202,14 +208,58 @@ class Transaction:
             None if writer_features is None else list(writer_features),
         )
 
+    # -- embedded engine operations (one per transaction; see delta_occ.engine) ---------------
+
+    def append(self, data: Any) -> None:
+        """Stage a blind append of ``data`` (written as parquet with statistics)."""
+        from . import engine
+
+        engine.append(self, data)
+
+    def overwrite(self, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+        """Stage an overwrite: all rows, those matching ``replace_where``, or the partitions
+        present in ``data`` (``dynamic_partitions``)."""
+        from . import engine
+
+        engine.overwrite(self, data, replace_where, dynamic_partitions=dynamic_partitions)
+
+    def delete(self, where: Optional[str] = None) -> None:
+        """Stage a DELETE of the rows matching ``where`` (all rows when None)."""
+        from . import engine
+
+        engine.delete(self, where)
+
+    def update(self, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
+        """Stage an UPDATE: ``set`` maps columns to SQL expressions over the row."""
+        from . import engine
+
+        engine.update(self, where, set)
+
+    def merge(self, source: Any, on: str, **clauses: Any) -> None:
+        """Stage a MERGE (same keywords as ``Table.merge``)."""
+        from . import engine
+
+        engine.merge(self, source, on, **clauses)
+
+    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> None:
+        """Stage a bin-packing compaction (dataChange=false)."""
+        from . import engine
+
+        engine.optimize(self, target_file_size, where)
+
     # -- end ---------------------------------------------------------------------------------
 
-    def commit(self, operation: str = "WRITE", parameters: Optional[Mapping[str, Any]] = None) -> CommitResult:
+    def commit(self, operation: Optional[str] = None, parameters: Optional[Mapping[str, Any]] = None) -> CommitResult:
         """Validate against concurrent winners and commit. Raises a
         ``DeltaConcurrentModificationException`` subclass on a conflict (the transaction is then
         finished: start a new one to retry) and ``CommitRetriesExceededError`` when other
-        writers kept winning past ``max_attempts`` / ``time_budget``."""
-        d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget)
+        writers kept winning past ``max_attempts`` / ``time_budget``. ``operation`` defaults to
+        the staged engine operation, else ``WRITE``."""
+        if operation is None:
+            operation = self._operation or "WRITE"
+            if parameters is None and self._operation is not None:
+                parameters = self._parameters
+        d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
         self.result = CommitResult._from_core(d)
         if self._table is not None:
             self._table.refresh()  # the handle sees its own commit

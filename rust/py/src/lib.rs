@@ -26,6 +26,18 @@ fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
         .map(|a| a.len())
 }
 
+/// A SQL value expression as a JSON tree (the embedded engine evaluates it on rows).
+#[pyfunction]
+fn expression_json(text: &str) -> PyResult<String> {
+    delta_occ_core::predicate::value::expression_json(text).py_err().map(|v| v.to_string())
+}
+
+/// The top-level AND conjuncts of a SQL condition: (SQL text, JSON tree) pairs.
+#[pyfunction]
+fn conjuncts_json(text: &str) -> PyResult<Vec<(String, String)>> {
+    delta_occ_core::predicate::value::conjuncts_json(text).py_err().map(|v| v.into_iter().map(|(s, j)| (s, j.to_string())).collect())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -34,6 +46,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transaction::TransactionHandle>()?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(expression_json, m)?)?;
+    m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
     m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;
     m.add_function(wrap_pyfunction!(dv::write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(dv::serialize_bitmap, m)?)?;

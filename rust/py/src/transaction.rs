@@ -167,7 +167,7 @@ impl TransactionHandle {
         self.txn().num_staged()
     }
 
-    #[pyo3(signature = (operation, parameters, max_attempts=None, time_budget=None))]
+    #[pyo3(signature = (operation, parameters, max_attempts=None, time_budget=None, row_level_budget=None))]
     fn commit<'py>(
         &self,
         py: Python<'py>,
@@ -175,6 +175,7 @@ impl TransactionHandle {
         parameters: BTreeMap<String, String>,
         max_attempts: Option<u32>,
         time_budget: Option<f64>,
+        row_level_budget: Option<f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut opts = CommitOptions::default();
         if let Some(n) = max_attempts {
@@ -188,6 +189,12 @@ impl TransactionHandle {
                 return Err(pyo3::exceptions::PyValueError::new_err("time_budget must be a positive number of seconds"));
             }
             opts.time_budget = Duration::from_secs_f64(s);
+        }
+        if let Some(s) = row_level_budget {
+            if !(s >= 0.0 && s.is_finite()) {
+                return Err(pyo3::exceptions::PyValueError::new_err("row_level_budget must be a number of seconds >= 0"));
+            }
+            opts.row_level_budget = Duration::from_secs_f64(s);
         }
         let result = py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts)).py_err()?;
         result_dict(py, &result)

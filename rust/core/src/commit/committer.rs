@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::commit::{checkpoint, log_store};
-use crate::conflict::{self, ReadSet, TxnView, WinningCommit};
+use crate::conflict::{self, DvChange, RowContext, Staged, TxnView, WinningCommit};
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
@@ -28,6 +28,9 @@ pub struct CommitOptions {
     pub time_budget: Duration,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// Time for row-level resolution within one commit attempt before falling back to file
+    /// level (§4 rule 6).
+    pub row_level_budget: Duration,
 }
 
 impl Default for CommitOptions {
@@ -37,6 +40,7 @@ impl Default for CommitOptions {
             time_budget: Duration::from_secs(120),
             backoff_base: Duration::from_millis(2),
             backoff_max: Duration::from_millis(250),
+            row_level_budget: Duration::from_secs(5),
         }
     }
 }
@@ -75,19 +79,26 @@ pub struct CommitResult {
 
 /// Everything fixed for the whole loop.
 struct Prepared {
-    adds: Vec<AddFile>,
-    removes: Vec<RemoveFile>,
+    /// The staged actions before any rebase.
+    staged: Staged,
     level: IsolationLevel,
     is_blind_append: bool,
-    read: ReadSet,
-    removed_paths: HashSet<Box<str>>,
     domains: BTreeSet<String>,
     metadata: Option<Metadata>,
     protocol: Option<Protocol>,
     ict_enabled: bool,
     ict_newly_enabled: bool,
-    metrics: BTreeMap<String, String>,
+    /// `Some(exact)` on a table with deletion vectors: winners are checked one by one with the
+    /// row-level rules (`exact`) or file-level rules plus compaction remapping (§4 rule 5).
+    dv_table: Option<bool>,
     txn_id: String,
+}
+
+/// The file actions of one attempt, with DV files written.
+struct Materialized {
+    adds: Vec<AddFile>,
+    removes: Vec<RemoveFile>,
+    metrics: BTreeMap<String, String>,
 }
 
 pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
@@ -106,7 +117,7 @@ pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<Stri
 
 fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
     let table = txn.root.display().to_string();
-    let prepared = prepare(txn, true)?;
+    let prepared = prepare(txn)?;
     let dir = log_dir(&txn.root);
     let started = Instant::now();
     let mut prev_ict = previous_ict(txn)?;
@@ -115,14 +126,19 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     let mut checks: Vec<CheckRecord> = Vec::new();
     let mut rebased_over = Vec::new();
     let mut tried = Vec::new();
-    let view = make_view(txn, &prepared, &table);
+    let mut st = prepared.staged.clone();
+    let mut actions: Option<Materialized> = None;
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;
         tried.push(attempt_version);
+        if actions.is_none() {
+            actions = Some(materialize(&txn.root, &st, true)?);
+        }
+        let m = actions.as_ref().expect("materialized above");
         let now = chrono::Utc::now().timestamp_millis();
         let ict = prepared.ict_enabled.then(|| now.max(prev_ict.map_or(i64::MIN, |p| p + 1)));
-        let bytes = serialize(txn, &prepared, operation, parameters, attempt_version, now, ict, attempt, &checks);
+        let bytes = serialize(txn, &prepared, m, operation, parameters, attempt_version, now, ict, attempt, &checks);
         let landed = match log_store::put_if_absent(&dir, attempt_version, &bytes) {
             Ok(true) => true,
             Ok(false) => false,
@@ -140,15 +156,23 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
             },
         };
         if landed {
-            return Ok(finish(txn, &prepared, operation, attempt_version, attempt, rebased_over, checks));
+            return Ok(finish(txn, &prepared, &st, m, operation, attempt_version, attempt, rebased_over, checks));
         }
         // Collision: check every commit that appeared since the last check, in order.
         let winners = read_winners(&txn.root, checked_upto + 1, None)?;
         if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
             // An earlier attempt whose outcome looked unknown did land.
-            return Ok(finish(txn, &prepared, operation, w.version, attempt, rebased_over, checks));
+            return Ok(finish(txn, &prepared, &st, m, operation, w.version, attempt, rebased_over, checks));
         }
-        for (why, w) in conflict::check_all(&view, &winners)?.into_iter().zip(&winners) {
+        let deadline = Instant::now() + opts.row_level_budget;
+        let st_marker = (st.rows_resolved, st.dropped_bins);
+        let (whys, rebased) = check_winners(txn, &prepared, st, &table, &winners, deadline)?;
+        let changed = (rebased.rows_resolved, rebased.dropped_bins) != (st_marker.0, st_marker.1);
+        st = rebased;
+        if changed {
+            actions = None;
+        }
+        for (why, w) in whys.into_iter().zip(&winners) {
             checks.push(CheckRecord::passed(w, why));
             rebased_over.push(w.version);
             if w.in_commit_timestamp.is_some() {
@@ -164,9 +188,45 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     }
 }
 
+/// Check the winners in order. On a DV table each check may rebase the staged actions; elsewhere
+/// the checks are pure and run in parallel.
+fn check_winners(
+    txn: &Transaction,
+    prepared: &Prepared,
+    mut st: Staged,
+    table: &str,
+    winners: &[WinningCommit],
+    deadline: Instant,
+) -> Result<(Vec<String>, Staged)> {
+    let Some(exact) = prepared.dv_table else {
+        let removed = removed_paths(&st);
+        let view = make_view(txn, prepared, &st, &removed, table);
+        let whys = conflict::check_all(&view, winners)?;
+        return Ok((whys, st));
+    };
+    let cx = RowContext { root: &txn.root, exact, deadline };
+    let mut whys = Vec::with_capacity(winners.len());
+    for w in winners {
+        let removed = removed_paths(&st);
+        let view = make_view(txn, prepared, &st, &removed, table);
+        conflict::check_head(&view, w)?;
+        let (why, next) = conflict::row_level::check_winner(&view, &st, w, &cx)?;
+        conflict::check_identity(&view, w)?;
+        whys.push(why);
+        st = next;
+    }
+    Ok((whys, st))
+}
+
+fn removed_paths(st: &Staged) -> HashSet<Box<str>> {
+    st.removes.iter().map(|r| r.path.clone()).chain(st.dv.keys().cloned()).collect()
+}
+
 fn make_view<'a>(
     txn: &'a Transaction,
     prepared: &'a Prepared,
+    st: &'a Staged,
+    removed_paths: &'a HashSet<Box<str>>,
     table: &'a str,
 ) -> TxnView<'a> {
     TxnView {
@@ -175,10 +235,10 @@ fn make_view<'a>(
         level: prepared.level,
         metadata_changed: prepared.metadata.is_some(),
         is_blind_append: prepared.is_blind_append,
-        read: &prepared.read,
-        removed_paths: &prepared.removed_paths,
+        read: &st.read,
+        removed_paths,
         domains: &prepared.domains,
-        adds_data: prepared.adds.iter().any(|a| a.data_change),
+        adds_data: st.adds.iter().any(|a| a.data_change),
         identity_columns: txn.snapshot.as_ref().is_some_and(|s| s.schema.has_identity_columns()),
         data_skipping: txn.opts.data_skipping,
         partition_columns: txn.snapshot.as_ref().map(|s| s.partition_columns.as_slice()).unwrap_or(&[]),
@@ -201,13 +261,14 @@ pub struct Validation {
 /// and run the checks against them in order; `Err` is the conflict a commit would hit.
 pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let table = txn.root.display().to_string();
-    let prepared = prepare(txn, false)?;
+    let prepared = prepare(txn)?;
     let started = Instant::now();
     let winners = read_winners(&txn.root, txn.read_version + 1, through)?;
     let read_seconds = started.elapsed().as_secs_f64();
-    let view = make_view(txn, &prepared, &table);
     let started = Instant::now();
-    let checks = conflict::check_all(&view, &winners)?.into_iter().zip(&winners).map(|(why, w)| CheckRecord::passed(w, why)).collect();
+    let deadline = started + CommitOptions::default().row_level_budget;
+    let (whys, _) = check_winners(txn, &prepared, prepared.staged.clone(), &table, &winners, deadline)?;
+    let checks = whys.into_iter().zip(&winners).map(|(why, w)| CheckRecord::passed(w, why)).collect();
     Ok(Validation {
         winners: winners.len(),
         actions: winners.iter().map(WinningCommit::num_actions).sum(),
@@ -270,8 +331,7 @@ fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
         .and_then(|v| v.get("inCommitTimestamp").and_then(Value::as_i64)))
 }
 
-/// `write_dvs` false (validation only) stages DV deletions as removes without writing DV files.
-fn prepare(txn: &Transaction, write_dvs: bool) -> Result<Prepared> {
+fn prepare(txn: &Transaction) -> Result<Prepared> {
     let table = txn.root.display().to_string();
     let snap = txn.snapshot.as_deref();
     let protocol_now = txn.protocol.as_ref().or(snap.map(Snapshot::protocol)).expect("a protocol is staged or read");
@@ -289,36 +349,17 @@ fn prepare(txn: &Transaction, write_dvs: bool) -> Result<Prepared> {
             detail: "removing data from a table with delta.enableChangeDataFeed=true needs cdc files, which delta-occ does not write yet".into(),
         });
     }
-    let mut adds = txn.adds.clone();
-    let mut removes = txn.removes.clone();
-    let mut metrics = BTreeMap::new();
-    if !txn.dv_deletes.is_empty() && !write_dvs {
+    let mut dv = BTreeMap::new();
+    for (path, rows) in &txn.dv_deletes {
         let snap = snap.expect("delete_rows needs a snapshot");
-        for path in txn.dv_deletes.keys() {
-            if let Some(f) = snap.file(path) {
-                removes.push(remove_of(f, true));
-            }
-        }
-    } else if !txn.dv_deletes.is_empty() {
-        let snap = snap.expect("delete_rows needs a snapshot");
-        let (dv_removes, dv_adds, deleted) = materialize_dvs(&txn.root, snap, &txn.dv_deletes)?;
-        removes.extend(dv_removes);
-        adds.extend(dv_adds);
-        metrics.insert("numDeletionVectorsAdded".into(), txn.dv_deletes.len().to_string());
-        metrics.insert("numDeletedRows".into(), deleted.to_string());
+        let f = snap.file(path).ok_or_else(|| Error::invalid(format!("{path} is not a live file at version {}", snap.version())))?;
+        dv.insert(path.clone(), DvChange { base: f.clone(), rows: rows.clone() });
     }
-    metrics.insert("numAddedFiles".into(), adds.len().to_string());
-    metrics.insert("numRemovedFiles".into(), removes.len().to_string());
-    metrics.insert("numAddedBytes".into(), adds.iter().map(|a| a.size).sum::<i64>().to_string());
-    metrics.insert("numRemovedBytes".into(), removes.iter().filter_map(|r| r.size).sum::<i64>().to_string());
-    if let Some(n) = adds.iter().map(|a| crate::stats::num_records(a.stats.as_deref())).sum::<Option<i64>>() {
-        metrics.insert("numOutputRows".into(), n.to_string());
-    }
-
-    let has_file_actions = !adds.is_empty() || !removes.is_empty();
+    let has_file_actions = !txn.adds.is_empty() || !txn.removes.is_empty() || !dv.is_empty();
     let only_rearranging = has_file_actions
-        && adds.iter().all(|a| !a.data_change)
-        && removes.iter().all(|r| !r.data_change)
+        && dv.is_empty()
+        && txn.adds.iter().all(|a| !a.data_change)
+        && txn.removes.iter().all(|r| !r.data_change)
         && txn.metadata.is_none()
         && txn.protocol.is_none()
         && txn.txns.is_empty()
@@ -332,58 +373,87 @@ fn prepare(txn: &Transaction, write_dvs: bool) -> Result<Prepared> {
             read.whole_table = true;
         }
     }
-    let is_blind_append = read.is_empty() && removes.is_empty();
+    let is_blind_append = read.is_empty() && txn.removes.is_empty() && dv.is_empty();
     let ict_enabled = is_true(&config, "delta.enableInCommitTimestamps");
     let ict_newly_enabled = ict_enabled && !snap.is_some_and(|s| is_true(&s.metadata().configuration, "delta.enableInCommitTimestamps"));
+    let dv_table = snap.filter(|s| {
+        protocol::has_writer_feature(s.protocol(), "deletionVectors") && is_true(&s.metadata().configuration, "delta.enableDeletionVectors")
+    });
     Ok(Prepared {
-        removed_paths: removes.iter().map(|r| r.path.clone()).collect(),
+        staged: Staged { adds: txn.adds.clone(), removes: txn.removes.clone(), dv, read, ..Default::default() },
         domains: txn.domains.keys().cloned().collect(),
-        adds,
-        removes,
         level,
         is_blind_append,
-        read,
         metadata: txn.metadata.clone(),
         protocol: txn.protocol.clone(),
         ict_enabled,
         ict_newly_enabled: ict_newly_enabled && txn.read_version >= 0,
-        metrics,
+        dv_table: dv_table.map(|_| txn.opts.row_level),
         txn_id: uuid::Uuid::new_v4().to_string(),
     })
 }
 
-/// Write one DV file holding the new DV of every file with staged row deletions; return the
-/// `remove(F, oldDv)` + `add(F, newDv)` pairs and the number of newly deleted rows.
-fn materialize_dvs(
-    root: &Path,
-    snap: &Snapshot,
-    deletes: &BTreeMap<Box<str>, DeletionBitmap>,
-) -> Result<(Vec<RemoveFile>, Vec<AddFile>, u64)> {
-    let mut files = Vec::with_capacity(deletes.len());
-    let mut merged = Vec::with_capacity(deletes.len());
+/// The file actions of an attempt. With `write_dvs`, one DV file holds the new DV of every file
+/// with staged row deletions (`remove(F, oldDv)` + `add(F, newDv)`) and of added files that
+/// carry deletions; without (validation), such files are staged as plain removes.
+fn materialize(root: &Path, st: &Staged, write_dvs: bool) -> Result<Materialized> {
+    let mut adds = st.adds.clone();
+    let mut removes = st.removes.clone();
+    let mut metrics = BTreeMap::new();
+    let mut bitmaps = Vec::new();
+    let mut changed: Vec<&AddFile> = Vec::new();
     let mut newly = 0u64;
-    for (path, rows) in deletes {
-        let f = snap.file(path).ok_or_else(|| Error::invalid(format!("{path} is not a live file at version {}", snap.version())))?;
-        let current = snap.deleted_rows_of(f)?;
-        let union = current.union(rows);
+    for ch in st.dv.values() {
+        let current = match &ch.base.deletion_vector {
+            None => DeletionBitmap::default(),
+            Some(d) => dv::file::read(root, d)?,
+        };
+        let union = current.union(&ch.rows);
+        if union.len() == current.len() {
+            continue;
+        }
         newly += union.len() - current.len();
-        files.push(f);
-        merged.push(union);
+        changed.push(&ch.base);
+        bitmaps.push(union);
     }
-    let refs: Vec<&DeletionBitmap> = merged.iter().collect();
-    let descriptors = dv::file::write(root, "", &refs)?;
-    let mut removes = Vec::new();
-    let mut adds = Vec::new();
-    for (f, d) in files.into_iter().zip(descriptors) {
-        removes.push(remove_of(f, true));
-        let mut a = f.clone();
-        a.deletion_vector = Some(Box::new(d));
-        a.data_change = true;
-        a.modification_time = chrono::Utc::now().timestamp_millis();
-        a.stats = a.stats.as_deref().map(|s| loosen_bounds(s).into());
-        adds.push(a);
+    let own: Vec<(usize, &DeletionBitmap)> =
+        st.own_dvs.iter().filter(|(_, b)| !b.is_empty()).filter_map(|(p, b)| adds.iter().position(|a| a.path == *p).map(|i| (i, b))).collect();
+    if write_dvs {
+        let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
+        refs.extend(own.iter().map(|(_, b)| *b));
+        let descriptors = if refs.is_empty() { Vec::new() } else { dv::file::write(root, "", &refs)? };
+        let mut d = descriptors.into_iter();
+        for f in &changed {
+            removes.push(remove_of(f, true));
+            let mut a = (*f).clone();
+            a.deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
+            a.data_change = true;
+            a.modification_time = chrono::Utc::now().timestamp_millis();
+            a.stats = a.stats.as_deref().map(|s| loosen_bounds(s).into());
+            adds.push(a);
+        }
+        for (i, _) in &own {
+            adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
+            adds[*i].stats = adds[*i].stats.as_deref().map(|s| loosen_bounds(s).into());
+        }
+    } else {
+        removes.extend(changed.iter().map(|f| remove_of(f, true)));
     }
-    Ok((removes, adds, newly))
+    if !changed.is_empty() {
+        metrics.insert("numDeletionVectorsAdded".into(), changed.len().to_string());
+        metrics.insert("numDeletedRows".into(), newly.to_string());
+    }
+    if st.dropped_bins > 0 {
+        metrics.insert("numDroppedBins".into(), st.dropped_bins.to_string());
+    }
+    metrics.insert("numAddedFiles".into(), adds.len().to_string());
+    metrics.insert("numRemovedFiles".into(), removes.len().to_string());
+    metrics.insert("numAddedBytes".into(), adds.iter().map(|a| a.size).sum::<i64>().to_string());
+    metrics.insert("numRemovedBytes".into(), removes.iter().filter_map(|r| r.size).sum::<i64>().to_string());
+    if let Some(n) = adds.iter().map(|a| crate::stats::num_records(a.stats.as_deref())).sum::<Option<i64>>() {
+        metrics.insert("numOutputRows".into(), n.to_string());
+    }
+    Ok(Materialized { adds, removes, metrics })
 }
 
 /// Stats of a file with a DV describe its physical rows: mark the bounds as not tight.
@@ -401,6 +471,7 @@ fn loosen_bounds(stats: &str) -> String {
 fn serialize(
     txn: &Transaction,
     p: &Prepared,
+    m: &Materialized,
     operation: &str,
     parameters: &BTreeMap<String, String>,
     version: i64,
@@ -421,7 +492,7 @@ fn serialize(
     }
     info.insert("isolationLevel".into(), json!(p.level.as_str()));
     info.insert("isBlindAppend".into(), json!(p.is_blind_append));
-    info.insert("operationMetrics".into(), json!(p.metrics));
+    info.insert("operationMetrics".into(), json!(m.metrics));
     info.insert("engineInfo".into(), json!(ENGINE_INFO));
     info.insert("txnId".into(), json!(p.txn_id));
     // How this commit got here, for `delta-occ explain`: the winners it was checked against.
@@ -459,18 +530,21 @@ fn serialize(
     for d in txn.domains.values() {
         line(json!({ "domainMetadata": d }));
     }
-    for r in &p.removes {
+    for r in &m.removes {
         line(r.to_json());
     }
-    for a in &p.adds {
+    for a in &m.adds {
         line(a.to_json());
     }
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn finish(
     txn: &Transaction,
     p: &Prepared,
+    st: &Staged,
+    m: &Materialized,
     operation: &str,
     version: i64,
     attempts: u32,
@@ -484,9 +558,9 @@ fn finish(
         isolation_level: p.level,
         read_version: txn.read_version,
         rebased_over,
-        rows_resolved: 0,
+        rows_resolved: st.rows_resolved,
         operation: operation.to_string(),
-        metrics: p.metrics.clone(),
+        metrics: m.metrics.clone(),
         checks,
         txn_id: p.txn_id.clone(),
         is_blind_append: p.is_blind_append,

@@ -70,7 +70,7 @@ impl TxnView<'_> {
         }))
     }
 
-    fn file_conflict(&self, kind: ConflictKind, w: &WinningCommit, path: &str, pv: Option<&PartitionValues>, reason: String) -> Error {
+    pub(crate) fn file_conflict(&self, kind: ConflictKind, w: &WinningCommit, path: &str, pv: Option<&PartitionValues>, reason: String) -> Error {
         let mut e = self.conflict(kind, w, reason);
         if let Error::Conflict(c) = &mut e {
             c.conflicting_file = Some(path.to_string());
@@ -110,6 +110,15 @@ pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<String>> 
 
 /// Check the transaction against one winner. `Ok` carries the explanation of why it passed.
 pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
+    check_head(t, w)?;
+    let appends = check_appends(t, w)?;
+    check_deletes(t, w)?;
+    check_identity(t, w)?;
+    Ok(appends)
+}
+
+/// Checks 1–4 (protocol, metadata, domains, application ids): the same at file and row level.
+pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
     check_protocol(t, w)?;
     if w.metadata.is_some() {
         return Err(t.conflict(
@@ -132,8 +141,11 @@ pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
             ));
         }
     }
-    let appends = check_appends(t, w)?;
-    check_deletes(t, w)?;
+    Ok(())
+}
+
+/// Check 8: identity columns.
+pub fn check_identity(t: &TxnView, w: &WinningCommit) -> Result<()> {
     if t.identity_columns && t.adds_data && w.adds.iter().any(|a| a.data_change) {
         return Err(t.conflict(
             ConflictKind::ConcurrentWrite,
@@ -141,7 +153,7 @@ pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
             "Tables with identity columns do not support concurrent transactions that both add data.".into(),
         ));
     }
-    Ok(appends)
+    Ok(())
 }
 
 fn check_protocol(t: &TxnView, w: &WinningCommit) -> Result<()> {
@@ -155,23 +167,14 @@ fn check_protocol(t: &TxnView, w: &WinningCommit) -> Result<()> {
 }
 
 /// §3 check 5, with the §2 table deciding which added files are candidates.
-fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
+pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
     let data_adds = || w.adds.iter().filter(|a| a.data_change);
     let n = data_adds().count();
     if n == 0 {
         return Ok("it added no data files".into());
     }
-    if t.is_blind_append {
-        return Ok(format!("this transaction is a blind append; the winner's {n} added files do not matter"));
-    }
-    match t.level {
-        IsolationLevel::SnapshotIsolation => {
-            return Ok(format!("SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files"))
-        }
-        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => {
-            return Ok(format!("WriteSerializable ignores the winner's blind append of {n} files"))
-        }
-        _ => {}
+    if let Some(why) = appends_ignored(t, w, n) {
+        return Ok(why);
     }
     if t.read.whole_table {
         let a = data_adds().next().expect("n > 0");
@@ -199,6 +202,20 @@ fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
         "none of the {n} added files can hold rows matching the read predicates{}",
         if t.data_skipping { " (partition values and statistics)" } else { " (partition values)" }
     ))
+}
+
+/// Whether the §2 table (or a blind-append txn) makes the winner's `n` added files irrelevant.
+pub(crate) fn appends_ignored(t: &TxnView, w: &WinningCommit, n: usize) -> Option<String> {
+    if t.is_blind_append {
+        return Some(format!("this transaction is a blind append; the winner's {n} added files do not matter"));
+    }
+    match t.level {
+        IsolationLevel::SnapshotIsolation => Some(format!("SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files")),
+        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => {
+            Some(format!("WriteSerializable ignores the winner's blind append of {n} files"))
+        }
+        _ => None,
+    }
 }
 
 fn matches_read(t: &TxnView, p: &Predicate, a: &AddFile) -> bool {

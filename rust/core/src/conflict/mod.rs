@@ -2,13 +2,16 @@
 //! and the conflict errors of §6.
 
 pub mod checker;
+pub mod row_level;
+pub mod rows;
 pub mod winner;
 
 use std::fmt;
 
 use crate::isolation::IsolationLevel;
 
-pub use checker::{check, check_all, ReadSet, TxnView};
+pub use checker::{check, check_all, check_head, check_identity, ReadSet, TxnView};
+pub use row_level::{DvChange, RowContext, Staged, PROVENANCE_TAG};
 pub use winner::WinningCommit;
 
 /// The §6 exception classes, by name.

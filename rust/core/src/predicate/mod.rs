@@ -4,6 +4,7 @@
 pub mod eval;
 pub mod expr;
 pub mod parse;
+pub mod value;
 
 use crate::error::Result;
 use crate::log::actions::AddFile;

@@ -1,0 +1,245 @@
+"""Data files for the embedded engine: rows conformed to the table schema, split by partition,
+written as parquet under physical column names, with Delta's per-file statistics; and rows of
+existing files read back with their physical row positions (for DVs)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import math
+import os
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ._read import _FIELD_ID, _field_id, _physical, _read_file
+from .exceptions import InvalidArgumentError
+
+ROW = "__delta_occ_row"
+#: Delta truncates string statistics to this prefix length.
+_STRING_PREFIX = 32
+
+
+class Layout:
+    """What writing and reading data files of one snapshot needs."""
+
+    def __init__(self, snapshot: Any) -> None:
+        h = snapshot._h
+        self.snapshot = snapshot
+        self.root = h.root
+        self.schema: pa.Schema = snapshot.schema
+        self.delta_fields = json.loads(h.schema_json)["fields"]
+        self.mode: str = h.column_mapping_mode
+        self.partition_columns: List[str] = snapshot.partition_columns
+        props = snapshot.properties
+        self.dv_enabled = props.get("delta.enableDeletionVectors", "").lower() == "true" and "deletionVectors" in (
+            snapshot.protocol.get("writer_features") or []
+        )
+        self._files: Optional[Dict[str, Tuple[str, bool, int]]] = None
+        self._parts: Any = None
+
+    @property
+    def data_columns(self) -> List[str]:
+        return [f.name for f in self.schema if f.name not in self.partition_columns]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _index(self) -> Dict[str, Tuple[str, bool, int]]:
+        if self._files is None:
+            h = self.snapshot._h
+            self._files = {log: (abs_path, has_dv, i) for i, (abs_path, log, has_dv) in enumerate(h.data_files())}
+            self._parts = pa.RecordBatch._import_from_c_capsule(*h.partition_values())
+        return self._files
+
+    def read_rows(self, path: str) -> pa.Table:
+        """Live rows of a file of the snapshot, every column, plus ROW (physical position)."""
+        index = self._index()
+        if path not in index:
+            raise InvalidArgumentError(f"{path} is not a live file of version {self.snapshot.version}")
+        abs_path, has_dv, i = index[path]
+        by_name = {f["name"]: f for f in self.delta_fields}
+        data, n = _read_file(abs_path, [by_name[c] for c in self.data_columns], self.mode)
+        arrays = []
+        for f in self.schema:
+            if f.name in self.partition_columns:
+                value = self._parts.column(self._parts.schema.get_field_index(f.name))[i]
+                arrays.append(pa.repeat(value, n).cast(f.type))
+            else:
+                arrays.append(data[f.name])
+        arrays.append(pa.array(range(n), pa.uint64()))
+        table = pa.Table.from_arrays(arrays, schema=self.schema.append(pa.field(ROW, pa.uint64())))
+        if has_dv:
+            deleted = self.snapshot.deleted_rows(path)
+            keep = pc.invert(pc.is_in(table.column(ROW), value_set=deleted))
+            table = table.filter(keep)
+        return table
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def conform(self, data: Any) -> pa.Table:
+        """Rows in the table schema: columns by name (case-insensitive), cast, nullability checked."""
+        if isinstance(data, pa.RecordBatchReader):
+            data = data.read_all()
+        elif isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        if not isinstance(data, pa.Table):
+            raise InvalidArgumentError(f"data must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data).__name__}")
+        lower = {n.lower(): n for n in data.column_names}
+        known = {f.name.lower() for f in self.schema}
+        extra = [n for n in data.column_names if n.lower() not in known and n != ROW]
+        if extra:
+            raise InvalidArgumentError(f"column(s) {extra} are not in the table schema {self.schema.names} (change the schema first)")
+        arrays = []
+        for f in self.schema:
+            name = lower.get(f.name.lower())
+            if name is None:
+                if not f.nullable:
+                    raise InvalidArgumentError(f"column {f.name!r} is NOT NULL and missing from the data")
+                arrays.append(pa.nulls(data.num_rows, f.type))
+                continue
+            col = data.column(name)
+            if col.type != f.type:
+                try:
+                    col = col.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidArgumentError(f"column {f.name!r}: cannot cast {col.type} to the table type {f.type}: {e}") from e
+            if not f.nullable and col.null_count:
+                raise InvalidArgumentError(f"column {f.name!r} is NOT NULL but the data holds {col.null_count} null(s)")
+            arrays.append(col)
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+    def write(self, txn: Any, data: pa.Table, *, data_change: bool = True, tags: Optional[Dict[str, str]] = None) -> List[str]:
+        """Write rows (already conformed) as one file per partition and stage the adds."""
+        if data.num_rows == 0:
+            return []
+        if ROW in data.column_names:
+            data = data.drop_columns([ROW])
+        if not self.partition_columns:
+            return [self._write_one(txn, data, {}, data_change, tags)]
+        keys = data.select(self.partition_columns)
+        groups = keys.group_by(self.partition_columns, use_threads=False).aggregate([])
+        paths = []
+        for row in groups.to_pylist():
+            m = None
+            for c in self.partition_columns:
+                v = row[c]
+                col = data.column(c)
+                cond = pc.is_null(col) if v is None else pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
+                m = cond if m is None else pc.and_(m, cond)
+            part = data.filter(m)
+            values = {c: partition_string(row[c]) for c in self.partition_columns}
+            paths.append(self._write_one(txn, part, values, data_change, tags))
+        return paths
+
+    def _write_one(self, txn: Any, data: pa.Table, partition: Dict[str, Optional[str]], data_change: bool, tags: Optional[Dict[str, str]]) -> str:
+        fields = {f["name"]: f for f in self.delta_fields}
+        cols, out_fields = [], []
+        for name in self.data_columns:
+            f = fields[name]
+            phys = _physical(f, self.mode)
+            field = pa.field(phys, self.schema.field(name).type, nullable=True)
+            fid = _field_id(f)
+            if self.mode == "id" and fid is not None:
+                field = field.with_metadata({_FIELD_ID: str(fid).encode()})
+            cols.append(data.column(name))
+            out_fields.append(field)
+        physical = pa.Table.from_arrays(cols, schema=pa.schema(out_fields))
+        if self.mode == "none":
+            sub = "/".join(f"{k}={_escape(v)}" for k, v in partition.items())
+        else:
+            sub = uuid.uuid4().hex[:2]  # column mapping: no partition directories (Delta's layout)
+        rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        full = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        pq.write_table(physical, full, compression="snappy")
+        txn.add_file(rel, partition, os.path.getsize(full), stats_json(physical), data_change=data_change, tags=tags)
+        return rel
+
+
+def _escape(v: Optional[str]) -> str:
+    if v is None:
+        return "__HIVE_DEFAULT_PARTITION__"
+    return "".join(c if c.isalnum() or c in "-_. " else "%{:02X}".format(ord(c)) for c in v)
+
+
+def partition_string(v: Any) -> Optional[str]:
+    """A partition value as Delta serialises it in `partitionValues`."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return v.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def sql_literal(v: Any, typ: pa.DataType) -> str:
+    """A Python value as a SQL literal of the column type (for read predicates)."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, datetime.datetime):
+        return f"TIMESTAMP '{partition_string(v)}'"
+    if isinstance(v, datetime.date):
+        return f"DATE '{v.isoformat()}'"
+    if isinstance(v, (int, decimal.Decimal)):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    text = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _stat_value(v: Any) -> Any:
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v) if v == v.to_integral_value() else str(v)
+    return v
+
+
+def stats_json(data: pa.Table) -> str:
+    """Delta stats: numRecords, minValues, maxValues, nullCount (flat columns)."""
+    mins: Dict[str, Any] = {}
+    maxs: Dict[str, Any] = {}
+    nulls: Dict[str, Any] = {}
+    for f in data.schema:
+        col = data.column(f.name)
+        t = f.type
+        if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t):
+            continue
+        nulls[f.name] = col.null_count
+        if col.null_count == len(col) or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
+            continue
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi) or pc.any(pc.is_nan(col)).as_py()):
+            continue
+        if isinstance(lo, str):
+            lo = lo[:_STRING_PREFIX]
+            if len(hi) > _STRING_PREFIX:
+                continue  # a truncated max is not an upper bound; leave it out
+        mins[f.name], maxs[f.name] = _stat_value(lo), _stat_value(hi)
+    return json.dumps({"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+
+
+def concat(tables: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables)

@@ -1,0 +1,446 @@
+"""The embedded engine (api.md "One-call operations"): DML on pyarrow, no JVM.
+
+Each function stages one operation on an open :class:`~delta_occ.Transaction` and records
+exactly what it read, so the conflict checker sees the true read set; ``Table.append`` and the
+other one-call methods wrap them in a transaction and commit. Staging on a transaction is also how
+tests force two operations into a chosen interleaving.
+
+On tables with deletion vectors (``delta.enableDeletionVectors=true``), DELETE, UPDATE and MERGE
+mark removed rows in DVs instead of rewriting files, which lets row-level concurrency resolve
+concurrent changes to different rows of one file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _core, _expr
+from ._write import ROW, Layout, concat, partition_string, sql_literal
+from .exceptions import InvalidArgumentError, PredicateError
+
+#: Compaction provenance tag (see concurrency.md §4 rule 5).
+PROVENANCE_TAG = "delta-occ.compactedFrom"
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+#: Above this many distinct source key values MERGE narrows its read by a key range, not a list.
+_MERGE_IN_LIST_LIMIT = 1000
+
+
+def _layout(txn: Any) -> Layout:
+    lay = getattr(txn, "_layout", None)
+    if lay is None:
+        lay = txn._layout = Layout(txn.snapshot)
+    return lay
+
+
+def _stage(txn: Any, operation: str, parameters: Dict[str, Any], metrics: Dict[str, int]) -> None:
+    if getattr(txn, "_operation", None) is not None:
+        raise InvalidArgumentError(
+            f"this transaction already staged {txn._operation}; one engine operation per transaction"
+        )
+    txn._operation = operation
+    txn._parameters = parameters
+    txn._metrics = metrics
+
+
+def _where_tree(where: Optional[str]) -> Optional[dict]:
+    if where is None:
+        return None
+    if not isinstance(where, str):
+        raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+    return _expr.parse(where)
+
+
+def _matches(lay: Layout, rows: pa.Table, tree: Optional[dict]) -> pa.Array:
+    return _expr.mask(rows, tree, _expr.table_resolver(rows.schema))
+
+
+def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array) -> pa.Table:
+    """Stage the removal of the rows where `hit` is TRUE; return the rows that must be written
+    again (file rewrite without DVs; empty with DVs or when every live row goes)."""
+    if lay.dv_enabled and pc.sum(hit).as_py() != rows.num_rows:
+        txn.delete_rows(path, rows.filter(hit).column(ROW))
+        return lay.schema.empty_table()
+    txn.remove_file(path)
+    return rows.filter(pc.invert(hit)).drop_columns([ROW])
+
+
+# -- append / overwrite ----------------------------------------------------------------------------
+
+
+def append(txn: Any, data: Any) -> None:
+    """Blind append: reads nothing."""
+    lay = _layout(txn)
+    rows = lay.conform(data)
+    files = lay.write(txn, rows)
+    _stage(txn, "WRITE", {"mode": "Append"}, {"numOutputRows": rows.num_rows, "numFiles": len(files)})
+
+
+def overwrite(txn: Any, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+    """Replace the table's rows (all, those matching ``replace_where``, or with
+    ``dynamic_partitions`` the partitions present in ``data``) by ``data``. New rows must satisfy
+    ``replace_where``."""
+    lay = _layout(txn)
+    rows = lay.conform(data)
+    if dynamic_partitions:
+        if replace_where is not None:
+            raise InvalidArgumentError("give replace_where or dynamic_partitions, not both")
+        if not lay.partition_columns:
+            raise InvalidArgumentError("dynamic partition overwrite needs a partitioned table")
+        replace_where = _partitions_predicate(lay, rows)
+    tree = _where_tree(replace_where)
+    if tree is not None and rows.num_rows:
+        ok = _expr.mask(rows, tree, _expr.table_resolver(rows.schema))
+        bad = rows.num_rows - pc.sum(ok).as_py()
+        if bad:
+            raise InvalidArgumentError(f"{bad} row(s) of the new data do not satisfy replace_where {replace_where!r}")
+    removed = 0
+    keep: List[pa.Table] = []
+    for path in txn.scan(replace_where).column("path").to_pylist():
+        old = lay.read_rows(path)
+        hit = _matches(lay, old, tree)
+        if not pc.any(hit).as_py():
+            continue
+        removed += pc.sum(hit).as_py()
+        keep.append(_remove_rows(txn, lay, path, old, hit))
+    lay.write(txn, concat(keep + [rows], lay.schema))
+    params: Dict[str, Any] = {"mode": "Overwrite"}
+    if replace_where is not None:
+        params["predicate"] = replace_where
+    _stage(txn, "WRITE", params, {"numOutputRows": rows.num_rows, "numRemovedRows": removed})
+
+
+def _partitions_predicate(lay: Layout, rows: pa.Table) -> str:
+    if rows.num_rows == 0:
+        return "FALSE"
+    groups = rows.select(lay.partition_columns).group_by(lay.partition_columns, use_threads=False).aggregate([])
+    terms = []
+    for row in groups.to_pylist():
+        parts = []
+        for c in lay.partition_columns:
+            v = row[c]
+            parts.append(f"`{c}` IS NULL" if v is None else f"`{c}` = {sql_literal(v, lay.schema.field(c).type)}")
+        terms.append("(" + " AND ".join(parts) + ")")
+    return " OR ".join(terms)
+
+
+# -- delete / update -------------------------------------------------------------------------------
+
+
+def delete(txn: Any, where: Optional[str] = None) -> None:
+    lay = _layout(txn)
+    tree = _where_tree(where)
+    deleted = 0
+    rewrite: List[pa.Table] = []
+    for path in txn.scan(where).column("path").to_pylist():
+        rows = lay.read_rows(path)
+        hit = _matches(lay, rows, tree)
+        n = pc.sum(hit).as_py() or 0
+        if n == 0:
+            continue
+        deleted += n
+        rewrite.append(_remove_rows(txn, lay, path, rows, hit))
+    lay.write(txn, concat(rewrite, lay.schema))
+    params = {"predicate": where if where is not None else "true"}
+    _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
+
+
+def _assignments(lay: Layout, set_: Mapping[str, str]) -> Dict[str, dict]:
+    if not isinstance(set_, Mapping) or not set_:
+        raise InvalidArgumentError("set must be a non-empty mapping of column name to SQL expression text")
+    out = {}
+    lower = {f.name.lower(): f.name for f in lay.schema}
+    for col, text in set_.items():
+        name = lower.get(str(col).lower())
+        if name is None:
+            raise InvalidArgumentError(f"cannot set unknown column {col!r} (columns: {lay.schema.names})")
+        out[name] = _expr.parse(text)
+    return out
+
+
+def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, dict], resolve: _expr.Resolver, base: Dict[str, Any]) -> pa.Table:
+    """Rows of `schema`: assigned columns from their expressions, the rest from `base` (a column
+    name in `rows` per target column)."""
+    exprs = {}
+    for f in schema:
+        if f.name in assign:
+            exprs[f.name] = _expr.to_expression(assign[f.name], resolve).cast(f.type)
+        else:
+            exprs[f.name] = pc.field(base[f.name])
+    if rows.num_rows == 0:
+        return schema.empty_table()
+    out = _expr.evaluate(rows, exprs)
+    return pa.Table.from_arrays([out.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+
+def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
+    lay = _layout(txn)
+    tree = _where_tree(where)
+    assign = _assignments(lay, set)
+    updated = 0
+    out: List[pa.Table] = []
+    for path in txn.scan(where).column("path").to_pylist():
+        rows = lay.read_rows(path)
+        hit = _matches(lay, rows, tree)
+        n = pc.sum(hit).as_py() or 0
+        if n == 0:
+            continue
+        updated += n
+        changed = _apply(rows.filter(hit), lay.schema, assign, _expr.table_resolver(rows.schema), {c: c for c in lay.schema.names})
+        out.append(_remove_rows(txn, lay, path, rows, hit))
+        out.append(lay.conform(changed))
+    lay.write(txn, concat(out, lay.schema))
+    params = {"predicate": where if where is not None else "true", "set": {k: v for k, v in set.items()}}
+    _stage(txn, "UPDATE", params, {"numUpdatedRows": updated})
+
+
+# -- merge ------------------------------------------------------------------------------------------
+
+
+class _MergeColumns:
+    """Column resolution for MERGE: `<alias>.col` or an unambiguous bare name."""
+
+    def __init__(self, target: pa.Schema, source: pa.Schema, ta: str, sa: str) -> None:
+        self.target, self.source, self.ta, self.sa = target, source, ta, sa
+
+    def side(self, parts: list) -> Tuple[str, str]:
+        if len(parts) == 2 and parts[0].lower() in (self.ta.lower(), self.sa.lower()):
+            side = "t" if parts[0].lower() == self.ta.lower() else "s"
+            schema = self.target if side == "t" else self.source
+            name = _find(schema, parts[1])
+            if name is None:
+                alias = self.ta if side == "t" else self.sa
+                raise PredicateError(f"unknown column {alias}.{parts[1]} (columns: {schema.names})", reason="unknown column")
+            return side, name
+        if len(parts) == 1:
+            in_t, in_s = _find(self.target, parts[0]), _find(self.source, parts[0])
+            if in_t and in_s:
+                raise PredicateError(
+                    f"column {parts[0]!r} is ambiguous: qualify it as {self.ta}.{parts[0]} or {self.sa}.{parts[0]}",
+                    reason="ambiguous column",
+                )
+            if in_t:
+                return "t", in_t
+            if in_s:
+                return "s", in_s
+        raise PredicateError(f"unknown column {'.'.join(parts)!r}", reason="unknown column")
+
+    def joined(self) -> _expr.Resolver:
+        def resolve(parts: list) -> Tuple[str, pa.DataType]:
+            side, name = self.side(parts)
+            schema = self.target if side == "t" else self.source
+            return f"{side}.{name}", schema.field(name).type
+
+        return resolve
+
+    def source_only(self) -> _expr.Resolver:
+        def resolve(parts: list) -> Tuple[str, pa.DataType]:
+            side, name = self.side(parts)
+            if side != "s":
+                raise PredicateError(f"a NOT MATCHED clause cannot reference target column {'.'.join(parts)}", reason="target column")
+            return f"s.{name}", self.source.field(name).type
+
+        return resolve
+
+
+def _find(schema: pa.Schema, name: str) -> Optional[str]:
+    if name in schema.names:
+        return name
+    for n in schema.names:
+        if n.lower() == name.lower():
+            return n
+    return None
+
+
+def merge(
+    txn: Any,
+    source: Any,
+    on: str,
+    *,
+    source_alias: str = "s",
+    target_alias: str = "t",
+    when_matched_update: Optional[Mapping[str, str]] = None,
+    when_matched_delete: Union[bool, str] = False,
+    when_not_matched_insert: Union[bool, Mapping[str, str]] = False,
+) -> None:
+    """MERGE INTO target USING source ON `on`. Matched target rows are deleted (when
+    ``when_matched_delete`` is True or its condition holds) or else updated; unmatched source
+    rows are inserted. The read is narrowed from the source (concurrency.md §4 rule 7): key values
+    (or key ranges) present in the source, plus the condition's target-only conjuncts."""
+    lay = _layout(txn)
+    if isinstance(source, pa.RecordBatchReader):
+        source = source.read_all()
+    if not isinstance(source, pa.Table):
+        raise InvalidArgumentError(f"source must be a pyarrow Table, got {type(source).__name__}")
+    if not isinstance(on, str):
+        raise InvalidArgumentError("on must be SQL text")
+    if not (when_matched_update or when_matched_delete or when_not_matched_insert):
+        raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
+    cols = _MergeColumns(lay.schema, source.schema, target_alias, source_alias)
+    keys: List[Tuple[str, str]] = []
+    target_only: List[str] = []
+    residual: List[dict] = []
+    for sql, tree_text in _core.conjuncts_json(on):
+        tree = json.loads(tree_text)
+        sides = [cols.side(p) for p in _expr.columns_of(tree)]
+        if tree.get("op") == "=" and all("col" in a for a in tree["args"]):
+            a, b = cols.side(tree["args"][0]["col"]), cols.side(tree["args"][1]["col"])
+            if {a[0], b[0]} == {"t", "s"}:
+                t_col, s_col = (a[1], b[1]) if a[0] == "t" else (b[1], a[1])
+                keys.append((t_col, s_col))
+                continue
+        if sides and all(s == "t" for s, _ in sides):
+            target_only.append((sql, tree))
+            continue
+        residual.append(tree)
+
+    # Cast source keys to the target types so the join and the narrowing compare like with like.
+    for t_col, s_col in keys:
+        typ = lay.schema.field(t_col).type
+        if source.schema.field(s_col).type != typ:
+            i = source.schema.get_field_index(s_col)
+            source = source.set_column(i, pa.field(s_col, typ), source.column(s_col).cast(typ))
+    cols.source = source.schema
+    read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
+    files = txn.scan(read_where).column("path").to_pylist()
+    target_rows = []
+    for i, path in enumerate(files):
+        rows = lay.read_rows(path)
+        for _, tree in target_only:
+            rows = rows.filter(_expr.mask(rows, tree, _qualified_resolver(rows.schema, target_alias)))
+        target_rows.append(rows.append_column("__file", pa.array([i] * rows.num_rows, pa.int32())))
+    tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
+    tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
+    src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
+    if keys:
+        joined = tgt.join(src, keys=[f"t.{t}" for t, _ in keys], right_keys=[f"s.{s}" for _, s in keys], join_type="inner", coalesce_keys=False)
+    else:
+        joined = tgt.append_column("__k", pa.array([0] * tgt.num_rows, pa.int8())).join(
+            src.append_column("__k", pa.array([0] * src.num_rows, pa.int8())), keys="__k", join_type="inner"
+        ).drop_columns(["__k"])
+    resolve = cols.joined()
+    for tree in residual:
+        joined = joined.filter(_expr.mask(joined, tree, resolve))
+    # A target row may match at most one source row (Delta's rule).
+    if joined.num_rows:
+        counts = joined.group_by(["__file", ROW]).aggregate([([], "count_all")])
+        if pc.max(counts.column("count_all")).as_py() > 1:
+            raise InvalidArgumentError(
+                "MERGE: a target row matched more than one source row; make the source unique on the merge keys"
+            )
+    deleted = updated = inserted = 0
+    if when_matched_delete:
+        cond = None if when_matched_delete is True else _expr.parse(when_matched_delete)
+        del_mask = _expr.mask(joined, cond, resolve)
+    else:
+        del_mask = pa.array([False] * joined.num_rows, pa.bool_())
+    upd_mask = pc.invert(del_mask) if when_matched_update else pa.array([False] * joined.num_rows, pa.bool_())
+    new_rows: List[pa.Table] = []
+    if when_matched_update:
+        assign = _assignments(lay, when_matched_update)
+        changed = joined.filter(upd_mask)
+        new_rows.append(lay.conform(_apply(changed, lay.schema, assign, resolve, {c: f"t.{c}" for c in lay.schema.names})))
+        updated = changed.num_rows
+    deleted = pc.sum(del_mask).as_py() or 0
+    touched = joined.filter(pc.or_(del_mask, upd_mask))
+    for i, path in enumerate(files):
+        in_file = touched.filter(pc.equal(touched.column("__file"), i))
+        if in_file.num_rows == 0:
+            continue
+        rows = lay.read_rows(path)
+        hit = pc.is_in(rows.column(ROW), value_set=in_file.column(ROW).combine_chunks())
+        new_rows.insert(0, _remove_rows(txn, lay, path, rows, hit))
+    if when_not_matched_insert:
+        matched = joined.column("__src").combine_chunks() if joined.num_rows else pa.array([], pa.int64())
+        unmatched = src.filter(pc.invert(pc.is_in(src.column("__src"), value_set=matched)))
+        if when_not_matched_insert is True:
+            ins = source.take(unmatched.column("__src"))
+            new_rows.append(lay.conform(ins.select([n for n in ins.column_names if _find(lay.schema, n)])))
+        else:
+            assign = _assignments(lay, when_not_matched_insert)
+            missing = {f.name: None for f in lay.schema if f.name not in assign}
+            exprs = dict(assign)
+            for name in missing:
+                exprs[name] = {"lit": None, "kind": "null"}
+            new_rows.append(lay.conform(_apply(unmatched, lay.schema, exprs, cols.source_only(), {})))
+        inserted = unmatched.num_rows
+    lay.write(txn, concat(new_rows, lay.schema))
+    params = {"predicate": on, "readPredicate": read_where or "true"}
+    _stage(txn, "MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
+
+
+def _qualified_resolver(schema: pa.Schema, alias: str) -> _expr.Resolver:
+    return _expr.table_resolver(schema, (alias,))
+
+
+def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], target_only: List[str]) -> Optional[str]:
+    """The target rows MERGE must read: key values present in the source (a list for partition
+    columns and small sources, a range otherwise) and the target-only conjuncts."""
+    terms = list(f"({t})" for t in target_only)
+    for t_col, s_col in keys:
+        typ = lay.schema.field(t_col).type
+        values = pc.unique(pc.drop_null(source.column(s_col))).to_pylist()
+        if not values:
+            return "FALSE"
+        if t_col in lay.partition_columns or len(values) <= _MERGE_IN_LIST_LIMIT:
+            terms.append(f"`{t_col}` IN ({', '.join(sql_literal(v, typ) for v in sorted(values, key=_sort_key))})")
+        else:
+            mm = pc.min_max(source.column(s_col))
+            terms.append(f"`{t_col}` BETWEEN {sql_literal(mm['min'].as_py(), typ)} AND {sql_literal(mm['max'].as_py(), typ)}")
+    return " AND ".join(terms) if terms else None
+
+
+def _sort_key(v: Any) -> Any:
+    return (str(type(v)), v)
+
+
+# -- optimize ---------------------------------------------------------------------------------------
+
+
+def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[str] = None) -> None:
+    """Bin-packing compaction (dataChange=false): per partition, small files (and files with
+    deletion vectors) are rewritten into files of about ``target_file_size`` bytes. Each output
+    records its inputs in order (``add.tags``), so concurrent DML on DV tables is remapped
+    instead of conflicting (concurrency.md §4 rule 5)."""
+    lay = _layout(txn)
+    target = int(target_file_size or lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
+    if target <= 0:
+        raise InvalidArgumentError("target_file_size must be > 0")
+    files = txn.scan(where).to_pylist()
+    groups: Dict[Any, List[dict]] = {}
+    for f in files:
+        key = tuple(sorted((f["partition_values"] or {}).items())) if isinstance(f["partition_values"], dict) else tuple(f["partition_values"] or [])
+        groups.setdefault(key, []).append(f)
+    bins: List[List[dict]] = []
+    for members in groups.values():
+        small = [f for f in members if f["size"] < target or (f["dv_cardinality"] or 0) > 0]
+        current: List[dict] = []
+        size = 0
+        for f in small:
+            current.append(f)
+            size += f["size"]
+            if size >= target:
+                bins.append(current)
+                current, size = [], 0
+        if current:
+            bins.append(current)
+    bins = [b for b in bins if len(b) > 1 or (b[0]["dv_cardinality"] or 0) > 0]
+    rows_out = 0
+    for b in bins:
+        parts = [lay.read_rows(f["path"]) for f in b]
+        provenance = json.dumps([[f["path"], p.num_rows] for f, p in zip(b, parts)])
+        data = concat([p.drop_columns([ROW]) for p in parts], lay.schema)
+        rows_out += data.num_rows
+        if data.num_rows:
+            written = lay.write(txn, data, data_change=False, tags={PROVENANCE_TAG: provenance})
+            assert len(written) == 1, "one bin is one partition"
+        for f in b:
+            txn.remove_file(f["path"], data_change=False)
+    params = {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)}
+    _stage(txn, "OPTIMIZE", params, {"numBins": len(bins), "numFilesRemoved": sum(len(b) for b in bins), "numOutputRows": rows_out})
+
+
+__all__ = ["append", "overwrite", "delete", "update", "merge", "optimize", "PROVENANCE_TAG", "partition_string"]

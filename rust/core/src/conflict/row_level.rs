@@ -1,0 +1,415 @@
+//! Row-level concurrency with deletion vectors (concurrency.md §4). For every file that a winner
+//! changed and the transaction read or changed, the decision is made on row positions:
+//! W (rows the winner deleted), C (rows the transaction deletes), R (rows matching the
+//! transaction's read predicate). Surviving checks rebase the transaction's staged actions: its
+//! DV deltas move onto the winner's version of the file, or through compaction provenance onto
+//! the compacted output.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Instant;
+
+use crate::dv::{self, DeletionBitmap};
+use crate::error::{Error, Result};
+use crate::log::actions::{AddFile, RemoveFile};
+use crate::predicate::Predicate;
+use crate::transaction::remove_of;
+
+use super::checker::{self, ReadSet, TxnView};
+use super::rows::{live_rows, matching_rows, physical_rows};
+use super::{ConflictKind, WinningCommit};
+
+/// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
+/// of `[path, liveRows]`. Output row `k` is the k-th live row of the inputs taken in this order
+/// (each input's live rows in ascending position), so positions map between inputs and output.
+pub const PROVENANCE_TAG: &str = "delta-occ.compactedFrom";
+
+/// Rows the transaction deletes from a file through its DV, relative to `base` (the version of
+/// the file the deletion applies to; moved forward by each rebase).
+#[derive(Debug, Clone)]
+pub struct DvChange {
+    pub base: AddFile,
+    pub rows: DeletionBitmap,
+}
+
+/// The transaction's file actions and read set as they stand after the rebases so far.
+#[derive(Debug, Clone, Default)]
+pub struct Staged {
+    pub adds: Vec<AddFile>,
+    /// Deleted rows of files this transaction adds itself (a compaction that lost to DML).
+    pub own_dvs: BTreeMap<Box<str>, DeletionBitmap>,
+    pub removes: Vec<RemoveFile>,
+    pub dv: BTreeMap<Box<str>, DvChange>,
+    pub read: ReadSet,
+    /// File pairs resolved at row level (for `CommitResult.rows_resolved`).
+    pub rows_resolved: u64,
+    /// Compaction bins dropped because a concurrent compaction replaced their inputs.
+    pub dropped_bins: u64,
+}
+
+impl Staged {
+    pub fn changes_file(&self, path: &str) -> bool {
+        self.dv.contains_key(path) || self.removes.iter().any(|r| &*r.path == path && r.data_change)
+    }
+}
+
+pub struct RowContext<'a> {
+    pub root: &'a Path,
+    /// Row-level decisions (§4 rules 1–4); `false` keeps file-level checks (rule 5 still applies
+    /// on a DV table).
+    pub exact: bool,
+    pub deadline: Instant,
+}
+
+/// A compaction output and the inputs it holds.
+struct Bin<'a> {
+    output: &'a AddFile,
+    inputs: Vec<(String, u64)>,
+}
+
+fn provenance(a: &AddFile) -> Option<Vec<(String, u64)>> {
+    let text = a.tags.as_ref()?.get(PROVENANCE_TAG)?.as_ref()?;
+    let v: Vec<(String, u64)> = serde_json::from_str(text).ok()?;
+    Some(v.into_iter().map(|(p, n)| (decode(&p), n)).collect())
+}
+
+fn decode(p: &str) -> String {
+    percent_encoding::percent_decode_str(p).decode_utf8().map(|c| c.into_owned()).unwrap_or_else(|_| p.to_string())
+}
+
+/// Input path (decoded) → (bin, index of the input in the bin), for compaction outputs.
+fn bins(adds: &[AddFile]) -> (Vec<Bin<'_>>, HashMap<String, (usize, usize)>) {
+    let mut out = Vec::new();
+    let mut index = HashMap::new();
+    for a in adds.iter().filter(|a| !a.data_change) {
+        if let Some(inputs) = provenance(a) {
+            for (k, (p, _)) in inputs.iter().enumerate() {
+                index.insert(p.clone(), (out.len(), k));
+            }
+            out.push(Bin { output: a, inputs });
+        }
+    }
+    (out, index)
+}
+
+/// Map rows of input `k` of a bin (positions in that input, `input_dv` its DV when compacted)
+/// to positions in the bin's output.
+fn remap(bin: &Bin, k: usize, input_dv: &DeletionBitmap, rows: &DeletionBitmap) -> DeletionBitmap {
+    let offset: u64 = bin.inputs[..k].iter().map(|(_, n)| n).sum();
+    let mut out = DeletionBitmap::default();
+    for p in rows.0.iter().filter(|p| !input_dv.0.contains(*p)) {
+        out.0.insert(offset + p - input_dv.0.rank(p));
+    }
+    out
+}
+
+fn read_dv(root: &Path, d: Option<&crate::dv::DeletionVectorDescriptor>) -> Result<DeletionBitmap> {
+    match d {
+        None => Ok(DeletionBitmap::default()),
+        Some(d) => dv::file::read(root, d),
+    }
+}
+
+/// Run `f`; a failure to read a DV or data file becomes a file-level fallback (§4 rule 6).
+fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, String> {
+    r.map_err(|e| format!("a file needed for the row-level decision could not be read ({e})"))
+}
+
+fn unevaluable(preds: &[Predicate]) -> Option<String> {
+    preds.iter().find(|p| p.expr.has_opaque()).map(|p| {
+        format!(
+            "the read predicate `{}` uses functions, arithmetic, nested fields or non-deterministic expressions that cannot be decided on rows",
+            p.text.as_deref().unwrap_or("")
+        )
+    })
+}
+
+fn fallback_reason(why: &str) -> String {
+    format!("Row-level concurrency fell back to file level: {why}.")
+}
+
+fn read_predicates(read: &ReadSet) -> Vec<Predicate> {
+    if read.whole_table {
+        vec![Predicate::all()]
+    } else {
+        read.predicates.clone()
+    }
+}
+
+/// §3 checks 5–7 replaced by §4 rules 1–5 for one winner. Returns why the winner passed and the
+/// rebased staged actions.
+pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext) -> Result<(String, Staged)> {
+    let mut next = st.clone();
+    let removed: HashMap<&str, &RemoveFile> = w.removes.iter().map(|r| (&*r.path, r)).collect();
+    let readded: HashMap<&str, &AddFile> = w.adds.iter().filter(|a| removed.contains_key(&*a.path)).map(|a| (&*a.path, a)).collect();
+    let mut notes = vec![if cx.exact { appends(t, st, w, cx, &removed)? } else { checker::check_appends(t, w)? }];
+    let (w_bins, w_index) = bins(&w.adds);
+    let (our_bins, our_index) = bins(&st.adds);
+    let mut dropped: Vec<usize> = Vec::new();
+
+    for r in &w.removes {
+        let path: &str = &r.path;
+        let key = decode(path);
+        let we_read = st.read.whole_table || st.read.files.contains(path);
+        let ours = our_index.get(&key).copied().filter(|_| st.removes.iter().any(|x| &*x.path == path && !x.data_change));
+        if !we_read && !st.changes_file(path) && ours.is_none() {
+            continue;
+        }
+        if Instant::now() > cx.deadline {
+            return Err(fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, "the time budget for row-level resolution of this commit attempt ran out"));
+        }
+        // Rule 5: the winner compacted this file.
+        if let (false, Some(&(b, k))) = (r.data_change, w_index.get(&key)) {
+            let bin = &w_bins[b];
+            if let Some((ob, _)) = ours {
+                if !dropped.contains(&ob) {
+                    dropped.push(ob);
+                }
+                continue;
+            }
+            let input_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
+                .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
+            let mut moved = DeletionBitmap::default();
+            if let Some(ch) = next.dv.remove(path) {
+                moved = ch.rows;
+            }
+            if let Some(i) = next.removes.iter().position(|x| &*x.path == path && x.data_change) {
+                next.removes.remove(i);
+                let n = bin.inputs[k].1 + input_dv.len();
+                moved = moved.union(&live_rows(n, &input_dv));
+            }
+            if !moved.is_empty() {
+                let mapped = remap(bin, k, &input_dv, &moved);
+                let e = next.dv.entry(bin.output.path.clone()).or_insert_with(|| DvChange { base: bin.output.clone(), rows: DeletionBitmap::default() });
+                e.rows = e.rows.union(&mapped);
+                next.rows_resolved += 1;
+            }
+            if st.read.files.contains(path) {
+                next.read.files.insert(bin.output.path.clone());
+            }
+            notes.push(format!("it compacted {path}; this transaction's changes were remapped onto {}", bin.output.path));
+            continue;
+        }
+        // Rule 5: this transaction compacts the file and lost to DML (or to a compaction
+        // without provenance).
+        if let Some((ob, k)) = ours {
+            if !r.data_change {
+                if !dropped.contains(&ob) {
+                    dropped.push(ob);
+                }
+                continue;
+            }
+            let bin = &our_bins[ob];
+            let ours_remove = st.removes.iter().find(|x| &*x.path == path).expect("ours implies a remove");
+            let base_dv = or_fallback(read_dv(cx.root, ours_remove.deletion_vector.as_deref()))
+                .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why))?;
+            let gone = match readded.get(path) {
+                Some(a) => {
+                    let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref()))
+                        .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why))?;
+                    DeletionBitmap(&new.0 - &base_dv.0)
+                }
+                None => {
+                    let n = bin.inputs[k].1 + base_dv.len();
+                    live_rows(n, &base_dv)
+                }
+            };
+            let mapped = remap(bin, k, &base_dv, &gone);
+            let e = next.own_dvs.entry(bin.output.path.clone()).or_default();
+            *e = e.union(&mapped);
+            let i = next.removes.iter().position(|x| &*x.path == path).expect("present");
+            match readded.get(path) {
+                Some(a) => next.removes[i] = remove_of(a, false),
+                None => {
+                    next.removes.remove(i);
+                }
+            }
+            next.rows_resolved += 1;
+            notes.push(format!("it deleted {} rows of {path}, which this compaction carries to {}; they stay deleted there", gone.len(), bin.output.path));
+            continue;
+        }
+        if !cx.exact {
+            file_level(t, st, w, r)?;
+            continue;
+        }
+        notes.push(rows_of_file(t, st, &mut next, w, r, readded.get(path).copied(), cx)?);
+    }
+    for ob in dropped {
+        let bin = &our_bins[ob];
+        let out = bin.output.path.clone();
+        let inputs: Vec<&str> = bin.inputs.iter().map(|(p, _)| p.as_str()).collect();
+        next.adds.retain(|a| a.path != out);
+        next.own_dvs.remove(&out);
+        next.removes.retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
+        next.dropped_bins += 1;
+        notes.push(format!("a concurrent compaction already replaced inputs of {out}; that bin was dropped"));
+    }
+    Ok((notes.join("; "), next))
+}
+
+/// File-level checks 6 and 7 for one removed file (row-level off on a DV table).
+fn file_level(t: &TxnView, st: &Staged, w: &WinningCommit, r: &RemoveFile) -> Result<()> {
+    let pv = r.partition_values.clone().or_else(|| t.read_snapshot.and_then(|s| s.file(&r.path)).map(|f| f.partition_values.clone()));
+    if st.read.files.contains(&r.path) {
+        return Err(t.file_conflict(ConflictKind::ConcurrentDeleteRead, w, &r.path, pv.as_ref(), "It removed a file this transaction read.".into()));
+    }
+    if st.read.whole_table {
+        return Err(t.file_conflict(
+            ConflictKind::ConcurrentDeleteRead,
+            w,
+            &r.path,
+            None,
+            "This transaction read the whole table and the winner removed a file.".into(),
+        ));
+    }
+    if st.changes_file(&r.path) {
+        return Err(t.file_conflict(ConflictKind::ConcurrentDeleteDelete, w, &r.path, pv.as_ref(), "Both transactions remove this file.".into()));
+    }
+    Ok(())
+}
+
+fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, kind: ConflictKind, why: &str) -> Error {
+    let pv = r.partition_values.clone();
+    t.file_conflict(kind, w, &r.path, pv.as_ref(), fallback_reason(why))
+}
+
+/// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
+/// changed.
+fn rows_of_file(
+    t: &TxnView,
+    st: &Staged,
+    next: &mut Staged,
+    w: &WinningCommit,
+    r: &RemoveFile,
+    readded: Option<&AddFile>,
+    cx: &RowContext,
+) -> Result<String> {
+    let path: &str = &r.path;
+    let fb = |kind, why: String| fallback(t, w, r, kind, &why);
+    if !r.data_change && readded.is_none() {
+        let kind = if st.changes_file(path) { ConflictKind::ConcurrentDeleteDelete } else { ConflictKind::ConcurrentDeleteRead };
+        return Err(fb(kind, "the concurrent compaction recorded no row provenance".into()));
+    }
+    let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref())).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+    let file = readded.cloned().or_else(|| t.read_snapshot.and_then(|s| s.file(path)).cloned());
+    let Some(file) = file else {
+        return Err(fb(ConflictKind::ConcurrentDeleteRead, format!("{path} is not a file of the snapshot this transaction read")));
+    };
+    let w_rows = match readded {
+        Some(a) => {
+            let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref())).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+            DeletionBitmap(&new.0 - &base_dv.0)
+        }
+        None => {
+            let n = or_fallback(physical_rows(cx.root, &file)).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+            live_rows(n, &base_dv)
+        }
+    };
+    let pv = Some(file.partition_values.clone());
+    // Rule 1: the same row modified twice.
+    let c_rows = if let Some(ch) = st.dv.get(path) {
+        Some(DeletionBitmap(&ch.rows.0 - &base_dv.0))
+    } else if st.removes.iter().any(|x| &*x.path == path && x.data_change) {
+        let n = or_fallback(physical_rows(cx.root, &file)).map_err(|e| fb(ConflictKind::ConcurrentDeleteDelete, e))?;
+        Some(live_rows(n, &base_dv))
+    } else {
+        None
+    };
+    if let Some(c) = &c_rows {
+        let both = &c.0 & &w_rows.0;
+        if !both.is_empty() {
+            let mut e = t.file_conflict(
+                ConflictKind::ConcurrentDeleteDelete,
+                w,
+                path,
+                pv.as_ref(),
+                format!("Both transactions deleted or updated the same {} row(s) of this file.", both.len()),
+            );
+            if let Error::Conflict(x) = &mut e {
+                x.overlapping_rows = Some(both.len());
+            }
+            return Err(e);
+        }
+    }
+    // Rule 2: the winner changed a row this transaction read.
+    if st.read.whole_table || st.read.files.contains(path) {
+        let preds = read_predicates(&st.read);
+        if let Some(why) = unevaluable(&preds) {
+            return Err(fb(ConflictKind::ConcurrentDeleteRead, why));
+        }
+        let hit = matching_rows(cx.root, &file, &preds, &w_rows).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e.to_string()))?;
+        if !hit.is_empty() {
+            let mut e = t.file_conflict(
+                ConflictKind::ConcurrentDeleteRead,
+                w,
+                path,
+                pv.as_ref(),
+                format!("It deleted or updated {} row(s) of this file that match this transaction's read predicate.", hit.len()),
+            );
+            if let Error::Conflict(x) = &mut e {
+                x.overlapping_rows = Some(hit.len());
+            }
+            return Err(e);
+        }
+    }
+    // Rule 3: rebase onto the winner's version of the file.
+    if let Some(ch) = next.dv.get_mut(path) {
+        match readded {
+            Some(a) => ch.base = a.clone(),
+            None => {
+                next.dv.remove(path);
+            }
+        }
+    }
+    next.rows_resolved += 1;
+    Ok(format!("it changed {} row(s) of {path}, none of which this transaction read or changes", w_rows.len()))
+}
+
+/// Rule 4: rows the winner added conflict only if one of them satisfies the read predicate.
+fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed: &HashMap<&str, &RemoveFile>) -> Result<String> {
+    let candidates: Vec<&AddFile> = w.adds.iter().filter(|a| a.data_change && !removed.contains_key(&*a.path)).collect();
+    let n = candidates.len();
+    if n == 0 {
+        return Ok("it added no new data files".into());
+    }
+    if let Some(why) = checker::appends_ignored(t, w, n) {
+        return Ok(why);
+    }
+    if !st.read.whole_table && st.read.predicates.is_empty() {
+        return Ok(format!("this transaction recorded no read predicate; {n} added files cannot match"));
+    }
+    let preds = read_predicates(&st.read);
+    for a in candidates {
+        let may: Vec<Predicate> = preds.iter().filter(|p| p.file_may_match(a, true)).cloned().collect();
+        if may.is_empty() {
+            continue;
+        }
+        let conflict = |reason: String, rows: Option<u64>| {
+            let mut e = t.file_conflict(ConflictKind::ConcurrentAppend, w, &a.path, Some(&a.partition_values), reason);
+            if let Error::Conflict(x) = &mut e {
+                x.overlapping_rows = rows;
+            }
+            e
+        };
+        if let Some(why) = unevaluable(&may) {
+            return Err(conflict(fallback_reason(&why), None));
+        }
+        if Instant::now() > cx.deadline {
+            return Err(conflict(fallback_reason("the time budget for row-level resolution of this commit attempt ran out"), None));
+        }
+        let hit = (|| -> Result<DeletionBitmap> {
+            let deleted = read_dv(cx.root, a.deletion_vector.as_deref())?;
+            let live = live_rows(physical_rows(cx.root, a)?, &deleted);
+            matching_rows(cx.root, a, &may, &live)
+        })();
+        match hit {
+            Ok(h) if h.is_empty() => {}
+            Ok(h) => {
+                let text = may[0].text.as_deref().map(|t| format!("`{t}`")).unwrap_or_else(|| "(all rows)".into());
+                return Err(conflict(format!("{} added row(s) match this transaction's read predicate {text}.", h.len()), Some(h.len())));
+            }
+            Err(e) => return Err(conflict(fallback_reason(&format!("a file needed for the row-level decision could not be read ({e})")), None)),
+        }
+    }
+    Ok(format!("none of the rows in the winner's {n} added files match the read predicates"))
+}

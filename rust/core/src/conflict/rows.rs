@@ -1,0 +1,186 @@
+//! Evaluating read predicates on the rows of one data file (row-level concurrency, §4 rules 2
+//! and 4): the columns the predicates reference are read from the parquet file, partition columns
+//! come from the file's partition values, and each selected row is evaluated exactly with SQL
+//! three-valued logic (a row matches only when the predicate is TRUE).
+
+use std::fs::File;
+use std::path::Path;
+
+use arrow_array::{cast::AsArray, types, Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType as ArrowType, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+use crate::dv::DeletionBitmap;
+use crate::error::{Error, Result};
+use crate::log::actions::AddFile;
+use crate::partition::Scalar;
+use crate::predicate::{eval, ColumnRef, Predicate};
+use crate::schema::DataType;
+
+/// Number of physical rows in a data file: from its stats, else from the parquet footer.
+pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
+    // numRecords counts physical rows, whatever the file's DV deletes.
+    if let Some(n) = crate::stats::num_records(file.stats.as_deref()) {
+        return Ok(n as u64);
+    }
+    let path = data_path(root, file)?;
+    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(&path, e))?;
+    Ok(b.metadata().file_metadata().num_rows() as u64)
+}
+
+fn data_path(root: &Path, file: &AddFile) -> Result<std::path::PathBuf> {
+    crate::uri::resolve_data_path(root, &file.path).map_err(|m| Error::invalid(format!("data file {}: {m}", file.path)))
+}
+
+fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("cannot read data file {}: {e}", path.display()))
+}
+
+/// The rows among `positions` (physical row indexes of `file`) that satisfy at least one of the
+/// predicates. An empty predicate list or a predicate without text ("all rows") matches every row.
+pub fn matching_rows(root: &Path, file: &AddFile, predicates: &[Predicate], positions: &DeletionBitmap) -> Result<DeletionBitmap> {
+    if positions.is_empty() {
+        return Ok(DeletionBitmap::default());
+    }
+    if predicates.is_empty() || predicates.iter().any(Predicate::is_all) {
+        return Ok(positions.clone());
+    }
+    let mut needed: Vec<&ColumnRef> = Vec::new();
+    for p in predicates {
+        for c in &p.columns {
+            if !c.partition && !needed.iter().any(|n| n.physical == c.physical) {
+                needed.push(c);
+            }
+        }
+    }
+    let data = read_columns(root, file, &needed)?;
+    let mut out = DeletionBitmap::default();
+    for p in predicates {
+        let partition: Vec<Option<Scalar>> = p
+            .columns
+            .iter()
+            .map(|c| c.partition.then(|| eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null)))
+            .collect();
+        let arrays: Vec<Option<&ArrayRef>> =
+            p.columns.iter().map(|c| if c.partition { None } else { data.iter().find(|(n, _)| *n == c.physical).map(|(_, a)| a) }).collect();
+        let mut values = vec![Scalar::Null; p.columns.len()];
+        for pos in positions.0.iter() {
+            if out.0.contains(pos) {
+                continue;
+            }
+            for (i, c) in p.columns.iter().enumerate() {
+                values[i] = match (&partition[i], arrays[i]) {
+                    (Some(v), _) => v.clone(),
+                    (None, Some(a)) => {
+                        if pos as usize >= a.len() {
+                            return Err(Error::invalid(format!("row {pos} is beyond the {} rows of data file {}", a.len(), file.path)));
+                        }
+                        scalar_at(a, pos as usize, &c.data_type)
+                    }
+                    (None, None) => Scalar::Null,
+                };
+            }
+            if eval::eval(&p.expr, &values) == Some(true) {
+                out.0.insert(pos);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Live rows of a file: every physical row not in `deleted`.
+pub fn live_rows(n: u64, deleted: &DeletionBitmap) -> DeletionBitmap {
+    let mut all = roaring::RoaringTreemap::new();
+    all.insert_range(0..n);
+    DeletionBitmap(all - &deleted.0)
+}
+
+/// Whole columns (by physical name) of a data file; absent columns are left out (all NULL).
+fn read_columns(root: &Path, file: &AddFile, columns: &[&ColumnRef]) -> Result<Vec<(String, ArrayRef)>> {
+    let path = data_path(root, file)?;
+    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(&path, e))?;
+    let arrow_schema = builder.schema().clone();
+    let mut roots = Vec::new();
+    let mut names = Vec::new();
+    for c in columns {
+        if let Some((i, _)) = arrow_schema.fields().iter().enumerate().find(|(_, f)| f.name() == &c.physical) {
+            roots.push(i);
+            names.push(c.physical.clone());
+        }
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| parquet_error(&path, e))?;
+    let batches: Vec<RecordBatch> = reader.collect::<std::result::Result<_, _>>().map_err(|e| parquet_error(&path, e))?;
+    let mut out = Vec::new();
+    for name in names {
+        let parts: Vec<ArrayRef> = batches.iter().filter_map(|b| b.column_by_name(&name).cloned()).collect();
+        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+        let whole = if refs.len() == 1 {
+            parts[0].clone()
+        } else {
+            arrow_select_concat(&refs).map_err(|e| parquet_error(&path, e))?
+        };
+        out.push((name, whole));
+    }
+    Ok(out)
+}
+
+fn arrow_select_concat(arrays: &[&dyn Array]) -> std::result::Result<ArrayRef, String> {
+    if arrays.is_empty() {
+        return Err("no row groups".into());
+    }
+    // Concatenate through ArrayData to avoid depending on arrow-select.
+    let datas: Vec<arrow_data::ArrayData> = arrays.iter().map(|a| a.to_data()).collect();
+    let refs: Vec<&arrow_data::ArrayData> = datas.iter().collect();
+    let mut m = arrow_data::transform::MutableArrayData::new(refs, false, datas.iter().map(|d| d.len()).sum());
+    for (i, d) in datas.iter().enumerate() {
+        m.try_extend(i, 0, d.len()).map_err(|e| e.to_string())?;
+    }
+    Ok(arrow_array::make_array(m.freeze()))
+}
+
+/// One value as the predicate evaluator's scalar, typed by the table column.
+fn scalar_at(a: &ArrayRef, i: usize, column_type: &DataType) -> Scalar {
+    if a.is_null(i) {
+        return Scalar::Null;
+    }
+    let ntz = matches!(column_type, DataType::Primitive(t) if t == "timestamp_ntz");
+    match a.data_type() {
+        ArrowType::Int8 => Scalar::Long(a.as_primitive::<types::Int8Type>().value(i) as i64),
+        ArrowType::Int16 => Scalar::Long(a.as_primitive::<types::Int16Type>().value(i) as i64),
+        ArrowType::Int32 => Scalar::Long(a.as_primitive::<types::Int32Type>().value(i) as i64),
+        ArrowType::Int64 => Scalar::Long(a.as_primitive::<types::Int64Type>().value(i)),
+        ArrowType::UInt8 => Scalar::Long(a.as_primitive::<types::UInt8Type>().value(i) as i64),
+        ArrowType::UInt16 => Scalar::Long(a.as_primitive::<types::UInt16Type>().value(i) as i64),
+        ArrowType::UInt32 => Scalar::Long(a.as_primitive::<types::UInt32Type>().value(i) as i64),
+        ArrowType::Float32 => Scalar::Double(a.as_primitive::<types::Float32Type>().value(i) as f64),
+        ArrowType::Float64 => Scalar::Double(a.as_primitive::<types::Float64Type>().value(i)),
+        ArrowType::Boolean => Scalar::Boolean(a.as_boolean().value(i)),
+        ArrowType::Utf8 => Scalar::String(a.as_string::<i32>().value(i).to_string()),
+        ArrowType::LargeUtf8 => Scalar::String(a.as_string::<i64>().value(i).to_string()),
+        ArrowType::Utf8View => Scalar::String(a.as_string_view().value(i).to_string()),
+        ArrowType::Binary => Scalar::Binary(a.as_binary::<i32>().value(i).to_vec()),
+        ArrowType::LargeBinary => Scalar::Binary(a.as_binary::<i64>().value(i).to_vec()),
+        ArrowType::Date32 => Scalar::Date(a.as_primitive::<types::Date32Type>().value(i)),
+        ArrowType::Date64 => Scalar::Date((a.as_primitive::<types::Date64Type>().value(i) / 86_400_000) as i32),
+        ArrowType::Timestamp(unit, _) => {
+            let micros = match unit {
+                TimeUnit::Second => a.as_primitive::<types::TimestampSecondType>().value(i) * 1_000_000,
+                TimeUnit::Millisecond => a.as_primitive::<types::TimestampMillisecondType>().value(i) * 1_000,
+                TimeUnit::Microsecond => a.as_primitive::<types::TimestampMicrosecondType>().value(i),
+                TimeUnit::Nanosecond => a.as_primitive::<types::TimestampNanosecondType>().value(i).div_euclid(1_000),
+            };
+            if ntz {
+                Scalar::TimestampNtz(micros)
+            } else {
+                Scalar::Timestamp(micros)
+            }
+        }
+        ArrowType::Decimal128(_, s) => Scalar::Decimal(a.as_primitive::<types::Decimal128Type>().value(i), *s),
+        // Types the evaluator has no scalar for never satisfy a comparison.
+        _ => Scalar::Null,
+    }
+}

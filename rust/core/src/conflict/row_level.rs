@@ -337,7 +337,7 @@ fn rows_of_file(
         if let Some(why) = unevaluable(&preds) {
             return Err(fb(ConflictKind::ConcurrentDeleteRead, why));
         }
-        let hit = matching_rows(cx.root, &file, &preds, &w_rows).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e.to_string()))?;
+        let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows)).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
         if !hit.is_empty() {
             let mut e = t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,

@@ -1,9 +1,9 @@
 """delta-occ: optimistic concurrency control for Delta Lake writers."""
 
-from . import exceptions
+from . import engine, exceptions
 from ._core import __version__
 from .isolation import IsolationLevel
 from .table import Snapshot, Table
 from .transaction import CommitResult, Transaction
 
-__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "exceptions", "__version__"]
+__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "engine", "exceptions", "__version__"]

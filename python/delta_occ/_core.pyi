@@ -94,9 +94,15 @@ class TransactionHandle:
     ) -> None: ...
     def num_staged(self) -> int: ...
     def commit(
-        self, operation: str, parameters: Dict[str, str], max_attempts: Optional[int] = None, time_budget: Optional[float] = None
+        self,
+        operation: str,
+        parameters: Dict[str, str],
+        max_attempts: Optional[int] = None,
+        time_budget: Optional[float] = None,
+        row_level_budget: Optional[float] = None,
     ) -> Dict[str, Any]:
-        """Run the commit loop; the CommitResult fields as a dict, or a conflict exception."""
+        """Run the commit loop; the CommitResult fields as a dict, or a conflict exception.
+        ``row_level_budget`` (seconds) bounds row-level resolution per attempt."""
     def validate(self, through: Optional[int] = None) -> Dict[str, Any]:
         """Check against newer commits without committing (winners, actions, timings, checks)."""
     def abort(self) -> None: ...
@@ -152,6 +158,12 @@ def parse_isolation_level(text: str) -> str:
 
 def parse_commit(data: bytes) -> int:
     """Parse commit-file bytes and return the number of actions (CorruptLogError otherwise)."""
+
+def expression_json(text: str) -> str:
+    """A SQL value expression parsed by sqlparser, as a JSON tree (PredicateError on bad text)."""
+
+def conjuncts_json(text: str) -> List[Tuple[str, str]]:
+    """The top-level AND conjuncts of a SQL condition as (SQL text, JSON tree) pairs."""
 
 def read_deletion_vector(table_root: str, descriptor_json: str) -> bytes:
     """Positions (LE u64) of the DV a descriptor points at, after size/CRC/cardinality checks."""

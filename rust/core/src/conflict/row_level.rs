@@ -413,3 +413,47 @@ fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed
     }
     Ok(format!("none of the rows in the winner's {n} added files match the read predicates"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(path: &str, tags: Option<&str>) -> AddFile {
+        AddFile {
+            path: path.into(),
+            partition_values: vec![],
+            size: 1,
+            modification_time: 0,
+            data_change: false,
+            stats: None,
+            tags: tags.map(|t| Box::new([(PROVENANCE_TAG.to_string(), Some(t.to_string()))].into_iter().collect())),
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            clustering_provider: None,
+        }
+    }
+
+    fn bits(v: &[u64]) -> DeletionBitmap {
+        DeletionBitmap::from_positions(v.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn remap_skips_rows_deleted_before_compaction() {
+        // Input a: 5 physical rows, row 1 deleted (4 live); input b: 3 rows, none deleted.
+        let out = add("out.parquet", Some(r#"[["a%20x.parquet", 4], ["b.parquet", 3]]"#));
+        let (bins, index) = bins(std::slice::from_ref(&out));
+        assert_eq!(index.get("a x.parquet"), Some(&(0, 0)), "paths are compared decoded");
+        let bin = &bins[0];
+        // Row 3 of a is its third live row (0, 2, 3, 4) → output 2; row 1 was already deleted.
+        assert_eq!(remap(bin, 0, &bits(&[1]), &bits(&[1, 3, 4])).to_vec(), vec![2, 3]);
+        // Row 0 of b follows a's 4 live rows.
+        assert_eq!(remap(bin, 1, &DeletionBitmap::default(), &bits(&[0, 2])).to_vec(), vec![4, 6]);
+    }
+
+    #[test]
+    fn live_rows_excludes_deleted() {
+        assert_eq!(live_rows(5, &bits(&[0, 3])).to_vec(), vec![1, 2, 4]);
+        assert!(provenance(&add("x", Some("not json"))).is_none());
+    }
+}

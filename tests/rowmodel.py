@@ -127,6 +127,26 @@ def table_rows(t: docc.Table) -> List[Dict[str, Any]]:
     return sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"])
 
 
+def oracle_rows(t: docc.Table) -> List[Dict[str, Any]]:
+    """The same table read by an independent reader: delta-kernel-rs when it has deletion
+    vectors (deltalake refuses those), deltalake otherwise."""
+    import pathlib
+
+    snap = t.snapshot()
+    if "deletionVectors" in (snap.protocol.get("reader_features") or []):
+        import delta_kernel_rust_sharing_wrapper as dk
+
+        uri = pathlib.Path(t.path).resolve().as_uri() + "/"
+        iface = dk.PythonInterface(uri)
+        result = dk.ScanBuilder(dk.Table(uri).snapshot(iface)).build().execute(iface)
+        table = result if isinstance(result, pa.Table) else result.read_all() if isinstance(result, pa.RecordBatchReader) else pa.Table.from_batches(list(result))
+    else:
+        import deltalake
+
+        table = deltalake.DeltaTable(t.path).to_pyarrow_table()
+    return sorted(table.select(snap.schema.names).to_pylist(), key=lambda r: r["id"])
+
+
 def serial(base: Rows, ops: Sequence[Op]) -> List[Dict[str, Any]]:
     m = {k: dict(v) for k, v in base.items()}
     for op in ops:
@@ -145,6 +165,7 @@ def assert_invariants(t: docc.Table, base: Rows, ordered: Sequence[Op], blind_re
     the inserted rows survive), so with `blind_reorder` any order that keeps the non-INSERT
     operations in log order is accepted. Also: ids unique (nothing duplicated)."""
     got = table_rows(t)
+    assert oracle_rows(t) == got, "an independent reader sees different rows than delta-occ"
     ids = [r["id"] for r in got]
     assert len(ids) == len(set(ids)), f"duplicated rows: {sorted(i for i in ids if ids.count(i) > 1)}"
     want = serial(base, ordered)

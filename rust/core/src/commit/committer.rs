@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::commit::{checkpoint, log_store};
+use crate::conflict::rows::ColumnCache;
 use crate::conflict::{self, DvChange, RowContext, Staged, TxnView, WinningCommit};
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
@@ -128,6 +129,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     let mut tried = Vec::new();
     let mut st = prepared.staged.clone();
     let mut actions: Option<Materialized> = None;
+    let cache = ColumnCache::default();
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;
@@ -166,7 +168,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         }
         let deadline = Instant::now() + opts.row_level_budget;
         let st_marker = (st.rows_resolved, st.dropped_bins);
-        let (whys, rebased) = check_winners(txn, &prepared, st, &table, &winners, deadline)?;
+        let (whys, rebased) = check_winners(txn, &prepared, st, &table, &winners, deadline, &cache)?;
         let changed = (rebased.rows_resolved, rebased.dropped_bins) != (st_marker.0, st_marker.1);
         st = rebased;
         if changed {
@@ -197,6 +199,7 @@ fn check_winners(
     table: &str,
     winners: &[WinningCommit],
     deadline: Instant,
+    cache: &ColumnCache,
 ) -> Result<(Vec<String>, Staged)> {
     let Some(exact) = prepared.dv_table else {
         let removed = removed_paths(&st);
@@ -204,7 +207,7 @@ fn check_winners(
         let whys = conflict::check_all(&view, winners)?;
         return Ok((whys, st));
     };
-    let cx = RowContext { root: &txn.root, exact, deadline };
+    let cx = RowContext { root: &txn.root, exact, deadline, cache };
     let mut whys = Vec::with_capacity(winners.len());
     for w in winners {
         let removed = removed_paths(&st);
@@ -267,7 +270,7 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let read_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let deadline = started + CommitOptions::default().row_level_budget;
-    let (whys, _) = check_winners(txn, &prepared, prepared.staged.clone(), &table, &winners, deadline)?;
+    let (whys, _) = check_winners(txn, &prepared, prepared.staged.clone(), &table, &winners, deadline, &ColumnCache::default())?;
     let checks = whys.into_iter().zip(&winners).map(|(why, w)| CheckRecord::passed(w, why)).collect();
     Ok(Validation {
         winners: winners.len(),

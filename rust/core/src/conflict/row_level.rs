@@ -16,7 +16,7 @@ use crate::predicate::Predicate;
 use crate::transaction::remove_of;
 
 use super::checker::{self, ReadSet, TxnView};
-use super::rows::{live_rows, matching_rows, physical_rows};
+use super::rows::{live_rows, matching_rows, physical_rows, ColumnCache};
 use super::{ConflictKind, WinningCommit};
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
@@ -59,6 +59,7 @@ pub struct RowContext<'a> {
     /// on a DV table).
     pub exact: bool,
     pub deadline: Instant,
+    pub cache: &'a ColumnCache,
 }
 
 /// A compaction output and the inputs it holds.
@@ -337,7 +338,7 @@ fn rows_of_file(
         if let Some(why) = unevaluable(&preds) {
             return Err(fb(ConflictKind::ConcurrentDeleteRead, why));
         }
-        let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows)).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+        let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows, cx.cache)).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
         if !hit.is_empty() {
             let mut e = t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
@@ -400,7 +401,7 @@ fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed
         let hit = (|| -> Result<DeletionBitmap> {
             let deleted = read_dv(cx.root, a.deletion_vector.as_deref())?;
             let live = live_rows(physical_rows(cx.root, a)?, &deleted);
-            matching_rows(cx.root, a, &may, &live)
+            matching_rows(cx.root, a, &may, &live, cx.cache)
         })();
         match hit {
             Ok(h) if h.is_empty() => {}

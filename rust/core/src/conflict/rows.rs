@@ -38,9 +38,20 @@ fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::invalid(format!("cannot read data file {}: {e}", path.display()))
 }
 
+/// Columns already read, by data file and physical column name: the winners of one commit loop
+/// often change the same file again and again (one DV update each).
+#[derive(Default)]
+pub struct ColumnCache(std::sync::Mutex<std::collections::HashMap<(Box<str>, String), ArrayRef>>);
+
 /// The rows among `positions` (physical row indexes of `file`) that satisfy at least one of the
 /// predicates. An empty predicate list or a predicate without text ("all rows") matches every row.
-pub fn matching_rows(root: &Path, file: &AddFile, predicates: &[Predicate], positions: &DeletionBitmap) -> Result<DeletionBitmap> {
+pub fn matching_rows(
+    root: &Path,
+    file: &AddFile,
+    predicates: &[Predicate],
+    positions: &DeletionBitmap,
+    cache: &ColumnCache,
+) -> Result<DeletionBitmap> {
     if positions.is_empty() {
         return Ok(DeletionBitmap::default());
     }
@@ -55,7 +66,7 @@ pub fn matching_rows(root: &Path, file: &AddFile, predicates: &[Predicate], posi
             }
         }
     }
-    let data = read_columns(root, file, &needed)?;
+    let data = cached_columns(root, file, &needed, cache)?;
     let mut out = DeletionBitmap::default();
     for p in predicates {
         let partition: Vec<Option<Scalar>> = p
@@ -95,6 +106,29 @@ pub fn live_rows(n: u64, deleted: &DeletionBitmap) -> DeletionBitmap {
     let mut all = roaring::RoaringTreemap::new();
     all.insert_range(0..n);
     DeletionBitmap(all - &deleted.0)
+}
+
+fn cached_columns(root: &Path, file: &AddFile, columns: &[&ColumnRef], cache: &ColumnCache) -> Result<Vec<(String, ArrayRef)>> {
+    let mut out = Vec::new();
+    let mut missing = Vec::new();
+    {
+        let map = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        for c in columns {
+            match map.get(&(file.path.clone(), c.physical.clone())) {
+                Some(a) => out.push((c.physical.clone(), a.clone())),
+                None => missing.push(*c),
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let read = read_columns(root, file, &missing)?;
+        let mut map = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, a) in read {
+            map.insert((file.path.clone(), name.clone()), a.clone());
+            out.push((name, a));
+        }
+    }
+    Ok(out)
 }
 
 /// Whole columns (by physical name) of a data file; absent columns are left out (all NULL).

@@ -92,6 +92,8 @@ class TransactionHandle:
         reader_features: Optional[List[str]] = None,
         writer_features: Optional[List[str]] = None,
     ) -> None: ...
+    def set_operation_metrics(self, metrics: Dict[str, str]) -> None:
+        """Metrics the writing engine knows, merged into commitInfo.operationMetrics."""
     def num_staged(self) -> int: ...
     def commit(
         self,

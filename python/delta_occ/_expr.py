@@ -167,7 +167,7 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
             result = val(n["else"]) if n.get("else") is not None else pa.scalar(None)
             for cond, res in reversed(n["when"]):
                 c = build(cond) if n.get("operand") is None else pc.equal(val(n["operand"]), val(cond, n["operand"]))
-                result = pc.if_else(pc.fill_null(c, False), val(res), result)
+                result = pc.if_else(pc.coalesce(c, pa.scalar(False)), val(res), result)
             return result
         if op == "cast":
             target = _CAST_TYPES.get(n["type"])

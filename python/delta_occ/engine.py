@@ -44,6 +44,7 @@ def _stage(txn: Any, operation: str, parameters: Dict[str, Any], metrics: Dict[s
     txn._operation = operation
     txn._parameters = parameters
     txn._metrics = metrics
+    txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
 
 
 def _where_tree(where: Optional[str]) -> Optional[dict]:
@@ -180,6 +181,9 @@ def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # n
     lay = _layout(txn)
     tree = _where_tree(where)
     assign = _assignments(lay, set)
+    resolve = _expr.table_resolver(lay.schema)
+    for t in assign.values():
+        _expr.to_expression(t, resolve)  # unknown columns fail even when no row matches
     updated = 0
     out: List[pa.Table] = []
     for path in txn.scan(where).column("path").to_pylist():

@@ -54,6 +54,9 @@ pub struct Transaction {
     pub(crate) domains: BTreeMap<String, DomainMetadata>,
     pub(crate) metadata: Option<Metadata>,
     pub(crate) protocol: Option<Protocol>,
+    /// Operation metrics the writing engine knows (rows deleted, updated, ...), merged into
+    /// `commitInfo.operationMetrics` under the ones the commit computes itself.
+    pub(crate) operation_metrics: BTreeMap<String, String>,
     pub(crate) state: TxnState,
 }
 
@@ -94,6 +97,7 @@ impl Transaction {
             domains: BTreeMap::new(),
             metadata: None,
             protocol: None,
+            operation_metrics: BTreeMap::new(),
             state: TxnState::Open,
         }
     }
@@ -412,6 +416,12 @@ impl Transaction {
         }
         protocol::check_writable(&p, &self.root.display().to_string(), self.read_version + 1)?;
         self.protocol = Some(p);
+        Ok(())
+    }
+
+    pub fn set_operation_metrics(&mut self, metrics: BTreeMap<String, String>) -> Result<()> {
+        self.open()?;
+        self.operation_metrics = metrics;
         Ok(())
     }
 

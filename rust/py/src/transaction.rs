@@ -163,6 +163,10 @@ impl TransactionHandle {
             .py_err()
     }
 
+    fn set_operation_metrics(&self, metrics: BTreeMap<String, String>) -> PyResult<()> {
+        self.txn().set_operation_metrics(metrics).py_err()
+    }
+
     fn num_staged(&self) -> usize {
         self.txn().num_staged()
     }

@@ -135,7 +135,11 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         attempt += 1;
         tried.push(attempt_version);
         if actions.is_none() {
-            actions = Some(materialize(&txn.root, &st, true)?);
+            let mut m = materialize(&txn.root, &st, true)?;
+            for (k, v) in &txn.operation_metrics {
+                m.metrics.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            actions = Some(m);
         }
         let m = actions.as_ref().expect("materialized above");
         let now = chrono::Utc::now().timestamp_millis();

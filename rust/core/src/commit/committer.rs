@@ -130,6 +130,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     let mut st = prepared.staged.clone();
     let mut actions: Option<Materialized> = None;
     let cache = ColumnCache::default();
+    let mut rows_resolved = 0u64;
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;
@@ -162,20 +163,20 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
             },
         };
         if landed {
-            return Ok(finish(txn, &prepared, &st, m, operation, attempt_version, attempt, rebased_over, checks));
+            return Ok(finish(txn, &prepared, rows_resolved, m, operation, attempt_version, attempt, rebased_over, checks));
         }
         // Collision: check every commit that appeared since the last check, in order.
         let winners = read_winners(&txn.root, checked_upto + 1, None)?;
         if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
             // An earlier attempt whose outcome looked unknown did land.
-            return Ok(finish(txn, &prepared, &st, m, operation, w.version, attempt, rebased_over, checks));
+            return Ok(finish(txn, &prepared, rows_resolved, m, operation, w.version, attempt, rebased_over, checks));
         }
         let deadline = Instant::now() + opts.row_level_budget;
-        let st_marker = (st.rows_resolved, st.dropped_bins);
-        let (whys, rebased) = check_winners(txn, &prepared, st, &table, &winners, deadline, &cache)?;
-        let changed = (rebased.rows_resolved, rebased.dropped_bins) != (st_marker.0, st_marker.1);
-        st = rebased;
-        if changed {
+        let checked = check_winners(txn, &prepared, &st, &table, &winners, deadline, &cache)?;
+        rows_resolved += checked.rows_resolved;
+        let whys = checked.whys;
+        if let Some(rebased) = checked.rebased {
+            st = rebased;
             actions = None;
         }
         for (why, w) in whys.into_iter().zip(&winners) {
@@ -194,35 +195,46 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     }
 }
 
+struct Checked {
+    whys: Vec<String>,
+    /// The staged actions after the rebases, when any winner changed them.
+    rebased: Option<Staged>,
+    rows_resolved: u64,
+}
+
 /// Check the winners in order. On a DV table each check may rebase the staged actions; elsewhere
 /// the checks are pure and run in parallel.
 fn check_winners(
     txn: &Transaction,
     prepared: &Prepared,
-    mut st: Staged,
+    st: &Staged,
     table: &str,
     winners: &[WinningCommit],
     deadline: Instant,
     cache: &ColumnCache,
-) -> Result<(Vec<String>, Staged)> {
+) -> Result<Checked> {
     let Some(exact) = prepared.dv_table else {
-        let removed = removed_paths(&st);
-        let view = make_view(txn, prepared, &st, &removed, table);
+        let removed = removed_paths(st);
+        let view = make_view(txn, prepared, st, &removed, table);
         let whys = conflict::check_all(&view, winners)?;
-        return Ok((whys, st));
+        return Ok(Checked { whys, rebased: None, rows_resolved: 0 });
     };
     let cx = RowContext { root: &txn.root, exact, deadline, cache };
-    let mut whys = Vec::with_capacity(winners.len());
+    let mut out = Checked { whys: Vec::with_capacity(winners.len()), rebased: None, rows_resolved: 0 };
     for w in winners {
-        let removed = removed_paths(&st);
-        let view = make_view(txn, prepared, &st, &removed, table);
+        let current = out.rebased.as_ref().unwrap_or(st);
+        let removed = removed_paths(current);
+        let view = make_view(txn, prepared, current, &removed, table);
         conflict::check_head(&view, w)?;
-        let (why, next) = conflict::row_level::check_winner(&view, &st, w, &cx)?;
+        let v = conflict::row_level::check_winner(&view, current, w, &cx)?;
         conflict::check_identity(&view, w)?;
-        whys.push(why);
-        st = next;
+        out.whys.push(v.why);
+        out.rows_resolved += v.rows_resolved;
+        if v.rebased.is_some() {
+            out.rebased = v.rebased;
+        }
     }
-    Ok((whys, st))
+    Ok(out)
 }
 
 fn removed_paths(st: &Staged) -> HashSet<Box<str>> {
@@ -274,7 +286,7 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let read_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let deadline = started + CommitOptions::default().row_level_budget;
-    let (whys, _) = check_winners(txn, &prepared, prepared.staged.clone(), &table, &winners, deadline, &ColumnCache::default())?;
+    let whys = check_winners(txn, &prepared, &prepared.staged, &table, &winners, deadline, &ColumnCache::default())?.whys;
     let checks = whys.into_iter().zip(&winners).map(|(why, w)| CheckRecord::passed(w, why)).collect();
     Ok(Validation {
         winners: winners.len(),
@@ -550,7 +562,7 @@ fn serialize(
 fn finish(
     txn: &Transaction,
     p: &Prepared,
-    st: &Staged,
+    rows_resolved: u64,
     m: &Materialized,
     operation: &str,
     version: i64,
@@ -565,7 +577,7 @@ fn finish(
         isolation_level: p.level,
         read_version: txn.read_version,
         rebased_over,
-        rows_resolved: st.rows_resolved,
+        rows_resolved,
         operation: operation.to_string(),
         metrics: m.metrics.clone(),
         checks,

@@ -227,13 +227,19 @@ fn matches_read(t: &TxnView, p: &Predicate, a: &AddFile) -> bool {
 }
 
 /// Partition values of a removed file: from the remove, else from the file the txn read.
-fn removed_partition(t: &TxnView, r: &RemoveFile) -> Option<PartitionValues> {
+pub(crate) fn removed_partition(t: &TxnView, r: &RemoveFile) -> Option<PartitionValues> {
     r.partition_values.clone().or_else(|| t.read_snapshot.and_then(|s| s.file(&r.path)).map(|f| f.partition_values.clone()))
 }
 
 /// §3 checks 6 and 7.
 fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
-    for r in &w.removes {
+    check_deletes_of(t, w, &w.removes)
+}
+
+/// Checks 6 and 7 over some of the winner's removes (all of them at file level; one file at a
+/// time on a DV table with row-level concurrency off).
+pub(crate) fn check_deletes_of(t: &TxnView, w: &WinningCommit, removes: &[RemoveFile]) -> Result<()> {
+    for r in removes {
         if t.read.files.contains(&r.path) {
             let pv = removed_partition(t, r);
             return Err(t.file_conflict(
@@ -246,7 +252,7 @@ fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
         }
     }
     if t.read.whole_table {
-        if let Some(r) = w.removes.first() {
+        if let Some(r) = removes.first() {
             return Err(t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
                 w,
@@ -256,7 +262,7 @@ fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
             ));
         }
     }
-    for r in &w.removes {
+    for r in removes {
         if t.removed_paths.contains(&r.path) {
             let pv = removed_partition(t, r);
             return Err(t.file_conflict(

@@ -41,8 +41,6 @@ pub struct Staged {
     pub removes: Vec<RemoveFile>,
     pub dv: BTreeMap<Box<str>, DvChange>,
     pub read: ReadSet,
-    /// File pairs resolved at row level (for `CommitResult.rows_resolved`).
-    pub rows_resolved: u64,
     /// Compaction bins dropped because a concurrent compaction replaced their inputs.
     pub dropped_bins: u64,
 }
@@ -50,6 +48,32 @@ pub struct Staged {
 impl Staged {
     pub fn changes_file(&self, path: &str) -> bool {
         self.dv.contains_key(path) || self.removes.iter().any(|r| &*r.path == path && r.data_change)
+    }
+}
+
+/// What checking one winner decided: why it passed, the rebased actions (`None` when nothing
+/// changed), and how many file pairs were resolved at row level.
+pub struct Verdict {
+    pub why: String,
+    pub rebased: Option<Staged>,
+    pub rows_resolved: u64,
+}
+
+/// Copy-on-write access to the staged actions: most winners change nothing, so the (possibly
+/// large) staged set is cloned only when a rule rebases it.
+struct Rebase<'s> {
+    base: &'s Staged,
+    next: Option<Staged>,
+}
+
+impl Rebase<'_> {
+    fn get(&self) -> &Staged {
+        self.next.as_ref().unwrap_or(self.base)
+    }
+
+    fn edit(&mut self) -> &mut Staged {
+        let base = self.base;
+        self.next.get_or_insert_with(|| base.clone())
     }
 }
 
@@ -137,10 +161,10 @@ fn read_predicates(read: &ReadSet) -> Vec<Predicate> {
     }
 }
 
-/// §3 checks 5–7 replaced by §4 rules 1–5 for one winner. Returns why the winner passed and the
-/// rebased staged actions.
-pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext) -> Result<(String, Staged)> {
-    let mut next = st.clone();
+/// §3 checks 5–7 replaced by §4 rules 1–5 for one winner.
+pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext) -> Result<Verdict> {
+    let mut next = Rebase { base: st, next: None };
+    let mut resolved = 0u64;
     let removed: HashMap<&str, &RemoveFile> = w.removes.iter().map(|r| (&*r.path, r)).collect();
     let readded: HashMap<&str, &AddFile> = w.adds.iter().filter(|a| removed.contains_key(&*a.path)).map(|a| (&*a.path, a)).collect();
     let mut notes = vec![if cx.exact { appends(t, st, w, cx, &removed)? } else { checker::check_appends(t, w)? }];
@@ -170,23 +194,21 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
             }
             let input_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
-            let mut moved = DeletionBitmap::default();
-            if let Some(ch) = next.dv.remove(path) {
-                moved = ch.rows;
-            }
-            if let Some(i) = next.removes.iter().position(|x| &*x.path == path && x.data_change) {
-                next.removes.remove(i);
+            let s = next.edit();
+            let mut moved = s.dv.remove(path).map(|ch| ch.rows).unwrap_or_default();
+            if let Some(i) = s.removes.iter().position(|x| &*x.path == path && x.data_change) {
+                s.removes.remove(i);
                 let n = bin.inputs[k].1 + input_dv.len();
                 moved = moved.union(&live_rows(n, &input_dv));
             }
             if !moved.is_empty() {
                 let mapped = remap(bin, k, &input_dv, &moved);
-                let e = next.dv.entry(bin.output.path.clone()).or_insert_with(|| DvChange { base: bin.output.clone(), rows: DeletionBitmap::default() });
+                let e = s.dv.entry(bin.output.path.clone()).or_insert_with(|| DvChange { base: bin.output.clone(), rows: DeletionBitmap::default() });
                 e.rows = e.rows.union(&mapped);
-                next.rows_resolved += 1;
+                resolved += 1;
             }
             if st.read.files.contains(path) {
-                next.read.files.insert(bin.output.path.clone());
+                s.read.files.insert(bin.output.path.clone());
             }
             notes.push(format!("it compacted {path}; this transaction's changes were remapped onto {}", bin.output.path));
             continue;
@@ -216,62 +238,43 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
                 }
             };
             let mapped = remap(bin, k, &base_dv, &gone);
-            let e = next.own_dvs.entry(bin.output.path.clone()).or_default();
+            let s = next.edit();
+            let e = s.own_dvs.entry(bin.output.path.clone()).or_default();
             *e = e.union(&mapped);
-            let i = next.removes.iter().position(|x| &*x.path == path).expect("present");
+            let i = s.removes.iter().position(|x| &*x.path == path).expect("present");
             match readded.get(path) {
-                Some(a) => next.removes[i] = remove_of(a, false),
+                Some(a) => s.removes[i] = remove_of(a, false),
                 None => {
-                    next.removes.remove(i);
+                    s.removes.remove(i);
                 }
             }
-            next.rows_resolved += 1;
+            resolved += 1;
             notes.push(format!("it deleted {} rows of {path}, which this compaction carries to {}; they stay deleted there", gone.len(), bin.output.path));
             continue;
         }
         if !cx.exact {
-            file_level(t, st, w, r)?;
+            checker::check_deletes_of(t, w, std::slice::from_ref(r))?;
             continue;
         }
         notes.push(rows_of_file(t, st, &mut next, w, r, readded.get(path).copied(), cx)?);
+        resolved += 1;
     }
     for ob in dropped {
         let bin = &our_bins[ob];
         let out = bin.output.path.clone();
         let inputs: Vec<&str> = bin.inputs.iter().map(|(p, _)| p.as_str()).collect();
-        next.adds.retain(|a| a.path != out);
-        next.own_dvs.remove(&out);
-        next.removes.retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
-        next.dropped_bins += 1;
+        let s = next.edit();
+        s.adds.retain(|a| a.path != out);
+        s.own_dvs.remove(&out);
+        s.removes.retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
+        s.dropped_bins += 1;
         notes.push(format!("a concurrent compaction already replaced inputs of {out}; that bin was dropped"));
     }
-    Ok((notes.join("; "), next))
-}
-
-/// File-level checks 6 and 7 for one removed file (row-level off on a DV table).
-fn file_level(t: &TxnView, st: &Staged, w: &WinningCommit, r: &RemoveFile) -> Result<()> {
-    let pv = r.partition_values.clone().or_else(|| t.read_snapshot.and_then(|s| s.file(&r.path)).map(|f| f.partition_values.clone()));
-    if st.read.files.contains(&r.path) {
-        return Err(t.file_conflict(ConflictKind::ConcurrentDeleteRead, w, &r.path, pv.as_ref(), "It removed a file this transaction read.".into()));
-    }
-    if st.read.whole_table {
-        return Err(t.file_conflict(
-            ConflictKind::ConcurrentDeleteRead,
-            w,
-            &r.path,
-            None,
-            "This transaction read the whole table and the winner removed a file.".into(),
-        ));
-    }
-    if st.changes_file(&r.path) {
-        return Err(t.file_conflict(ConflictKind::ConcurrentDeleteDelete, w, &r.path, pv.as_ref(), "Both transactions remove this file.".into()));
-    }
-    Ok(())
+    Ok(Verdict { why: notes.join("; "), rebased: next.next, rows_resolved: resolved })
 }
 
 fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, kind: ConflictKind, why: &str) -> Error {
-    let pv = r.partition_values.clone();
-    t.file_conflict(kind, w, &r.path, pv.as_ref(), fallback_reason(why))
+    t.file_conflict(kind, w, &r.path, checker::removed_partition(t, r).as_ref(), fallback_reason(why))
 }
 
 /// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
@@ -279,7 +282,7 @@ fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, kind: ConflictKind, 
 fn rows_of_file(
     t: &TxnView,
     st: &Staged,
-    next: &mut Staged,
+    next: &mut Rebase,
     w: &WinningCommit,
     r: &RemoveFile,
     readded: Option<&AddFile>,
@@ -354,15 +357,15 @@ fn rows_of_file(
         }
     }
     // Rule 3: rebase onto the winner's version of the file.
-    if let Some(ch) = next.dv.get_mut(path) {
+    if next.get().dv.contains_key(path) {
+        let s = next.edit();
         match readded {
-            Some(a) => ch.base = a.clone(),
+            Some(a) => s.dv.get_mut(path).expect("checked").base = a.clone(),
             None => {
-                next.dv.remove(path);
+                s.dv.remove(path);
             }
         }
     }
-    next.rows_resolved += 1;
     Ok(format!("it changed {} row(s) of {path}, none of which this transaction read or changes", w_rows.len()))
 }
 

@@ -152,28 +152,14 @@ fn read_columns(root: &Path, file: &AddFile, columns: &[&ColumnRef]) -> Result<V
     for name in names {
         let parts: Vec<ArrayRef> = batches.iter().filter_map(|b| b.column_by_name(&name).cloned()).collect();
         let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-        let whole = if refs.len() == 1 {
-            parts[0].clone()
-        } else {
-            arrow_select_concat(&refs).map_err(|e| parquet_error(&path, e))?
+        let whole = match refs.len() {
+            0 => continue,
+            1 => parts[0].clone(),
+            _ => arrow_select::concat::concat(&refs).map_err(|e| parquet_error(&path, e))?,
         };
         out.push((name, whole));
     }
     Ok(out)
-}
-
-fn arrow_select_concat(arrays: &[&dyn Array]) -> std::result::Result<ArrayRef, String> {
-    if arrays.is_empty() {
-        return Err("no row groups".into());
-    }
-    // Concatenate through ArrayData to avoid depending on arrow-select.
-    let datas: Vec<arrow_data::ArrayData> = arrays.iter().map(|a| a.to_data()).collect();
-    let refs: Vec<&arrow_data::ArrayData> = datas.iter().collect();
-    let mut m = arrow_data::transform::MutableArrayData::new(refs, false, datas.iter().map(|d| d.len()).sum());
-    for (i, d) in datas.iter().enumerate() {
-        m.try_extend(i, 0, d.len()).map_err(|e| e.to_string())?;
-    }
-    Ok(arrow_array::make_array(m.freeze()))
 }
 
 /// One value as the predicate evaluator's scalar, typed by the table column.

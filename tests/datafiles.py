@@ -1,28 +1,16 @@
-"""Writing real parquet data files for transaction tests (the engine of issue #4 will do this for
-users; tests need files with correct Delta statistics now)."""
+"""Writing real parquet data files for tests of the transaction API (a driver that writes its own
+files), with Delta statistics from the engine's stats writer."""
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from typing import Any, Dict, Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-
-def stats_of(data: pa.Table) -> Dict[str, Any]:
-    """Delta stats JSON (numRecords, minValues, maxValues, nullCount) for flat numeric/string columns."""
-    mins, maxs, nulls = {}, {}, {}
-    for name in data.column_names:
-        col = data.column(name)
-        nulls[name] = col.null_count
-        if col.null_count < len(col) and (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
-            mm = pc.min_max(col)
-            mins[name], maxs[name] = mm["min"].as_py(), mm["max"].as_py()
-    return {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+from delta_occ._write import stats_json
 
 
 def write_file(table_path: str, data: pa.Table, partition: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -37,7 +25,7 @@ def write_file(table_path: str, data: pa.Table, partition: Optional[Dict[str, An
         "path": rel,
         "partition_values": {k: None if v is None else str(v) for k, v in partition.items()},
         "size": os.path.getsize(full),
-        "stats": json.dumps(stats_of(data)),
+        "stats": stats_json(data),
     }
 
 

@@ -98,6 +98,12 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     return out, n
 
 
+def keep_mask(handle: Any, log_path: str, n: int) -> pa.Array:
+    """Boolean mask of the file's rows its DV keeps (checked against the file's row count)."""
+    bits = handle.keep_mask(log_path, n)
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
+
+
 def read_snapshot(
     handle: Any, schema: pa.Schema, columns: Optional[Sequence[str]] = None, where: Optional[str] = None
 ) -> pa.Table:
@@ -147,8 +153,7 @@ def read_snapshot(
                 arrays.append(data[c])
         table = pa.Table.from_arrays(arrays, schema=out_schema)
         if has_dv:
-            bits = handle.keep_mask(log_path, n)
-            table = table.filter(pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)]))
+            table = table.filter(keep_mask(handle, log_path, n))
         if expression is not None:
             table = table.filter(expression).select(out_columns)
         tables.append(table)

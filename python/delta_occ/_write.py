@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ._read import _FIELD_ID, _field_id, _physical, _read_file
+from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from .exceptions import InvalidArgumentError
 
 ROW = "__delta_occ_row"
@@ -73,9 +73,7 @@ class Layout:
         arrays.append(pa.array(range(n), pa.uint64()))
         table = pa.Table.from_arrays(arrays, schema=self.schema.append(pa.field(ROW, pa.uint64())))
         if has_dv:
-            deleted = self.snapshot.deleted_rows(path)
-            keep = pc.invert(pc.is_in(table.column(ROW), value_set=deleted))
-            table = table.filter(keep)
+            table = table.filter(keep_mask(self.snapshot._h, path, n))
         return table
 
     # -- writing ------------------------------------------------------------------------------

@@ -43,7 +43,6 @@ def _stage(txn: Any, operation: str, parameters: Dict[str, Any], metrics: Dict[s
         )
     txn._operation = operation
     txn._parameters = parameters
-    txn._metrics = metrics
     txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
 
 
@@ -55,7 +54,7 @@ def _where_tree(where: Optional[str]) -> Optional[dict]:
     return _expr.parse(where)
 
 
-def _matches(lay: Layout, rows: pa.Table, tree: Optional[dict]) -> pa.Array:
+def _matches(rows: pa.Table, tree: Optional[dict]) -> pa.Array:
     return _expr.mask(rows, tree, _expr.table_resolver(rows.schema))
 
 
@@ -102,7 +101,7 @@ def overwrite(txn: Any, data: Any, replace_where: Optional[str] = None, *, dynam
     keep: List[pa.Table] = []
     for path in txn.scan(replace_where).column("path").to_pylist():
         old = lay.read_rows(path)
-        hit = _matches(lay, old, tree)
+        hit = _matches(old, tree)
         if not pc.any(hit).as_py():
             continue
         removed += pc.sum(hit).as_py()
@@ -138,7 +137,7 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     rewrite: List[pa.Table] = []
     for path in txn.scan(where).column("path").to_pylist():
         rows = lay.read_rows(path)
-        hit = _matches(lay, rows, tree)
+        hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
         if n == 0:
             continue
@@ -162,13 +161,18 @@ def _assignments(lay: Layout, set_: Mapping[str, str]) -> Dict[str, dict]:
     return out
 
 
-def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, dict], resolve: _expr.Resolver, base: Dict[str, Any]) -> pa.Table:
-    """Rows of `schema`: assigned columns from their expressions, the rest from `base` (a column
-    name in `rows` per target column)."""
+def _compile(assign: Dict[str, dict], resolve: _expr.Resolver) -> Dict[str, Any]:
+    """Assignment trees as pyarrow expressions; unknown columns fail here, before any row is read."""
+    return {name: _expr.to_expression(tree, resolve) for name, tree in assign.items()}
+
+
+def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, Any], base: Dict[str, Any]) -> pa.Table:
+    """Rows of `schema`: assigned columns from their compiled expressions, the rest from `base`
+    (a column name in `rows` per target column)."""
     exprs = {}
     for f in schema:
         if f.name in assign:
-            exprs[f.name] = _expr.to_expression(assign[f.name], resolve).cast(f.type)
+            exprs[f.name] = assign[f.name].cast(f.type)
         else:
             exprs[f.name] = pc.field(base[f.name])
     if rows.num_rows == 0:
@@ -180,20 +184,17 @@ def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, dict], resolve: 
 def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
     lay = _layout(txn)
     tree = _where_tree(where)
-    assign = _assignments(lay, set)
-    resolve = _expr.table_resolver(lay.schema)
-    for t in assign.values():
-        _expr.to_expression(t, resolve)  # unknown columns fail even when no row matches
+    assign = _compile(_assignments(lay, set), _expr.table_resolver(lay.schema))
     updated = 0
     out: List[pa.Table] = []
     for path in txn.scan(where).column("path").to_pylist():
         rows = lay.read_rows(path)
-        hit = _matches(lay, rows, tree)
+        hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
         if n == 0:
             continue
         updated += n
-        changed = _apply(rows.filter(hit), lay.schema, assign, _expr.table_resolver(rows.schema), {c: c for c in lay.schema.names})
+        changed = _apply(rows.filter(hit), lay.schema, assign, {c: c for c in lay.schema.names})
         out.append(_remove_rows(txn, lay, path, rows, hit))
         out.append(lay.conform(changed))
     lay.write(txn, concat(out, lay.schema))
@@ -310,11 +311,11 @@ def merge(
     cols.source = source.schema
     read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
     files = txn.scan(read_where).column("path").to_pylist()
+    file_rows = [lay.read_rows(path) for path in files]
     target_rows = []
-    for i, path in enumerate(files):
-        rows = lay.read_rows(path)
+    for i, rows in enumerate(file_rows):
         for _, tree in target_only:
-            rows = rows.filter(_expr.mask(rows, tree, _qualified_resolver(rows.schema, target_alias)))
+            rows = rows.filter(_expr.mask(rows, tree, _expr.table_resolver(rows.schema, (target_alias,))))
         target_rows.append(rows.append_column("__file", pa.array([i] * rows.num_rows, pa.int32())))
     tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
     tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
@@ -344,9 +345,9 @@ def merge(
     upd_mask = pc.invert(del_mask) if when_matched_update else pa.array([False] * joined.num_rows, pa.bool_())
     new_rows: List[pa.Table] = []
     if when_matched_update:
-        assign = _assignments(lay, when_matched_update)
+        assign = _compile(_assignments(lay, when_matched_update), resolve)
         changed = joined.filter(upd_mask)
-        new_rows.append(lay.conform(_apply(changed, lay.schema, assign, resolve, {c: f"t.{c}" for c in lay.schema.names})))
+        new_rows.append(lay.conform(_apply(changed, lay.schema, assign, {c: f"t.{c}" for c in lay.schema.names})))
         updated = changed.num_rows
     deleted = pc.sum(del_mask).as_py() or 0
     touched = joined.filter(pc.or_(del_mask, upd_mask))
@@ -354,7 +355,7 @@ def merge(
         in_file = touched.filter(pc.equal(touched.column("__file"), i))
         if in_file.num_rows == 0:
             continue
-        rows = lay.read_rows(path)
+        rows = file_rows[i]
         hit = pc.is_in(rows.column(ROW), value_set=in_file.column(ROW).combine_chunks())
         new_rows.insert(0, _remove_rows(txn, lay, path, rows, hit))
     if when_not_matched_insert:
@@ -369,15 +370,11 @@ def merge(
             exprs = dict(assign)
             for name in missing:
                 exprs[name] = {"lit": None, "kind": "null"}
-            new_rows.append(lay.conform(_apply(unmatched, lay.schema, exprs, cols.source_only(), {})))
+            new_rows.append(lay.conform(_apply(unmatched, lay.schema, _compile(exprs, cols.source_only()), {})))
         inserted = unmatched.num_rows
     lay.write(txn, concat(new_rows, lay.schema))
     params = {"predicate": on, "readPredicate": read_where or "true"}
     _stage(txn, "MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
-
-
-def _qualified_resolver(schema: pa.Schema, alias: str) -> _expr.Resolver:
-    return _expr.table_resolver(schema, (alias,))
 
 
 def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], target_only: List[str]) -> Optional[str]:
@@ -416,7 +413,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     files = txn.scan(where).to_pylist()
     groups: Dict[Any, List[dict]] = {}
     for f in files:
-        key = tuple(sorted((f["partition_values"] or {}).items())) if isinstance(f["partition_values"], dict) else tuple(f["partition_values"] or [])
+        key = tuple(f["partition_values"] or [])  # a map column: (key, value) pairs
         groups.setdefault(key, []).append(f)
     bins: List[List[dict]] = []
     for members in groups.values():

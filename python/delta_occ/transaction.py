@@ -84,7 +84,6 @@ class Transaction:
         self._row_level_budget = row_level_budget
         self._operation: Optional[str] = None
         self._parameters: Dict[str, Any] = {}
-        self._metrics: Dict[str, int] = {}
         self._layout: Any = None
         self.result: Optional[CommitResult] = None
 

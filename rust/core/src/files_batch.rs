@@ -54,8 +54,8 @@ pub fn files_batch_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) 
         size.append_value(f.size);
         mtime.append_value(f.modification_time);
         data_change.append_value(f.data_change);
-        stats_col.append_option(f.stats.as_deref());
-        num_records.append_option(stats::num_records(f.stats.as_deref()));
+        stats_col.append_option(f.stats_text().as_deref());
+        num_records.append_option(stats::num_records(f.stats_text().as_deref()));
         match &f.tags {
             Some(t) => {
                 for (k, v) in t.iter() {

@@ -448,12 +448,12 @@ fn materialize(root: &Path, st: &Staged, write_dvs: bool) -> Result<Materialized
             a.deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
             a.data_change = true;
             a.modification_time = chrono::Utc::now().timestamp_millis();
-            a.stats = a.stats.as_deref().map(|s| loosen_bounds(s).into());
+            a.stats = a.stats_text().as_deref().map(|s| loosen_bounds(s).into());
             adds.push(a);
         }
         for (i, _) in &own {
             adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-            adds[*i].stats = adds[*i].stats.as_deref().map(|s| loosen_bounds(s).into());
+            adds[*i].stats = adds[*i].stats_text().as_deref().map(|s| loosen_bounds(s).into());
         }
     } else {
         removes.extend(changed.iter().map(|f| remove_of(f, true)));
@@ -469,7 +469,7 @@ fn materialize(root: &Path, st: &Staged, write_dvs: bool) -> Result<Materialized
     metrics.insert("numRemovedFiles".into(), removes.len().to_string());
     metrics.insert("numAddedBytes".into(), adds.iter().map(|a| a.size).sum::<i64>().to_string());
     metrics.insert("numRemovedBytes".into(), removes.iter().filter_map(|r| r.size).sum::<i64>().to_string());
-    if let Some(n) = adds.iter().map(|a| crate::stats::num_records(a.stats.as_deref())).sum::<Option<i64>>() {
+    if let Some(n) = adds.iter().map(|a| crate::stats::num_records(a.stats_text().as_deref())).sum::<Option<i64>>() {
         metrics.insert("numOutputRows".into(), n.to_string());
     }
     Ok(Materialized { adds, removes, metrics })

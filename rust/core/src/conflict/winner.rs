@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::log::actions::{Action, AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
+use crate::log::actions::{Action, Actions, AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
 use crate::log::json;
 use crate::log::path::commit_path;
 
@@ -31,13 +31,13 @@ impl WinningCommit {
         Ok(Self::from_actions(version, actions))
     }
 
-    pub fn from_actions(version: i64, actions: Vec<Action>) -> Self {
-        let mut w = WinningCommit { version, ..Default::default() };
-        for a in actions {
+    pub fn from_actions(version: i64, actions: Actions) -> Self {
+        let mut w = WinningCommit { version, adds: actions.adds, ..Default::default() };
+        for a in actions.other {
             match a {
                 Action::Add(x) => w.adds.push(x),
                 Action::Remove(x) => w.removes.push(x),
-                Action::Metadata(x) => w.metadata = Some(x),
+                Action::Metadata(x) => w.metadata = Some(*x),
                 Action::Protocol(x) => w.protocol = Some(x),
                 Action::Txn(x) => w.txns.push(x),
                 Action::Domain(x) => w.domains.push(x),

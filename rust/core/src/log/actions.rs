@@ -22,8 +22,9 @@ pub struct AddFile {
     pub size: i64,
     pub modification_time: i64,
     pub data_change: bool,
-    /// The stats JSON text, kept unparsed until a caller needs it.
-    pub stats: Option<Box<str>>,
+    /// The stats JSON text, kept unparsed (and, from a JSON commit, still escaped) until a caller
+    /// needs it.
+    pub stats: Option<StatsText>,
     pub tags: Option<Box<BTreeMap<String, Option<String>>>>,
     /// Boxed: most files have none, and the descriptor is larger than the rest of the struct.
     pub deletion_vector: Option<Box<DeletionVectorDescriptor>>,
@@ -32,7 +33,66 @@ pub struct AddFile {
     pub clustering_provider: Option<Box<str>>,
 }
 
+/// `add.stats` as stored: either the JSON string literal exactly as a commit holds it (quotes and
+/// escapes kept: most callers never look at the stats, so they are unescaped on use), or the plain
+/// text. A stored text starting with `"` is always a literal, so plain text that itself starts
+/// with a quote is stored escaped.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StatsText(Box<str>);
+
+impl StatsText {
+    pub fn plain(text: &str) -> Self {
+        if text.starts_with('"') {
+            StatsText(serde_json::to_string(text).unwrap_or_default().into())
+        } else {
+            StatsText(text.into())
+        }
+    }
+
+    /// From a JSON string literal (with its quotes), as found in a commit line.
+    fn literal(raw: &str) -> Self {
+        if raw.contains('\\') {
+            StatsText(raw.into())
+        } else {
+            StatsText::plain(&raw[1..raw.len() - 1])
+        }
+    }
+
+    /// The stats JSON text, unescaped.
+    pub fn text(&self) -> Cow<'_, str> {
+        if self.0.starts_with('"') {
+            // A literal that parsed at load time; it cannot fail here.
+            Cow::Owned(serde_json::from_str::<String>(&self.0).unwrap_or_default())
+        } else {
+            Cow::Borrowed(&self.0)
+        }
+    }
+}
+
+impl fmt::Debug for StatsText {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        fmt::Debug::fmt(&*self.text(), f)
+    }
+}
+
+impl From<&str> for StatsText {
+    fn from(s: &str) -> Self {
+        StatsText::plain(s)
+    }
+}
+
+impl From<String> for StatsText {
+    fn from(s: String) -> Self {
+        StatsText::plain(&s)
+    }
+}
+
 impl AddFile {
+    /// The stats JSON text, unescaped.
+    pub fn stats_text(&self) -> Option<Cow<'_, str>> {
+        self.stats.as_ref().map(StatsText::text)
+    }
+
     pub fn dv_unique_id(&self) -> Option<String> {
         self.deletion_vector.as_ref().map(|d| d.unique_id())
     }
@@ -133,7 +193,8 @@ pub struct Sidecar {
 pub enum Action {
     Add(AddFile),
     Remove(RemoveFile),
-    Metadata(Metadata),
+    /// Boxed: rare, and much larger than an add.
+    Metadata(Box<Metadata>),
     Protocol(Protocol),
     Txn(Txn),
     Domain(DomainMetadata),
@@ -141,6 +202,57 @@ pub enum Action {
     CommitInfo(Box<str>),
     Sidecar(Sidecar),
     CheckpointMetadata,
+}
+
+/// Parsed actions of a commit, a checkpoint, or a part of one. Adds are kept apart: they are
+/// nearly all of a large log, and replay moves them in bulk. The other actions keep log order.
+#[derive(Debug, Default)]
+pub struct Actions {
+    pub adds: Vec<AddFile>,
+    pub other: Vec<Action>,
+}
+
+impl Actions {
+    pub fn len(&self) -> usize {
+        self.adds.len() + self.other.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn push(&mut self, action: Action) {
+        match action {
+            Action::Add(a) => self.adds.push(a),
+            other => self.other.push(other),
+        }
+    }
+
+    pub fn append(&mut self, mut more: Actions) {
+        if self.adds.is_empty() {
+            self.adds = more.adds;
+        } else {
+            self.adds.append(&mut more.adds);
+        }
+        self.other.append(&mut more.other);
+    }
+
+    /// All actions as one list: the other actions in log order, then the adds.
+    pub fn into_vec(self) -> Vec<Action> {
+        let mut out = self.other;
+        out.extend(self.adds.into_iter().map(Action::Add));
+        out
+    }
+}
+
+impl From<Vec<Action>> for Actions {
+    fn from(v: Vec<Action>) -> Self {
+        let mut out = Actions::default();
+        for a in v {
+            out.push(a);
+        }
+        out
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -179,8 +291,8 @@ struct JsonAdd<'a> {
     size: i64,
     modification_time: i64,
     data_change: bool,
-    #[serde(borrow, default)]
-    stats: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "stats_literal")]
+    stats: Option<&'a RawValue>,
     #[serde(default)]
     tags: Option<BTreeMap<String, Option<String>>>,
     #[serde(default)]
@@ -217,21 +329,21 @@ struct JsonRemove<'a> {
 
 impl<'a> JsonLine<'a> {
     /// Push this line's actions (normally exactly one) onto `out`.
-    pub(crate) fn into_actions(self, out: &mut Vec<Action>) {
+    pub(crate) fn into_actions(self, out: &mut Actions) {
         if let Some(a) = self.add {
-            out.push(Action::Add(AddFile {
+            out.adds.push(AddFile {
                 path: a.path.into(),
                 partition_values: a.partition_values,
                 size: a.size,
                 modification_time: a.modification_time,
                 data_change: a.data_change,
-                stats: a.stats.map(Into::into),
+                stats: a.stats.map(|r| StatsText::literal(r.get())),
                 tags: a.tags.map(Box::new),
                 deletion_vector: a.deletion_vector.map(Box::new),
                 base_row_id: a.base_row_id,
                 default_row_commit_version: a.default_row_commit_version,
                 clustering_provider: a.clustering_provider.map(Into::into),
-            }));
+            });
         }
         if let Some(r) = self.remove {
             out.push(Action::Remove(RemoveFile {
@@ -247,7 +359,7 @@ impl<'a> JsonLine<'a> {
             }));
         }
         if let Some(m) = self.meta_data {
-            out.push(Action::Metadata(m));
+            out.push(Action::Metadata(Box::new(m)));
         }
         if let Some(p) = self.protocol {
             out.push(Action::Protocol(p));
@@ -304,6 +416,16 @@ impl<'de> Deserialize<'de> for PartitionValuesSeed {
     }
 }
 
+/// `add.stats`: a string or null, borrowed as the raw literal (not unescaped).
+fn stats_literal<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    let raw = Option::<&'de RawValue>::deserialize(d)?;
+    match raw {
+        Some(r) if r.get() == "null" => Ok(None),
+        Some(r) if !r.get().starts_with('"') => Err(serde::de::Error::custom("add.stats must be a string or null")),
+        r => Ok(r),
+    }
+}
+
 fn string_map_dropping_nulls<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
     let m = Option::<BTreeMap<String, Option<String>>>::deserialize(d)?;
     Ok(m.unwrap_or_default().into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
@@ -328,8 +450,8 @@ impl AddFile {
         m.insert("size".into(), self.size.into());
         m.insert("modificationTime".into(), self.modification_time.into());
         m.insert("dataChange".into(), self.data_change.into());
-        if let Some(s) = &self.stats {
-            m.insert("stats".into(), s.as_ref().into());
+        if let Some(s) = self.stats_text() {
+            m.insert("stats".into(), s.into_owned().into());
         }
         if let Some(t) = &self.tags {
             m.insert("tags".into(), serde_json::to_value(t).unwrap_or_default());
@@ -377,5 +499,37 @@ impl RemoveFile {
             m.insert("defaultRowCommitVersion".into(), v.into());
         }
         serde_json::json!({ "remove": m })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_text_keeps_literals_and_plain_text_apart() {
+        let lit = StatsText::literal(r#""{\"numRecords\":3}""#);
+        assert_eq!(lit.text(), r#"{"numRecords":3}"#);
+        assert_eq!(StatsText::literal(r#""abc""#).text(), "abc");
+        assert_eq!(StatsText::plain(r#"{"a":1}"#).text(), r#"{"a":1}"#);
+        // Plain text that starts with a quote must not be mistaken for a literal.
+        assert_eq!(StatsText::plain(r#""quoted\""#).text(), r#""quoted\""#);
+        assert_eq!(lit, StatsText::literal(r#""{\"numRecords\":3}""#));
+    }
+
+    #[test]
+    fn add_stats_must_be_a_string_or_null() {
+        let line = |stats: &str| {
+            format!(r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":2,"dataChange":true,"stats":{stats}}}}}"#)
+        };
+        let parse = |l: &str| serde_json::from_str::<JsonLine>(l).map(|j| {
+            let mut out = Actions::default();
+            j.into_actions(&mut out);
+            out.adds.pop().unwrap().stats_text().map(|c| c.into_owned())
+        });
+        assert_eq!(parse(&line("null")).unwrap(), None);
+        assert_eq!(parse(&line(r#""{\"numRecords\":1}""#)).unwrap().as_deref(), Some(r#"{"numRecords":1}"#));
+        assert!(parse(&line("{}")).unwrap_err().to_string().contains("stats must be a string"));
+        assert!(parse(&line("12")).is_err());
     }
 }

@@ -21,13 +21,14 @@ use crate::error::{Error, Result};
 const TOP_LEVEL: &[&str] = &["add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar", "checkpointMetadata"];
 
 /// All actions of a checkpoint, sidecars expanded.
-pub fn read(log_dir: &Path, cp: &CheckpointFiles) -> Result<Vec<Action>> {
+pub fn read(log_dir: &Path, cp: &CheckpointFiles) -> Result<Actions> {
     let parts = crate::parallel::map(&cp.files, |f| read_file(f, cp.version));
-    let mut actions = Vec::new();
+    let mut actions = Actions::default();
     for p in parts {
-        actions.extend(p?);
+        actions.append(p?);
     }
     let sidecars: Vec<PathBuf> = actions
+        .other
         .iter()
         .filter_map(|a| match a {
             Action::Sidecar(s) => Some(sidecar_path(log_dir, &s.path)),
@@ -36,7 +37,7 @@ pub fn read(log_dir: &Path, cp: &CheckpointFiles) -> Result<Vec<Action>> {
         .collect();
     if !sidecars.is_empty() {
         for part in crate::parallel::map(&sidecars, |p| read_parquet(p, cp.version)) {
-            actions.extend(part?);
+            actions.append(part?);
         }
     }
     Ok(actions)
@@ -49,7 +50,7 @@ fn sidecar_path(log_dir: &Path, path: &str) -> PathBuf {
     }
 }
 
-fn read_file(f: &LogFile, version: i64) -> Result<Vec<Action>> {
+fn read_file(f: &LogFile, version: i64) -> Result<Actions> {
     match f.kind {
         LogFileKind::UuidCheckpoint { json: true } => {
             let bytes = std::fs::read(&f.path).map_err(|e| Error::io(&f.path, e))?;
@@ -60,7 +61,7 @@ fn read_file(f: &LogFile, version: i64) -> Result<Vec<Action>> {
 }
 
 /// Read one parquet checkpoint part or sidecar, row groups spread over scoped threads.
-pub fn read_parquet(path: &Path, version: i64) -> Result<Vec<Action>> {
+pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
     let corrupt = |e: &dyn std::fmt::Display| Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet: {e}"));
     let file = File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "checkpoint file (or sidecar) is missing"),
@@ -77,14 +78,14 @@ pub fn read_parquet(path: &Path, version: i64) -> Result<Vec<Action>> {
         (0..threads).map(|t| (0..row_groups).filter(|g| g % threads == t).collect()).collect()
     };
     let results = crate::parallel::map(&groups, |g| read_row_groups(path, version, g));
-    let mut out = Vec::with_capacity(rows);
+    let mut out = Actions::default();
     for r in results {
-        out.extend(r?);
+        out.append(r?);
     }
     Ok(out)
 }
 
-fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Vec<Action>> {
+fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Actions> {
     let corrupt = |e: &dyn std::fmt::Display| Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet: {e}"));
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(&e))?;
@@ -114,7 +115,7 @@ fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Vec<Ac
         .with_batch_size(16 * 1024)
         .build()
         .map_err(|e| corrupt(&e))?;
-    let mut out = Vec::new();
+    let mut out = Actions::default();
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(&e))?;
         decode_batch(&batch, &mut out).map_err(|m| Error::corrupt(path, Some(version), m))?;
@@ -266,7 +267,7 @@ impl<'a> DvCols<'a> {
     }
 }
 
-fn decode_batch(batch: &RecordBatch, out: &mut Vec<Action>) -> Result<(), String> {
+fn decode_batch(batch: &RecordBatch, out: &mut Actions) -> Result<(), String> {
     let col = |name: &str| batch.column_by_name(name).and_then(|c| c.as_struct_opt());
     if let Some(s) = col("add") {
         decode_adds(s, out)?;
@@ -276,7 +277,7 @@ fn decode_batch(batch: &RecordBatch, out: &mut Vec<Action>) -> Result<(), String
     }
     if let Some(s) = col("metaData") {
         for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
-            out.push(Action::Metadata(decode_metadata(s, i)?));
+            out.push(Action::Metadata(Box::new(decode_metadata(s, i)?)));
         }
     }
     if let Some(s) = col("protocol") {
@@ -328,7 +329,7 @@ fn decode_batch(batch: &RecordBatch, out: &mut Vec<Action>) -> Result<(), String
     Ok(())
 }
 
-fn decode_adds(s: &StructArray, out: &mut Vec<Action>) -> Result<(), String> {
+fn decode_adds(s: &StructArray, out: &mut Actions) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }
@@ -345,7 +346,7 @@ fn decode_adds(s: &StructArray, out: &mut Vec<Action>) -> Result<(), String> {
     let drcv = int_col(s, "defaultRowCommitVersion");
     let clustering = str_col(s, "clusteringProvider");
     for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
-        out.push(Action::Add(AddFile {
+        out.adds.push(AddFile {
             path: required(path.get(i), "add", "path", i)?.into(),
             partition_values: pv.as_ref().and_then(|m| m.get(i)).unwrap_or_default(),
             size: required(size.as_ref().and_then(|c| c.get(i)), "add", "size", i)?,
@@ -363,7 +364,7 @@ fn decode_adds(s: &StructArray, out: &mut Vec<Action>) -> Result<(), String> {
             base_row_id: base_row_id.as_ref().and_then(|c| c.get(i)),
             default_row_commit_version: drcv.as_ref().and_then(|c| c.get(i)),
             clustering_provider: clustering.as_ref().and_then(|c| c.get(i)).map(Into::into),
-        }));
+        });
     }
     Ok(())
 }
@@ -372,7 +373,7 @@ fn tags_map(pv: PartitionValues) -> Box<BTreeMap<String, Option<String>>> {
     Box::new(pv.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect())
 }
 
-fn decode_removes(s: &StructArray, out: &mut Vec<Action>) -> Result<(), String> {
+fn decode_removes(s: &StructArray, out: &mut Actions) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }

@@ -2,41 +2,32 @@
 
 use std::path::Path;
 
-use super::actions::{Action, JsonLine};
+use super::actions::{Actions, JsonLine};
 use crate::error::{Error, Result};
 
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
 /// threads (no global pool: safe in forked children).
-pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
-    parse_actions_at(bytes, 1, file, version)
+pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Actions> {
+    let mut out = Actions::default();
+    for part in parse_parts(bytes, 1, file, version)? {
+        out.append(part);
+    }
+    Ok(out)
 }
 
-fn parse_actions_at(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
+/// Parse in parts, one per thread, in file order; `first_line` numbers the first line of `bytes`.
+fn parse_parts(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Actions>> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| Error::corrupt(file, version, format!("not UTF-8 at byte {}", e.valid_up_to())))?;
     let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
     if threads <= 1 {
-        return parse_chunk(text, first_line, file, version);
+        return Ok(vec![parse_chunk(text, first_line, file, version)?]);
     }
     let chunks: Vec<(usize, &str)> =
         split_lines(text, threads).into_iter().map(|(l, c)| (l + first_line - 1, c)).collect();
-    let results: Vec<Result<Vec<Action>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .iter()
-            .map(|&(first_line, chunk)| s.spawn(move || parse_chunk(chunk, first_line, file, version)))
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("parser thread panicked")).collect()
-    });
-    let mut out = Vec::new();
-    for r in results {
-        let mut part = r?;
-        if out.is_empty() {
-            out = part;
-        } else {
-            out.append(&mut part);
-        }
-    }
-    Ok(out)
+    crate::parallel::map(&chunks, |&(first_line, chunk)| parse_chunk(chunk, first_line, file, version))
+        .into_iter()
+        .collect()
 }
 
 /// Split into about `n` chunks ending on newlines; each with the 1-based number of its first line.
@@ -65,8 +56,9 @@ fn count_newlines(b: &[u8]) -> usize {
     b.iter().filter(|&&c| c == b'\n').count()
 }
 
-fn parse_chunk(text: &str, first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Action>> {
-    let mut out = Vec::with_capacity(text.len() / 200 + 1);
+fn parse_chunk(text: &str, first_line: usize, file: &Path, version: Option<i64>) -> Result<Actions> {
+    // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
+    let mut out = Actions { adds: Vec::with_capacity(text.len() / 300 + 1), other: Vec::new() };
     for (i, line) in text.split('\n').enumerate() {
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
@@ -85,7 +77,7 @@ pub const WINDOW: usize = 64 << 20;
 
 /// Parse a commit file window by window (windows end on line boundaries), handing each window's
 /// actions to `sink`, so a huge commit never sits in memory both as text and as actions.
-pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Vec<Action>)) -> Result<()> {
+pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Actions)) -> Result<()> {
     use std::io::Read;
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + (1 << 20));
@@ -103,7 +95,9 @@ pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Vec<Action>
             }
         };
         if cut > 0 {
-            sink(parse_actions_at(&buf[..cut], line, path, Some(version))?);
+            for part in parse_parts(&buf[..cut], line, path, Some(version))? {
+                sink(part);
+            }
             line += count_newlines(&buf[..cut]);
             buf.drain(..cut);
         }
@@ -114,7 +108,7 @@ pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Vec<Action>
 }
 
 /// Read and parse a commit file from disk.
-pub fn read_commit(path: &Path, version: i64) -> Result<Vec<Action>> {
+pub fn read_commit(path: &Path, version: i64) -> Result<Actions> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "commit file disappeared while reading the log"),
         _ => Error::io(path, e),
@@ -135,10 +129,10 @@ mod tests {
 "#;
         let actions = parse_actions(text, Path::new("00.json"), Some(0)).unwrap();
         assert_eq!(actions.len(), 3);
-        let Action::Add(a) = &actions[1] else { panic!() };
+        let a = &actions.adds[0];
         assert_eq!(&*a.path, "a%20b");
         assert_eq!(a.partition_values[1], ("q".into(), None));
-        assert_eq!(a.stats.as_deref(), Some("{\"numRecords\":3}"));
+        assert_eq!(a.stats_text().as_deref(), Some("{\"numRecords\":3}"));
 
         let err = parse_actions(b"{\"add\":{\"path\":\"x\"}}\n{\"add\":", Path::new("f.json"), Some(3)).unwrap_err();
         let msg = err.to_string();

@@ -82,7 +82,7 @@ impl Predicate {
         if self.is_all() {
             return true;
         }
-        let d = eval::domains(&self.columns, &file.partition_values, file.stats.as_deref(), use_stats);
+        let d = eval::domains(&self.columns, &file.partition_values, file.stats_text().as_deref(), use_stats);
         eval::may_match(&self.expr, &d)
     }
 

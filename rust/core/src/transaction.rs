@@ -488,7 +488,7 @@ fn physical_partition_values(
     values: Vec<(String, Option<String>)>,
     path: &str,
 ) -> Result<PartitionValues> {
-    let mut out = PartitionValues::with_capacity(partition_columns.len());
+    let mut out = Vec::with_capacity(partition_columns.len());
     for col in partition_columns {
         let field = schema.field(col).ok_or_else(|| Error::invalid(format!("partition column {col:?} is not in the schema")))?;
         let value = values
@@ -508,5 +508,5 @@ fn physical_partition_values(
             )));
         }
     }
-    Ok(out)
+    Ok(out.into())
 }

@@ -425,7 +425,7 @@ mod tests {
     fn add(path: &str, tags: Option<&str>) -> AddFile {
         AddFile {
             path: path.into(),
-            partition_values: vec![],
+            partition_values: Default::default(),
             size: 1,
             modification_time: 0,
             data_change: false,

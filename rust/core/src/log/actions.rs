@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -10,9 +11,95 @@ use serde_json::value::RawValue;
 
 use crate::dv::descriptor::DeletionVectorDescriptor;
 
-/// Partition values in log order: `(column, value)`, `None` for null. A small vector is cheaper
-/// than a map per file and partition columns are few.
-pub type PartitionValues = Vec<(Box<str>, Option<Box<str>>)>;
+/// Partition values in log order: `(column, value)`, `None` for null. Shared and immutable: a
+/// table has few distinct partition tuples, so the log readers intern them (one allocation per
+/// distinct tuple rather than three per file), and a verdict on a tuple can be cached by
+/// [`PartitionValues::id`].
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct PartitionValues(Arc<[(Box<str>, Option<Box<str>>)]>);
+
+impl PartitionValues {
+    /// Identifies the shared tuple while `self` is alive (equal ids imply equal values).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const u8 as usize
+    }
+}
+
+impl std::ops::Deref for PartitionValues {
+    type Target = [(Box<str>, Option<Box<str>>)];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PartitionValues {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<Vec<(Box<str>, Option<Box<str>>)>> for PartitionValues {
+    fn from(v: Vec<(Box<str>, Option<Box<str>>)>) -> Self {
+        PartitionValues(v.into())
+    }
+}
+
+impl<K: Into<Box<str>>, V: Into<Box<str>>> FromIterator<(K, Option<V>)> for PartitionValues {
+    fn from_iter<I: IntoIterator<Item = (K, Option<V>)>>(iter: I) -> Self {
+        PartitionValues(iter.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect())
+    }
+}
+
+/// Interns partition tuples while one reader works through a commit or checkpoint part.
+#[derive(Default)]
+pub struct PartitionInterner {
+    /// Keyed by the raw JSON text of a commit's `partitionValues` object.
+    by_json: hashbrown::HashMap<Box<str>, PartitionValues>,
+    /// Keyed by the values themselves.
+    by_value: hashbrown::HashTable<PartitionValues>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl PartitionInterner {
+    /// The tuple of a `partitionValues` JSON object (raw text), parsed once per distinct text.
+    pub fn json(&mut self, raw: &str) -> Result<PartitionValues, String> {
+        if let Some(pv) = self.by_json.get(raw) {
+            return Ok(pv.clone());
+        }
+        let parsed: PartitionValuesSeed = serde_json::from_str(raw).map_err(|e| format!("partitionValues: {e}"))?;
+        let pv = self.values(parsed.0.iter().map(|(k, v)| (&**k, v.as_deref())));
+        self.by_json.insert(raw.into(), pv.clone());
+        Ok(pv)
+    }
+
+    /// The tuple with these `(column, value)` pairs.
+    pub fn values<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone) -> PartitionValues {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = self.hasher.build_hasher();
+        for (k, v) in pairs.clone() {
+            k.hash(&mut h);
+            v.hash(&mut h);
+        }
+        let hash = h.finish();
+        let same = |pv: &PartitionValues| {
+            pv.len() == pairs.clone().count() && pv.iter().zip(pairs.clone()).all(|((a, b), (k, v))| &**a == k && b.as_deref() == v)
+        };
+        if let Some(pv) = self.by_value.find(hash, same) {
+            return pv.clone();
+        }
+        let pv: PartitionValues = pairs.collect();
+        let hasher = &self.hasher;
+        self.by_value.insert_unique(hash, pv.clone(), |p| {
+            let mut h = hasher.build_hasher();
+            for (k, v) in p.iter() {
+                (&**k).hash(&mut h);
+                v.as_deref().hash(&mut h);
+            }
+            h.finish()
+        });
+        pv
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddFile {
@@ -286,8 +373,8 @@ pub(crate) struct JsonLine<'a> {
 struct JsonAdd<'a> {
     #[serde(borrow)]
     path: Cow<'a, str>,
-    #[serde(deserialize_with = "partition_values")]
-    partition_values: PartitionValues,
+    #[serde(borrow)]
+    partition_values: &'a RawValue,
     size: i64,
     modification_time: i64,
     data_change: bool,
@@ -315,8 +402,8 @@ struct JsonRemove<'a> {
     data_change: bool,
     #[serde(default)]
     extended_file_metadata: Option<bool>,
-    #[serde(default, deserialize_with = "opt_partition_values")]
-    partition_values: Option<PartitionValues>,
+    #[serde(borrow, default)]
+    partition_values: Option<&'a RawValue>,
     #[serde(default)]
     size: Option<i64>,
     #[serde(default)]
@@ -329,11 +416,11 @@ struct JsonRemove<'a> {
 
 impl<'a> JsonLine<'a> {
     /// Push this line's actions (normally exactly one) onto `out`.
-    pub(crate) fn into_actions(self, out: &mut Actions) {
+    pub(crate) fn into_actions(self, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
         if let Some(a) = self.add {
             out.adds.push(AddFile {
                 path: a.path.into(),
-                partition_values: a.partition_values,
+                partition_values: interner.json(a.partition_values.get())?,
                 size: a.size,
                 modification_time: a.modification_time,
                 data_change: a.data_change,
@@ -351,7 +438,10 @@ impl<'a> JsonLine<'a> {
                 deletion_timestamp: r.deletion_timestamp,
                 data_change: r.data_change,
                 extended_file_metadata: r.extended_file_metadata,
-                partition_values: r.partition_values,
+                partition_values: match r.partition_values {
+                    Some(raw) if raw.get() != "null" => Some(interner.json(raw.get())?),
+                    _ => None,
+                },
                 size: r.size,
                 deletion_vector: r.deletion_vector.map(Box::new),
                 base_row_id: r.base_row_id,
@@ -379,13 +469,14 @@ impl<'a> JsonLine<'a> {
         if self.checkpoint_metadata.is_some() {
             out.push(Action::CheckpointMetadata);
         }
+        Ok(())
     }
 }
 
 struct PartitionValuesVisitor;
 
 impl<'de> Visitor<'de> for PartitionValuesVisitor {
-    type Value = PartitionValues;
+    type Value = Vec<(Box<str>, Option<Box<str>>)>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a map of partition column to string or null")
@@ -400,15 +491,7 @@ impl<'de> Visitor<'de> for PartitionValuesVisitor {
     }
 }
 
-fn partition_values<'de, D: Deserializer<'de>>(d: D) -> Result<PartitionValues, D::Error> {
-    d.deserialize_map(PartitionValuesVisitor)
-}
-
-fn opt_partition_values<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PartitionValues>, D::Error> {
-    Option::<PartitionValuesSeed>::deserialize(d).map(|o| o.map(|s| s.0))
-}
-
-struct PartitionValuesSeed(PartitionValues);
+struct PartitionValuesSeed(Vec<(Box<str>, Option<Box<str>>)>);
 
 impl<'de> Deserialize<'de> for PartitionValuesSeed {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -436,7 +519,7 @@ fn string_map_dropping_nulls<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap
 
 pub fn partition_values_json(pv: &PartitionValues) -> serde_json::Value {
     let mut m = serde_json::Map::new();
-    for (k, v) in pv {
+    for (k, v) in pv.iter() {
         m.insert(k.to_string(), v.as_deref().map(|s| serde_json::Value::String(s.into())).unwrap_or(serde_json::Value::Null));
     }
     serde_json::Value::Object(m)
@@ -524,12 +607,28 @@ mod tests {
         };
         let parse = |l: &str| serde_json::from_str::<JsonLine>(l).map(|j| {
             let mut out = Actions::default();
-            j.into_actions(&mut out);
+            j.into_actions(&mut out, &mut PartitionInterner::default()).unwrap();
             out.adds.pop().unwrap().stats_text().map(|c| c.into_owned())
         });
         assert_eq!(parse(&line("null")).unwrap(), None);
         assert_eq!(parse(&line(r#""{\"numRecords\":1}""#)).unwrap().as_deref(), Some(r#"{"numRecords":1}"#));
         assert!(parse(&line("{}")).unwrap_err().to_string().contains("stats must be a string"));
         assert!(parse(&line("12")).is_err());
+    }
+
+    #[test]
+    fn interned_partition_tuples_are_shared_and_exact() {
+        let mut i = PartitionInterner::default();
+        let a = i.json(r#"{"p":"1","q":null}"#).unwrap();
+        let b = i.json(r#"{"p":"1","q":null}"#).unwrap();
+        let c = i.values([("p", Some("1")), ("q", None)].into_iter());
+        assert_eq!(a.id(), b.id());
+        assert_eq!(a.id(), c.id());
+        assert_eq!(&*a, &[("p".into(), Some("1".into())), ("q".into(), None)]);
+        let d = i.values([("p", Some("1")), ("q", Some("1"))].into_iter());
+        let e = i.values([("p", Some("1"))].into_iter());
+        assert!(d.id() != a.id() && e.id() != a.id() && d != a && e != a);
+        assert_eq!(i.json(r#"{"p":"\u0031"}"#).unwrap().id(), e.id());
+        assert!(i.json(r#"{"p":1}"#).unwrap_err().contains("partitionValues"));
     }
 }

@@ -116,9 +116,10 @@ fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Action
         .build()
         .map_err(|e| corrupt(&e))?;
     let mut out = Actions::default();
+    let mut interner = PartitionInterner::default();
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(&e))?;
-        decode_batch(&batch, &mut out).map_err(|m| Error::corrupt(path, Some(version), m))?;
+        decode_batch(&batch, &mut out, &mut interner).map_err(|m| Error::corrupt(path, Some(version), m))?;
     }
     Ok(out)
 }
@@ -182,13 +183,18 @@ impl<'a> StrMap<'a> {
         let map = a.as_map_opt()?;
         Some(StrMap { map, keys: Str::new(map.keys())?, values: Str::new(map.values())? })
     }
-    fn get(&self, i: usize) -> Option<PartitionValues> {
+    /// The entries of row `i` (None when the map is null); entries with a null key are skipped.
+    fn entries(&self, i: usize) -> Option<impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone + '_> {
         if self.map.is_null(i) {
             return None;
         }
         let offsets = self.map.value_offsets();
         let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
-        Some((start..end).filter_map(|j| Some((self.keys.get(j)?.into(), self.values.get(j).map(Into::into)))).collect())
+        Some((start..end).filter_map(|j| Some((self.keys.get(j)?, self.values.get(j)))))
+    }
+
+    fn get(&self, i: usize) -> Option<Vec<(&'a str, Option<&'a str>)>> {
+        self.entries(i).map(Iterator::collect)
     }
 }
 
@@ -267,13 +273,13 @@ impl<'a> DvCols<'a> {
     }
 }
 
-fn decode_batch(batch: &RecordBatch, out: &mut Actions) -> Result<(), String> {
+fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
     let col = |name: &str| batch.column_by_name(name).and_then(|c| c.as_struct_opt());
     if let Some(s) = col("add") {
-        decode_adds(s, out)?;
+        decode_adds(s, out, interner)?;
     }
     if let Some(s) = col("remove") {
-        decode_removes(s, out)?;
+        decode_removes(s, out, interner)?;
     }
     if let Some(s) = col("metaData") {
         for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
@@ -329,7 +335,7 @@ fn decode_batch(batch: &RecordBatch, out: &mut Actions) -> Result<(), String> {
     Ok(())
 }
 
-fn decode_adds(s: &StructArray, out: &mut Actions) -> Result<(), String> {
+fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }
@@ -348,7 +354,7 @@ fn decode_adds(s: &StructArray, out: &mut Actions) -> Result<(), String> {
     for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
         out.adds.push(AddFile {
             path: required(path.get(i), "add", "path", i)?.into(),
-            partition_values: pv.as_ref().and_then(|m| m.get(i)).unwrap_or_default(),
+            partition_values: pv.as_ref().and_then(|m| m.entries(i)).map(|e| interner.values(e)).unwrap_or_default(),
             size: required(size.as_ref().and_then(|c| c.get(i)), "add", "size", i)?,
             modification_time: mtime.as_ref().and_then(|c| c.get(i)).unwrap_or(0),
             data_change: bool_at(data_change, i).unwrap_or(false),
@@ -369,11 +375,11 @@ fn decode_adds(s: &StructArray, out: &mut Actions) -> Result<(), String> {
     Ok(())
 }
 
-fn tags_map(pv: PartitionValues) -> Box<BTreeMap<String, Option<String>>> {
+fn tags_map(pv: Vec<(&str, Option<&str>)>) -> Box<BTreeMap<String, Option<String>>> {
     Box::new(pv.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect())
 }
 
-fn decode_removes(s: &StructArray, out: &mut Actions) -> Result<(), String> {
+fn decode_removes(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }
@@ -392,7 +398,7 @@ fn decode_removes(s: &StructArray, out: &mut Actions) -> Result<(), String> {
             deletion_timestamp: ts.as_ref().and_then(|c| c.get(i)),
             data_change: bool_at(data_change, i).unwrap_or(false),
             extended_file_metadata: bool_at(ext, i),
-            partition_values: pv.as_ref().and_then(|m| m.get(i)),
+            partition_values: pv.as_ref().and_then(|m| m.entries(i)).map(|e| interner.values(e)),
             size: size.as_ref().and_then(|c| c.get(i)),
             deletion_vector: match &dv {
                 Some(d) => d.get(i)?,

@@ -2,89 +2,125 @@
 
 use std::path::Path;
 
-use super::actions::{Actions, JsonLine};
+use super::actions::{Actions, JsonLine, PartitionInterner};
 use crate::error::{Error, Result};
 
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
 /// threads (no global pool: safe in forked children).
 pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Actions> {
     let mut out = Actions::default();
-    for part in parse_parts(bytes, 1, file, version)? {
+    for part in parse_parts(bytes, 1, file, version)?.0 {
         out.append(part);
     }
     Ok(out)
 }
 
 /// Parse in parts, one per thread, in file order; `first_line` numbers the first line of `bytes`.
-fn parse_parts(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<Vec<Actions>> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| Error::corrupt(file, version, format!("not UTF-8 at byte {}", e.valid_up_to())))?;
+/// Also returns the number of lines parsed.
+fn parse_parts(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<(Vec<Actions>, usize)> {
     let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
-    if threads <= 1 {
-        return Ok(vec![parse_chunk(text, first_line, file, version)?]);
+    let chunks = split_lines(bytes, threads);
+    let results = if chunks.len() <= 1 {
+        vec![parse_chunk(bytes)]
+    } else {
+        crate::parallel::map(&chunks, |c| parse_chunk(c))
+    };
+    // Line numbers are only needed for an error message: count them per chunk as it is parsed,
+    // and number the failing line from the counts of the chunks before it.
+    let mut parts = Vec::with_capacity(results.len());
+    let mut line = first_line;
+    for r in results {
+        match r {
+            Ok((actions, lines)) => {
+                parts.push(actions);
+                line += lines;
+            }
+            Err(LineError { line: l, message }) => {
+                return Err(Error::corrupt(file, version, format!("line {}: {message}", line + l)));
+            }
+        }
     }
-    let chunks: Vec<(usize, &str)> =
-        split_lines(text, threads).into_iter().map(|(l, c)| (l + first_line - 1, c)).collect();
-    crate::parallel::map(&chunks, |&(first_line, chunk)| parse_chunk(chunk, first_line, file, version))
-        .into_iter()
-        .collect()
+    Ok((parts, line - first_line))
 }
 
-/// Split into about `n` chunks ending on newlines; each with the 1-based number of its first line.
-fn split_lines(text: &str, n: usize) -> Vec<(usize, &str)> {
-    let target = text.len() / n + 1;
+/// Split into about `n` chunks ending on newlines.
+fn split_lines(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+    let target = bytes.len() / n.max(1) + 1;
     let mut chunks = Vec::with_capacity(n);
     let mut start = 0;
-    let mut line = 1;
-    while start < text.len() {
-        let mut end = (start + target).min(text.len());
-        if end < text.len() {
-            end = match text.as_bytes()[end..].iter().position(|&b| b == b'\n') {
+    while start < bytes.len() {
+        let mut end = (start + target).min(bytes.len());
+        if end < bytes.len() {
+            end = match bytes[end..].iter().position(|&b| b == b'\n') {
                 Some(p) => end + p + 1,
-                None => text.len(),
+                None => bytes.len(),
             };
         }
-        let chunk = &text[start..end];
-        chunks.push((line, chunk));
-        line += count_newlines(chunk.as_bytes());
+        chunks.push(&bytes[start..end]);
         start = end;
     }
     chunks
 }
 
-fn count_newlines(b: &[u8]) -> usize {
-    b.iter().filter(|&&c| c == b'\n').count()
+/// A parse failure at a 0-based line of a chunk.
+struct LineError {
+    line: usize,
+    message: String,
 }
 
-fn parse_chunk(text: &str, first_line: usize, file: &Path, version: Option<i64>) -> Result<Actions> {
+/// Parse one chunk (whole lines); returns its actions and its number of lines.
+fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| LineError {
+        line: bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
+        message: format!("not UTF-8 (at byte {} of the line)", e.valid_up_to() - bytes[..e.valid_up_to()].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)),
+    })?;
     // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
-    let mut out = Actions { adds: Vec::with_capacity(text.len() / 300 + 1), other: Vec::new() };
-    for (i, line) in text.split('\n').enumerate() {
+    let mut out = Actions { adds: Vec::with_capacity(bytes.len() / 300 + 1), other: Vec::new() };
+    let mut lines = 0;
+    let mut interner = PartitionInterner::default();
+    for (i, line) in text.split_terminator('\n').enumerate() {
+        lines = i + 1;
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: JsonLine = serde_json::from_str(line).map_err(|e| {
-            Error::corrupt(file, version, format!("line {}: invalid action JSON: {e}", first_line + i))
-        })?;
-        parsed.into_actions(&mut out);
+        let parsed: JsonLine = serde_json::from_str(line)
+            .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
+        parsed
+            .into_actions(&mut out, &mut interner)
+            .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
     }
-    Ok(out)
+    Ok((out, lines))
 }
 
 /// Bytes per window when streaming a large commit.
 pub const WINDOW: usize = 64 << 20;
 
 /// Parse a commit file window by window (windows end on line boundaries), handing each window's
-/// actions to `sink`, so a huge commit never sits in memory both as text and as actions.
+/// actions to `sink`, so a huge commit never sits in memory both as text and as actions. Reading
+/// and parsing run on a scoped thread one window ahead of `sink`, so applying window `k` overlaps
+/// parsing window `k + 1`.
 pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Actions)) -> Result<()> {
-    use std::io::Read;
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut err = None;
+    read_windows(&mut f, path, version, |parts| match parts {
+        Ok(parts) => { for p in parts { sink(p) } true }
+        Err(e) => { err = Some(e); false }
+    });
+    err.map_or(Ok(()), Err)
+}
+
+/// Read `f` window by window and parse each; `send` returns false when the receiver is gone.
+fn read_windows(f: &mut std::fs::File, path: &Path, version: i64, mut send: impl FnMut(Result<Vec<Actions>>) -> bool) {
+    use std::io::Read;
     let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + (1 << 20));
     let mut line = 1;
     loop {
         let before = buf.len();
-        (&mut f).take(WINDOW as u64).read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
+        if let Err(e) = f.take(WINDOW as u64).read_to_end(&mut buf) {
+            send(Err(Error::io(path, e)));
+            return;
+        }
         let eof = buf.len() == before;
         let cut = if eof {
             buf.len()
@@ -95,14 +131,19 @@ pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Actions)) -
             }
         };
         if cut > 0 {
-            for part in parse_parts(&buf[..cut], line, path, Some(version))? {
-                sink(part);
+            let parsed = parse_parts(&buf[..cut], line, path, Some(version));
+            let failed = parsed.is_err();
+            let sent = send(parsed.map(|(parts, lines)| {
+                line += lines;
+                parts
+            }));
+            if failed || !sent {
+                return;
             }
-            line += count_newlines(&buf[..cut]);
             buf.drain(..cut);
         }
         if eof {
-            return Ok(());
+            return;
         }
     }
 }
@@ -159,11 +200,26 @@ mod tests {
     #[test]
     fn split_keeps_all_lines() {
         let text: String = (0..1000).map(|i| format!("line{i}\n")).collect();
-        let chunks = split_lines(&text, 4);
-        let joined: String = chunks.iter().map(|c| c.1).collect();
-        assert_eq!(joined, text);
-        let last = chunks.last().unwrap();
-        assert_eq!(&last.1[..4], "line");
-        assert_eq!(last.1.split('\n').next().unwrap(), format!("line{}", last.0 - 1));
+        let chunks = split_lines(text.as_bytes(), 4);
+        assert_eq!(chunks.len(), 4);
+        assert_eq!(chunks.concat(), text.as_bytes());
+        assert!(chunks.iter().all(|c| c.ends_with(b"\n") && c.starts_with(b"line")));
+    }
+
+    #[test]
+    fn error_lines_are_numbered_across_threads() {
+        // Big enough to be parsed by several threads; the bad line sits in a later chunk.
+        let good = r#"{"add":{"path":"p","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
+        let n = (12 << 20) / good.len();
+        let mut text: String = (0..n).map(|_| format!("{good}\n")).collect();
+        text.push_str("{\"add\": nope}\n");
+        text.push_str(&format!("{good}\n"));
+        let err = parse_actions(text.as_bytes(), Path::new("c.json"), Some(1)).unwrap_err().to_string();
+        assert!(err.contains(&format!("line {}:", n + 1)), "{err}");
+        let mut bad = text.into_bytes();
+        bad.truncate(good.len() * 3 + 3);
+        bad[good.len() + 1 + 5] = 0xff;
+        let err = parse_actions(&bad, Path::new("c.json"), Some(1)).unwrap_err().to_string();
+        assert!(err.contains("line 2:") && err.contains("not UTF-8"), "{err}");
     }
 }

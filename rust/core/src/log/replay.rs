@@ -205,7 +205,7 @@ mod tests {
     fn add(path: &str, dv: Option<&str>) -> Action {
         Action::Add(AddFile {
             path: path.into(),
-            partition_values: vec![],
+            partition_values: Default::default(),
             size: 1,
             modification_time: 0,
             data_change: true,

@@ -154,7 +154,7 @@ mod tests {
     }
 
     fn file(p: Option<&str>, stats: Option<&str>) -> AddFile {
-        let pv: PartitionValues = vec![("p".into(), p.map(Into::into)), ("d".into(), Some("2024-01-01".into()))];
+        let pv: PartitionValues = vec![("p".into(), p.map(Into::into)), ("d".into(), Some("2024-01-01".into()))].into();
         AddFile {
             path: "f".into(),
             partition_values: pv,

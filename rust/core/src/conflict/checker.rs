@@ -189,8 +189,18 @@ pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
     if t.read.predicates.is_empty() {
         return Ok(format!("this transaction recorded no read predicate; {n} added files cannot match"));
     }
+    // Without data skipping a verdict depends only on the partition tuple, and the log readers
+    // share one tuple among the files of a partition: judge each tuple once per predicate.
+    let mut verdicts: hashbrown::HashMap<(usize, usize), bool> = hashbrown::HashMap::new();
+    let mut matches = |i: usize, p: &Predicate, a: &AddFile| {
+        if t.data_skipping {
+            p.file_may_match(a, true)
+        } else {
+            *verdicts.entry((i, a.partition_values.id())).or_insert_with(|| p.partition_matches(a))
+        }
+    };
     for a in data_adds() {
-        if let Some(p) = t.read.predicates.iter().find(|p| matches_read(t, p, a)) {
+        if let Some((_, p)) = t.read.predicates.iter().enumerate().find(|(i, p)| matches(*i, p, a)) {
             let what = match &p.text {
                 Some(text) => format!("The added file may contain rows matching this transaction's read predicate `{text}`."),
                 None => "This transaction scanned the table without a predicate.".to_string(),
@@ -215,14 +225,6 @@ pub(crate) fn appends_ignored(t: &TxnView, w: &WinningCommit, n: usize) -> Optio
             Some(format!("WriteSerializable ignores the winner's blind append of {n} files"))
         }
         _ => None,
-    }
-}
-
-fn matches_read(t: &TxnView, p: &Predicate, a: &AddFile) -> bool {
-    if t.data_skipping {
-        p.file_may_match(a, true)
-    } else {
-        p.partition_matches(a)
     }
 }
 

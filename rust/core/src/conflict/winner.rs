@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::log::actions::{Action, Actions, AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
+use crate::log::actions::{Action, Actions, AddFile, StatsText, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
 use crate::log::json;
 use crate::log::path::commit_path;
 
@@ -33,6 +33,10 @@ impl WinningCommit {
 
     pub fn from_actions(version: i64, actions: Actions) -> Self {
         let mut w = WinningCommit { version, adds: actions.adds, ..Default::default() };
+        // A winner's stats are read by every data-skipping check against it: unescape them once.
+        for a in &mut w.adds {
+            a.stats = a.stats.take().map(StatsText::into_plain);
+        }
         for a in actions.other {
             match a {
                 Action::Add(x) => w.adds.push(x),

@@ -145,6 +145,14 @@ impl StatsText {
         }
     }
 
+    /// The same stats as plain text (unescaped now rather than on every use).
+    pub fn into_plain(self) -> Self {
+        match self.text() {
+            Cow::Borrowed(_) => self,
+            Cow::Owned(t) => StatsText::plain(&t),
+        }
+    }
+
     /// The stats JSON text, unescaped.
     pub fn text(&self) -> Cow<'_, str> {
         if self.0.starts_with('"') {
@@ -598,6 +606,9 @@ mod tests {
         // Plain text that starts with a quote must not be mistaken for a literal.
         assert_eq!(StatsText::plain(r#""quoted\""#).text(), r#""quoted\""#);
         assert_eq!(lit, StatsText::literal(r#""{\"numRecords\":3}""#));
+        let plain = lit.clone().into_plain();
+        assert_eq!(plain.text(), lit.text());
+        assert!(matches!(plain.text(), Cow::Borrowed(_)));
     }
 
     #[test]

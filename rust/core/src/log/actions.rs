@@ -74,13 +74,7 @@ impl PartitionInterner {
 
     /// The tuple with these `(column, value)` pairs.
     pub fn values<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone) -> PartitionValues {
-        use std::hash::{BuildHasher, Hash, Hasher};
-        let mut h = self.hasher.build_hasher();
-        for (k, v) in pairs.clone() {
-            k.hash(&mut h);
-            v.hash(&mut h);
-        }
-        let hash = h.finish();
+        let hash = hash_pairs(&self.hasher, pairs.clone());
         let same = |pv: &PartitionValues| {
             pv.len() == pairs.clone().count() && pv.iter().zip(pairs.clone()).all(|((a, b), (k, v))| &**a == k && b.as_deref() == v)
         };
@@ -89,16 +83,19 @@ impl PartitionInterner {
         }
         let pv: PartitionValues = pairs.collect();
         let hasher = &self.hasher;
-        self.by_value.insert_unique(hash, pv.clone(), |p| {
-            let mut h = hasher.build_hasher();
-            for (k, v) in p.iter() {
-                (&**k).hash(&mut h);
-                v.as_deref().hash(&mut h);
-            }
-            h.finish()
-        });
+        self.by_value.insert_unique(hash, pv.clone(), |p| hash_pairs(hasher, p.iter().map(|(k, v)| (&**k, v.as_deref()))));
         pv
     }
+}
+
+fn hash_pairs<'a>(hasher: &hashbrown::DefaultHashBuilder, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)>) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = hasher.build_hasher();
+    for (k, v) in pairs {
+        k.hash(&mut h);
+        v.hash(&mut h);
+    }
+    h.finish()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -332,12 +329,6 @@ impl Actions {
         self.other.append(&mut more.other);
     }
 
-    /// All actions as one list: the other actions in log order, then the adds.
-    pub fn into_vec(self) -> Vec<Action> {
-        let mut out = self.other;
-        out.extend(self.adds.into_iter().map(Action::Add));
-        out
-    }
 }
 
 impl From<Vec<Action>> for Actions {

@@ -70,9 +70,13 @@ struct LineError {
 
 /// Parse one chunk (whole lines); returns its actions and its number of lines.
 fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| LineError {
-        line: bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
-        message: format!("not UTF-8 (at byte {} of the line)", e.valid_up_to() - bytes[..e.valid_up_to()].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1)),
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let valid = &bytes[..e.valid_up_to()];
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        LineError {
+            line: valid.iter().filter(|&&b| b == b'\n').count(),
+            message: format!("not UTF-8 (at byte {} of the line)", valid.len() - line_start),
+        }
     })?;
     // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
     let mut out = Actions { adds: Vec::with_capacity(bytes.len() / 300 + 1), other: Vec::new() };
@@ -97,30 +101,15 @@ fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError>
 pub const WINDOW: usize = 64 << 20;
 
 /// Parse a commit file window by window (windows end on line boundaries), handing each window's
-/// actions to `sink`, so a huge commit never sits in memory both as text and as actions. Reading
-/// and parsing run on a scoped thread one window ahead of `sink`, so applying window `k` overlaps
-/// parsing window `k + 1`.
+/// actions to `sink`, so a huge commit never sits in memory both as text and as actions.
 pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Actions)) -> Result<()> {
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut err = None;
-    read_windows(&mut f, path, version, |parts| match parts {
-        Ok(parts) => { for p in parts { sink(p) } true }
-        Err(e) => { err = Some(e); false }
-    });
-    err.map_or(Ok(()), Err)
-}
-
-/// Read `f` window by window and parse each; `send` returns false when the receiver is gone.
-fn read_windows(f: &mut std::fs::File, path: &Path, version: i64, mut send: impl FnMut(Result<Vec<Actions>>) -> bool) {
     use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + (1 << 20));
     let mut line = 1;
     loop {
         let before = buf.len();
-        if let Err(e) = f.take(WINDOW as u64).read_to_end(&mut buf) {
-            send(Err(Error::io(path, e)));
-            return;
-        }
+        (&mut f).take(WINDOW as u64).read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
         let eof = buf.len() == before;
         let cut = if eof {
             buf.len()
@@ -131,19 +120,13 @@ fn read_windows(f: &mut std::fs::File, path: &Path, version: i64, mut send: impl
             }
         };
         if cut > 0 {
-            let parsed = parse_parts(&buf[..cut], line, path, Some(version));
-            let failed = parsed.is_err();
-            let sent = send(parsed.map(|(parts, lines)| {
-                line += lines;
-                parts
-            }));
-            if failed || !sent {
-                return;
-            }
+            let (parts, lines) = parse_parts(&buf[..cut], line, path, Some(version))?;
+            parts.into_iter().for_each(&mut sink);
+            line += lines;
             buf.drain(..cut);
         }
         if eof {
-            return;
+            return Ok(());
         }
     }
 }

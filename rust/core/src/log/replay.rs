@@ -190,11 +190,10 @@ impl LogState {
 fn path_tags(adds: &[AddFile]) -> Vec<u32> {
     let tag = |a: &AddFile| path_hash(&a.path);
     if adds.len() <= PARALLEL_HASH_ABOVE {
-        return adds.iter().map(tag).collect();
+        adds.iter().map(tag).collect()
+    } else {
+        crate::parallel::map(adds, tag)
     }
-    let per = adds.len().div_ceil(crate::parallel::available());
-    let chunks: Vec<&[AddFile]> = adds.chunks(per).collect();
-    crate::parallel::map(&chunks, |c| c.iter().map(tag).collect::<Vec<u32>>()).concat()
 }
 
 #[cfg(test)]

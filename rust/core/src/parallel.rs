@@ -13,16 +13,28 @@ pub fn threads_for(work: usize, min_per_thread: usize) -> usize {
 
 /// Map `f` over `items` on up to `available()` scoped threads, keeping the order of results.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_with(items, || (), |_, x| f(x))
+}
+
+/// [`map`] where each thread first makes its own state with `init` and `f` may update it (the
+/// state may keep references into `items`).
+pub fn map_with<'t, T: Sync, S, R: Send>(items: &'t [T], init: impl Fn() -> S + Sync, f: impl Fn(&mut S, &'t T) -> R + Sync) -> Vec<R> {
     let threads = available().min(items.len());
     if threads <= 1 {
-        return items.iter().map(&f).collect();
+        let mut state = init();
+        return items.iter().map(|x| f(&mut state, x)).collect();
     }
     let per = items.len().div_ceil(threads);
     std::thread::scope(|s| {
-        let f = &f;
+        let (f, init) = (&f, &init);
         let handles: Vec<_> = items
             .chunks(per)
-            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut state = init();
+                    chunk.iter().map(|x| f(&mut state, x)).collect::<Vec<R>>()
+                })
+            })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("worker thread panicked")).collect()
     })

@@ -163,13 +163,8 @@ impl Transaction {
             None => Predicate::all(),
         };
         let snap = self.snap()?.clone();
-        let hits: Vec<usize> = snap
-            .files()
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| predicate.file_may_match(f, true))
-            .map(|(i, _)| i)
-            .collect();
+        let mut judge = crate::predicate::FileJudge::new(&predicate, true);
+        let hits: Vec<usize> = snap.files().iter().enumerate().filter(|(_, f)| judge.may_match(f)).map(|(i, _)| i).collect();
         for &i in &hits {
             self.read.files.insert(snap.files()[i].path.clone());
         }

@@ -159,7 +159,8 @@ impl SnapshotHandle {
             let s = &self.inner;
             let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
             let p = delta_occ_core::predicate::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)?;
-            let hits = s.files().iter().enumerate().filter(|(_, f)| p.file_may_match(f, true)).map(|(i, _)| i).collect();
+            let mut judge = delta_occ_core::predicate::FileJudge::new(&p, true);
+            let hits = s.files().iter().enumerate().filter(|(_, f)| judge.may_match(f)).map(|(i, _)| i).collect();
             Ok((hits, p.to_json().to_string()))
         })
         .py_err()

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
 use crate::log::actions::{AddFile, PartitionValues, RemoveFile};
-use crate::predicate::Predicate;
+use crate::predicate::{FileJudge, Predicate};
 use crate::protocol;
 use crate::snapshot::{PartitionColumn, Snapshot};
 
@@ -101,17 +101,32 @@ impl TxnView<'_> {
 pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<String>> {
     let adds: usize = winners.iter().map(|w| w.adds.len() + w.removes.len()).sum();
     let results = if crate::parallel::threads_for(adds, 20_000) > 1 {
-        crate::parallel::map(winners, |w| check(t, w))
+        crate::parallel::map_with(winners, || Judges::new(t), |j, w| check_with(t, w, j))
     } else {
-        winners.iter().map(|w| check(t, w)).collect()
+        let mut j = Judges::new(t);
+        winners.iter().map(|w| check_with(t, w, &mut j)).collect()
     };
     results.into_iter().collect()
 }
 
+/// One judge per read predicate, kept across the winners one thread checks, so a partition
+/// tuple is judged once per content.
+pub struct Judges<'a>(Vec<FileJudge<'a>>);
+
+impl<'a> Judges<'a> {
+    pub fn new(t: &TxnView<'a>) -> Self {
+        Judges(t.read.predicates.iter().map(|p| FileJudge::new(p, t.data_skipping)).collect())
+    }
+}
+
 /// Check the transaction against one winner. `Ok` carries the explanation of why it passed.
 pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
+    check_with(t, w, &mut Judges::new(t))
+}
+
+fn check_with<'a>(t: &TxnView<'a>, w: &'a WinningCommit, judges: &mut Judges<'a>) -> Result<String> {
     check_head(t, w)?;
-    let appends = check_appends(t, w)?;
+    let appends = check_appends_with(t, w, judges)?;
     check_deletes(t, w)?;
     check_identity(t, w)?;
     Ok(appends)
@@ -146,7 +161,7 @@ pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
 
 /// Check 8: identity columns.
 pub fn check_identity(t: &TxnView, w: &WinningCommit) -> Result<()> {
-    if t.identity_columns && t.adds_data && w.adds.iter().any(|a| a.data_change) {
+    if t.identity_columns && t.adds_data && w.num_data_adds > 0 {
         return Err(t.conflict(
             ConflictKind::ConcurrentWrite,
             w,
@@ -168,8 +183,11 @@ fn check_protocol(t: &TxnView, w: &WinningCommit) -> Result<()> {
 
 /// §3 check 5, with the §2 table deciding which added files are candidates.
 pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
-    let data_adds = || w.adds.iter().filter(|a| a.data_change);
-    let n = data_adds().count();
+    check_appends_with(t, w, &mut Judges::new(t))
+}
+
+fn check_appends_with<'a>(t: &TxnView<'a>, w: &'a WinningCommit, judges: &mut Judges<'a>) -> Result<String> {
+    let n = w.num_data_adds;
     if n == 0 {
         return Ok("it added no data files".into());
     }
@@ -177,7 +195,7 @@ pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
         return Ok(why);
     }
     if t.read.whole_table {
-        let a = data_adds().next().expect("n > 0");
+        let (_, a) = w.data_adds().next().expect("n > 0");
         return Err(t.file_conflict(
             ConflictKind::ConcurrentAppend,
             w,
@@ -189,29 +207,38 @@ pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
     if t.read.predicates.is_empty() {
         return Ok(format!("this transaction recorded no read predicate; {n} added files cannot match"));
     }
-    // Without data skipping a verdict depends only on the partition tuple, and the log readers
-    // share one tuple among the files of a partition: judge each tuple once per predicate.
-    let mut verdicts: hashbrown::HashMap<(usize, usize), bool> = hashbrown::HashMap::new();
-    let mut matches = |i: usize, p: &Predicate, a: &AddFile| {
-        if t.data_skipping {
-            p.file_may_match(a, true)
-        } else {
-            *verdicts.entry((i, a.partition_values.id())).or_insert_with(|| p.partition_matches(a))
-        }
-    };
-    for a in data_adds() {
-        if let Some((_, p)) = t.read.predicates.iter().enumerate().find(|(i, p)| matches(*i, p, a)) {
-            let what = match &p.text {
-                Some(text) => format!("The added file may contain rows matching this transaction's read predicate `{text}`."),
-                None => "This transaction scanned the table without a predicate.".to_string(),
-            };
-            return Err(t.file_conflict(ConflictKind::ConcurrentAppend, w, &a.path, Some(&a.partition_values), what));
-        }
+    if let Some((a, p)) = first_appended_match(w, &mut judges.0) {
+        let what = match &p.text {
+            Some(text) => format!("The added file may contain rows matching this transaction's read predicate `{text}`."),
+            None => "This transaction scanned the table without a predicate.".to_string(),
+        };
+        return Err(t.file_conflict(ConflictKind::ConcurrentAppend, w, &a.path, Some(&a.partition_values), what));
     }
     Ok(format!(
         "none of the {n} added files can hold rows matching the read predicates{}",
         if t.data_skipping { " (partition values and statistics)" } else { " (partition values)" }
     ))
+}
+
+/// The first dataChange add (in commit order) that may hold rows matching a read predicate, with
+/// the first such predicate. Predicates judged by partition alone look at one file per distinct
+/// tuple; the others read statistics, and only of the files before the first tuple match.
+fn first_appended_match<'a>(w: &'a WinningCommit, judges: &mut [FileJudge<'a>]) -> Option<(&'a AddFile, &'a Predicate)> {
+    let mut first = w
+        .data_partitions
+        .iter()
+        .find(|(i, key)| judges.iter_mut().any(|j| j.by_partition() && j.tuple_may_match(&w.adds[*i], key)))
+        .map(|(i, _)| i);
+    if judges.iter().any(|j| !j.by_partition()) {
+        let end = first.unwrap_or(w.adds.len());
+        let mut by_stats = w.data_adds().take_while(|(i, _)| *i < end);
+        if let Some((i, _)) = by_stats.find(|(_, a)| judges.iter_mut().any(|j| !j.by_partition() && j.may_match(a))) {
+            first = Some(i);
+        }
+    }
+    let a = &w.adds[first?];
+    let j = judges.iter_mut().position(|j| j.may_match(a)).expect("some predicate matched this file");
+    Some((a, judges[j].predicate()))
 }
 
 /// Whether the §2 table (or a blind-append txn) makes the winner's `n` added files irrelevant.
@@ -277,4 +304,71 @@ pub(crate) fn check_deletes_of(t: &TxnView, w: &WinningCommit, removes: &[Remove
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    use crate::log::json;
+    use crate::schema::{ColumnMappingMode, StructType};
+
+    /// A small deterministic generator (xorshift), so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn winner(version: i64, rng: &mut Rng) -> WinningCommit {
+        let mut text = String::new();
+        for i in 0..rng.below(40) {
+            let p = match rng.below(6) {
+                5 => "null".to_string(),
+                n => format!("\"{n}\""),
+            };
+            let lo = rng.below(100);
+            let stats = match rng.below(5) {
+                0 => "null".to_string(),
+                _ => format!(r#""{{\"numRecords\":3,\"minValues\":{{\"x\":{lo}}},\"maxValues\":{{\"x\":{}}},\"nullCount\":{{\"x\":0}}}}""#, lo + rng.below(20)),
+            };
+            let data_change = rng.below(6) != 0;
+            text.push_str(&format!(
+                r#"{{"add":{{"path":"f{version}-{i}","partitionValues":{{"p":{p}}},"size":1,"modificationTime":0,"dataChange":{data_change},"stats":{stats}}}}}"#
+            ));
+            text.push('\n');
+        }
+        WinningCommit::from_actions(version, json::parse_actions(text.as_bytes(), Path::new("t.json"), Some(version)).unwrap())
+    }
+
+    /// The judges (one tuple judged once per content, across winners; statistics only before the
+    /// first tuple match) find the same first file and predicate as judging every file in turn.
+    #[test]
+    fn first_match_equals_file_by_file() {
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"p","type":"integer","nullable":true,"metadata":{}},{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap();
+        let texts = ["p = 1", "x > 90", "p = 2 AND x < 10", "p IS NULL OR x = 7", "p IN (3, 4)", "x BETWEEN 40 AND 45", "p > 2 AND x > 100"];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..300 {
+            let preds: Vec<Predicate> = (0..1 + rng.below(3))
+                .map(|_| Predicate::parse(texts[rng.below(texts.len() as u64) as usize], &schema, ColumnMappingMode::None, &["p".into()]).unwrap())
+                .collect();
+            let skipping = rng.below(2) == 0;
+            let winners: Vec<WinningCommit> = (1..=4).map(|v| winner(v, &mut rng)).collect();
+            let mut judges: Vec<FileJudge> = preds.iter().map(|p| FileJudge::new(p, skipping)).collect();
+            for w in &winners {
+                let expected = w.data_adds().find_map(|(_, a)| preds.iter().find(|p| p.file_may_match(a, skipping)).map(|p| (&a.path, &p.text)));
+                let got = first_appended_match(w, &mut judges).map(|(a, p)| (&a.path, &p.text));
+                assert_eq!(got, expected, "case {case}, version {}, skipping {skipping}", w.version);
+            }
+        }
+    }
 }

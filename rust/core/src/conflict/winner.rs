@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::log::actions::{Action, Actions, AddFile, StatsText, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
+use crate::log::actions::{Action, Actions, AddFile, PartitionValues, StatsText, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
 use crate::log::json;
 use crate::log::path::commit_path;
 
@@ -18,6 +18,11 @@ pub struct WinningCommit {
     pub txn_id: Option<String>,
     pub in_commit_timestamp: Option<i64>,
     pub adds: Vec<AddFile>,
+    /// The distinct partition tuples of the dataChange adds: partition-only checks judge these
+    /// instead of every file.
+    pub data_partitions: DistinctPartitions,
+    /// How many of `adds` have dataChange=true.
+    pub num_data_adds: usize,
     pub removes: Vec<RemoveFile>,
     pub metadata: Option<Metadata>,
     pub protocol: Option<Protocol>,
@@ -49,6 +54,8 @@ impl WinningCommit {
                 Action::Sidecar(_) | Action::CheckpointMetadata => {}
             }
         }
+        w.data_partitions = DistinctPartitions::of(&w.adds);
+        w.num_data_adds = w.adds.iter().filter(|a| a.data_change).count();
         let info: Option<Value> = w.commit_info.as_deref().and_then(|c| serde_json::from_str(c).ok());
         let get = |k: &str| info.as_ref().and_then(|i| i.get(k));
         w.operation = get("operation").and_then(Value::as_str).unwrap_or("TRANSACTION").to_string();
@@ -65,10 +72,15 @@ impl WinningCommit {
                     && w.removes.is_empty()
                     && w.metadata.is_none()
                     && w.protocol.is_none()
-                    && w.adds.iter().all(|a| a.data_change)
+                    && w.num_data_adds == w.adds.len()
             }
         };
         w
+    }
+
+    /// The dataChange adds in order.
+    pub fn data_adds(&self) -> impl Iterator<Item = (usize, &AddFile)> {
+        self.adds.iter().enumerate().filter(|(_, a)| a.data_change)
     }
 
     /// Number of actions the checks look at (for throughput figures).
@@ -79,5 +91,111 @@ impl WinningCommit {
             + self.domains.len()
             + self.metadata.is_some() as usize
             + self.protocol.is_some() as usize
+    }
+}
+
+/// The distinct partition tuples among a commit's dataChange adds, each with its first file and
+/// its content as one byte string. The bytes sit together in memory, so a check recognises a
+/// tuple it has judged before (in this winner or an earlier one) without touching the files.
+#[derive(Debug, Clone, Default)]
+pub struct DistinctPartitions {
+    /// Per tuple, in order of first appearance: index in `adds` of its first file, and end of
+    /// its key in `keys`.
+    entries: Vec<(u32, u32)>,
+    keys: Vec<u8>,
+}
+
+impl DistinctPartitions {
+    /// The log readers share one tuple among the files of a partition within a commit, so the
+    /// shared allocation identifies it while reading.
+    fn of(adds: &[AddFile]) -> Self {
+        let mut seen = hashbrown::HashSet::new();
+        let mut out = DistinctPartitions::default();
+        for (i, a) in adds.iter().enumerate() {
+            if a.data_change && seen.insert(a.partition_values.id()) {
+                encode_key(&a.partition_values, &mut out.keys);
+                out.entries.push((i as u32, out.keys.len() as u32));
+            }
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// `(index in adds of the tuple's first file, the tuple's key)` in order of first appearance.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        let starts = std::iter::once(0).chain(self.entries.iter().map(|e| e.1 as usize));
+        self.entries.iter().zip(starts).map(|(&(i, end), start)| (i as usize, &self.keys[start..end as usize]))
+    }
+}
+
+/// An unambiguous byte string of a tuple: per pair, length-prefixed key, then a null marker or a
+/// length-prefixed value.
+fn encode_key(pv: &PartitionValues, out: &mut Vec<u8>) {
+    let mut put = |b: &[u8]| {
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
+    };
+    for (k, v) in pv.iter() {
+        put(k.as_bytes());
+        match v {
+            None => put(&[0]),
+            Some(v) => {
+                put(&[1]);
+                put(v.as_bytes());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pairs: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let pv: PartitionValues = pairs.iter().map(|(k, v)| (Box::from(*k), v.map(Box::from))).collect::<Vec<_>>().into();
+        let mut out = Vec::new();
+        encode_key(&pv, &mut out);
+        out
+    }
+
+    #[test]
+    fn tuple_keys_are_unambiguous() {
+        let keys = [
+            key(&[("a", Some("bc"))]),
+            key(&[("ab", Some("c"))]),
+            key(&[("a", None)]),
+            key(&[("a", Some(""))]),
+            key(&[("a", Some("b")), ("c", None)]),
+            key(&[("a", Some("b")), ("c", Some(""))]),
+            key(&[]),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(key(&[("a", Some("b"))]), key(&[("a", Some("b"))]));
+    }
+
+    #[test]
+    fn distinct_partitions_of_data_adds() {
+        let lines = [
+            r#"{"add":{"path":"a","partitionValues":{"p":"1"},"size":1,"modificationTime":0,"dataChange":false}}"#,
+            r#"{"add":{"path":"b","partitionValues":{"p":"2"},"size":1,"modificationTime":0,"dataChange":true}}"#,
+            r#"{"add":{"path":"c","partitionValues":{"p":"1"},"size":1,"modificationTime":0,"dataChange":true}}"#,
+            r#"{"add":{"path":"d","partitionValues":{"p":"2"},"size":1,"modificationTime":0,"dataChange":true}}"#,
+        ];
+        let actions = json::parse_actions(lines.join("\n").as_bytes(), Path::new("t.json"), Some(1)).unwrap();
+        let w = WinningCommit::from_actions(1, actions);
+        let firsts: Vec<&str> = w.data_partitions.iter().map(|(i, _)| &*w.adds[i].path).collect();
+        assert_eq!(firsts, ["b", "c"], "the first dataChange file of each tuple, in order");
+        assert_eq!(w.num_data_adds, 3);
     }
 }

@@ -44,20 +44,36 @@ pub fn partition_value(pv: &PartitionValues, column: &ColumnRef) -> Result<Scala
 /// Domains for every column the predicate references. `with_stats` false leaves data columns
 /// unknown (no data skipping).
 pub fn domains(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool) -> Vec<Domain> {
-    let parsed = if with_stats && columns.iter().any(|c| !c.partition) { stats.and_then(|s| RawStats::parse(s, columns)) } else { None };
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if c.partition {
-                return partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown);
-            }
+    let mut s = Scratch::default();
+    domains_into(columns, pv, stats, with_stats, &mut s);
+    s.domains
+}
+
+/// Buffers reused across files when judging many of them (no allocation per file).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// Per referenced column: byte ranges of its min, max and nullCount in the stats text.
+    bounds: Vec<[Option<(usize, usize)>; 3]>,
+    domains: Vec<Domain>,
+}
+
+/// [`domains`] into reused buffers.
+pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool, s: &'s mut Scratch) -> &'s [Domain] {
+    let stats = stats.filter(|_| with_stats && columns.iter().any(|c| !c.partition));
+    let parsed = stats.and_then(|text| RawStats::parse(text, columns, &mut s.bounds).map(|r| (text, r)));
+    s.domains.clear();
+    for (i, c) in columns.iter().enumerate() {
+        let d = if c.partition {
+            partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown)
+        } else {
             match &parsed {
-                Some(s) => Domain::Range(s.column(i, c)),
+                Some((text, r)) => Domain::Range(r.column(text, &s.bounds[i], c)),
                 None => Domain::Unknown,
             }
-        })
-        .collect()
+        };
+        s.domains.push(d);
+    }
+    &s.domains
 }
 
 /// Can some row of a file with these column domains satisfy `expr`?
@@ -245,55 +261,59 @@ fn operand(e: &Expr, values: &[Scalar]) -> Option<Scalar> {
     }
 }
 
-/// The stats of the columns a predicate needs, borrowed from the JSON text: one pass over it, no
-/// map built, other columns skipped.
-struct RawStats<'a> {
+/// The stats of the columns a predicate needs, located in the JSON text in one pass: no map
+/// built, other columns skipped, the byte ranges of the needed values kept in a reused buffer.
+struct RawStats {
     num_records: Option<i64>,
-    /// Per needed column: min, max, nullCount.
-    cols: Vec<[Option<&'a RawValue>; 3]>,
 }
 
-impl<'a> RawStats<'a> {
-    fn parse(text: &'a str, names: &[ColumnRef]) -> Option<Self> {
+impl RawStats {
+    fn parse(text: &str, names: &[ColumnRef], bounds: &mut Vec<[Option<(usize, usize)>; 3]>) -> Option<Self> {
+        bounds.clear();
+        bounds.resize(names.len(), [None; 3]);
         let mut de = serde_json::Deserializer::from_str(text);
-        let mut out = RawStats { num_records: None, cols: vec![[None; 3]; names.len()] };
-        serde::de::DeserializeSeed::deserialize(TopSeed { names, out: &mut out }, &mut de).ok()?;
+        let mut out = RawStats { num_records: None };
+        let seed = TopSeed { names, base: text.as_ptr() as usize, num_records: &mut out.num_records, bounds };
+        serde::de::DeserializeSeed::deserialize(seed, &mut de).ok()?;
         Some(out)
     }
 
-    fn column(&self, i: usize, c: &ColumnRef) -> ColumnStats {
-        let [min, max, nulls] = self.cols[i];
+    fn column(&self, text: &str, bounds: &[Option<(usize, usize)>; 3], c: &ColumnRef) -> ColumnStats {
+        let raw = |k: usize| bounds[k].map(|(a, b)| &text[a..b]);
         ColumnStats {
-            min: min.and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
-            max: max.and_then(|r| stat_value(r, &c.data_type, Bound::Max)),
-            null_count: nulls.and_then(|r| serde_json::from_str::<i64>(r.get()).ok()),
+            min: raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
+            max: raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max)),
+            null_count: raw(2).and_then(|r| r.parse::<i64>().ok()),
             num_records: self.num_records,
         }
     }
 }
 
-struct TopSeed<'s, 'a> {
+struct TopSeed<'s> {
     names: &'s [ColumnRef],
-    out: &'s mut RawStats<'a>,
+    /// Address of the text's first byte: value ranges are offsets from it.
+    base: usize,
+    num_records: &'s mut Option<i64>,
+    bounds: &'s mut Vec<[Option<(usize, usize)>; 3]>,
 }
 
-impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for TopSeed<'_, 'a> {
+impl<'de> serde::de::DeserializeSeed<'de> for TopSeed<'_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de: 'a, 'a> serde::de::Visitor<'de> for TopSeed<'_, 'a> {
+impl<'de> serde::de::Visitor<'de> for TopSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a stats object")
     }
     fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
-        while let Some(k) = m.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(k)) = m.next_key()? {
             let slot = match &*k {
                 "numRecords" => {
-                    self.out.num_records = m.next_value::<Option<i64>>()?;
+                    *self.num_records = m.next_value::<Option<i64>>()?;
                     continue;
                 }
                 "minValues" => 0,
@@ -304,26 +324,27 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for TopSeed<'_, 'a> {
                     continue;
                 }
             };
-            m.next_value_seed(ColsSeed { names: self.names, slot, out: &mut self.out.cols })?;
+            m.next_value_seed(ColsSeed { names: self.names, slot, base: self.base, out: self.bounds })?;
         }
         Ok(())
     }
 }
 
-struct ColsSeed<'s, 'a> {
+struct ColsSeed<'s> {
     names: &'s [ColumnRef],
     slot: usize,
-    out: &'s mut Vec<[Option<&'a RawValue>; 3]>,
+    base: usize,
+    out: &'s mut Vec<[Option<(usize, usize)>; 3]>,
 }
 
-impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for ColsSeed<'_, 'a> {
+impl<'de> serde::de::DeserializeSeed<'de> for ColsSeed<'_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de: 'a, 'a> serde::de::Visitor<'de> for ColsSeed<'_, 'a> {
+impl<'de> serde::de::Visitor<'de> for ColsSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an object of column statistics")
@@ -332,15 +353,43 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for ColsSeed<'_, 'a> {
         Ok(())
     }
     fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
-        while let Some(k) = m.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(k)) = m.next_key()? {
             match self.names.iter().position(|c| !c.partition && c.physical == *k) {
-                Some(i) => self.out[i][self.slot] = Some(m.next_value::<&'de RawValue>()?),
+                Some(i) => {
+                    let raw = m.next_value::<&'de RawValue>()?.get();
+                    let start = raw.as_ptr() as usize - self.base;
+                    self.out[i][self.slot] = Some((start, start + raw.len()));
+                }
                 None => {
                     m.next_value::<serde::de::IgnoredAny>()?;
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// A map key borrowed from the text unless it holds escapes (serde's `Cow<str>` always copies).
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v.to_string())))
     }
 }
 
@@ -351,8 +400,7 @@ enum Bound {
 }
 
 /// A stats min/max JSON value as a bound of the column's type; `None` when it is not usable.
-fn stat_value(raw: &RawValue, ty: &DataType, bound: Bound) -> Option<Scalar> {
-    let text = raw.get();
+fn stat_value(text: &str, ty: &DataType, bound: Bound) -> Option<Scalar> {
     let p = match ty {
         DataType::Decimal(..) => {
             let n: serde_json::Number = serde_json::from_str(text).ok()?;

@@ -55,7 +55,7 @@ impl Predicate {
     }
 
     pub fn is_all(&self) -> bool {
-        self.text.is_none() || self.expr == Expr::bool(true)
+        self.text.is_none() || matches!(self.expr, Expr::Literal(Scalar::Boolean(true)))
     }
 
     /// Do the file's partition values satisfy the partition-only conjuncts (exactly; NULL never
@@ -89,6 +89,71 @@ impl Predicate {
     /// Exactly deterministic, and free of nested/complex references (row-level evaluation).
     pub fn is_deterministic(&self) -> bool {
         self.expr.is_deterministic()
+    }
+}
+
+/// Judges many files against one predicate: the partition part once per distinct partition
+/// tuple, statistics only for files whose partition can match, buffers reused between files.
+/// Files must outlive the judge, since tuples are recognised by their shared allocation.
+pub struct FileJudge<'a> {
+    pred: &'a Predicate,
+    use_stats: bool,
+    by_tuple: hashbrown::HashMap<usize, bool>,
+    by_key: hashbrown::HashMap<Box<[u8]>, bool>,
+    scratch: eval::Scratch,
+}
+
+impl<'a> FileJudge<'a> {
+    pub fn new(pred: &'a Predicate, use_stats: bool) -> Self {
+        FileJudge { pred, use_stats, by_tuple: Default::default(), by_key: Default::default(), scratch: Default::default() }
+    }
+
+    pub fn predicate(&self) -> &'a Predicate {
+        self.pred
+    }
+
+    /// Whether a file's verdict depends on its partition tuple alone.
+    pub fn by_partition(&self) -> bool {
+        self.pred.is_all() || !self.use_stats || !self.pred.has_data_conjuncts
+    }
+
+    /// [`Predicate::file_may_match`], with the judge's `use_stats`.
+    pub fn may_match(&mut self, file: &'a AddFile) -> bool {
+        let tuple = match self.by_tuple.get(&file.partition_values.id()) {
+            Some(v) => *v,
+            None => {
+                let v = self.tuple_verdict(file);
+                self.by_tuple.insert(file.partition_values.id(), v);
+                v
+            }
+        };
+        if self.by_partition() || !tuple {
+            return tuple;
+        }
+        let d = eval::domains_into(&self.pred.columns, &file.partition_values, file.stats_text().as_deref(), true, &mut self.scratch);
+        eval::may_match(&self.pred.expr, d)
+    }
+
+    /// The verdict of a judge [`by_partition`](Self::by_partition) for `file`, whose partition
+    /// tuple has the content key `key`: judged once per distinct content.
+    pub fn tuple_may_match(&mut self, file: &'a AddFile, key: &[u8]) -> bool {
+        debug_assert!(self.by_partition());
+        if let Some(v) = self.by_key.get(key) {
+            return *v;
+        }
+        let v = self.tuple_verdict(file);
+        self.by_key.insert(key.into(), v);
+        v
+    }
+
+    /// Without data conjuncts (or stats) the whole verdict is the tuple's; otherwise a false
+    /// partition part already rules the file out.
+    fn tuple_verdict(&self, file: &AddFile) -> bool {
+        if self.by_partition() {
+            self.pred.file_may_match(file, self.use_stats)
+        } else {
+            self.pred.partition_matches(file)
+        }
     }
 }
 

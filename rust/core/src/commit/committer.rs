@@ -127,7 +127,8 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
     let mut checks: Vec<CheckRecord> = Vec::new();
     let mut rebased_over = Vec::new();
     let mut tried = Vec::new();
-    let mut st = prepared.staged.clone();
+    // The staged actions after the rebases so far; most commits never rebase.
+    let mut rebased: Option<Staged> = None;
     let mut actions: Option<Materialized> = None;
     let cache = ColumnCache::default();
     let mut rows_resolved = 0u64;
@@ -136,7 +137,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         attempt += 1;
         tried.push(attempt_version);
         if actions.is_none() {
-            let mut m = materialize(&txn.root, &st, true)?;
+            let mut m = materialize(&txn.root, rebased.as_ref().unwrap_or(&prepared.staged))?;
             for (k, v) in &txn.operation_metrics {
                 m.metrics.entry(k.clone()).or_insert_with(|| v.clone());
             }
@@ -172,11 +173,12 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
             return Ok(finish(txn, &prepared, rows_resolved, m, operation, w.version, attempt, rebased_over, checks));
         }
         let deadline = Instant::now() + opts.row_level_budget;
-        let checked = check_winners(txn, &prepared, &st, &table, &winners, deadline, &cache)?;
+        let st = rebased.as_ref().unwrap_or(&prepared.staged);
+        let checked = check_winners(txn, &prepared, st, &table, &winners, deadline, &cache)?;
         rows_resolved += checked.rows_resolved;
         let whys = checked.whys;
-        if let Some(rebased) = checked.rebased {
-            st = rebased;
+        if let Some(r) = checked.rebased {
+            rebased = Some(r);
             actions = None;
         }
         for (why, w) in whys.into_iter().zip(&winners) {
@@ -412,10 +414,9 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
     })
 }
 
-/// The file actions of an attempt. With `write_dvs`, one DV file holds the new DV of every file
-/// with staged row deletions (`remove(F, oldDv)` + `add(F, newDv)`) and of added files that
-/// carry deletions; without (validation), such files are staged as plain removes.
-fn materialize(root: &Path, st: &Staged, write_dvs: bool) -> Result<Materialized> {
+/// The file actions of an attempt. One DV file holds the new DV of every file with staged row
+/// deletions (`remove(F, oldDv)` + `add(F, newDv)`) and of added files that carry deletions.
+fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     let mut adds = st.adds.clone();
     let mut removes = st.removes.clone();
     let mut metrics = BTreeMap::new();
@@ -423,10 +424,7 @@ fn materialize(root: &Path, st: &Staged, write_dvs: bool) -> Result<Materialized
     let mut changed: Vec<&AddFile> = Vec::new();
     let mut newly = 0u64;
     for ch in st.dv.values() {
-        let current = match &ch.base.deletion_vector {
-            None => DeletionBitmap::default(),
-            Some(d) => dv::file::read(root, d)?,
-        };
+        let current = conflict::row_level::read_dv(root, ch.base.deletion_vector.as_deref())?;
         let union = current.union(&ch.rows);
         if union.len() == current.len() {
             continue;
@@ -437,26 +435,22 @@ fn materialize(root: &Path, st: &Staged, write_dvs: bool) -> Result<Materialized
     }
     let own: Vec<(usize, &DeletionBitmap)> =
         st.own_dvs.iter().filter(|(_, b)| !b.is_empty()).filter_map(|(p, b)| adds.iter().position(|a| a.path == *p).map(|i| (i, b))).collect();
-    if write_dvs {
-        let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
-        refs.extend(own.iter().map(|(_, b)| *b));
-        let descriptors = if refs.is_empty() { Vec::new() } else { dv::file::write(root, "", &refs)? };
-        let mut d = descriptors.into_iter();
-        for f in &changed {
-            removes.push(remove_of(f, true));
-            let mut a = (*f).clone();
-            a.deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-            a.data_change = true;
-            a.modification_time = chrono::Utc::now().timestamp_millis();
-            a.stats = a.stats_text().as_deref().map(|s| loosen_bounds(s).into());
-            adds.push(a);
-        }
-        for (i, _) in &own {
-            adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-            adds[*i].stats = adds[*i].stats_text().as_deref().map(|s| loosen_bounds(s).into());
-        }
-    } else {
-        removes.extend(changed.iter().map(|f| remove_of(f, true)));
+    let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
+    refs.extend(own.iter().map(|(_, b)| *b));
+    let descriptors = if refs.is_empty() { Vec::new() } else { dv::file::write(root, "", &refs)? };
+    let mut d = descriptors.into_iter();
+    for f in &changed {
+        removes.push(remove_of(f, true));
+        let mut a = (*f).clone();
+        a.deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
+        a.data_change = true;
+        a.modification_time = chrono::Utc::now().timestamp_millis();
+        a.stats = a.stats_text().as_deref().map(|s| loosen_bounds(s).into());
+        adds.push(a);
+    }
+    for (i, _) in &own {
+        adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
+        adds[*i].stats = adds[*i].stats_text().as_deref().map(|s| loosen_bounds(s).into());
     }
     if !changed.is_empty() {
         metrics.insert("numDeletionVectorsAdded".into(), changed.len().to_string());

@@ -100,13 +100,11 @@ impl TxnView<'_> {
 /// version order decides, exactly as a sequential walk would.
 pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<String>> {
     let adds: usize = winners.iter().map(|w| w.adds.len() + w.removes.len()).sum();
-    let results = if crate::parallel::threads_for(adds, 20_000) > 1 {
-        crate::parallel::map_with(winners, || Judges::new(t), |j, w| check_with(t, w, j))
-    } else {
+    if crate::parallel::threads_for(adds, 20_000) <= 1 {
         let mut j = Judges::new(t);
-        winners.iter().map(|w| check_with(t, w, &mut j)).collect()
-    };
-    results.into_iter().collect()
+        return winners.iter().map(|w| check_with(t, w, &mut j)).collect();
+    }
+    crate::parallel::map_with(winners, || Judges::new(t), |j, w| check_with(t, w, j)).into_iter().collect()
 }
 
 /// One judge per read predicate, kept across the winners one thread checks, so a partition

@@ -128,7 +128,7 @@ fn remap(bin: &Bin, k: usize, input_dv: &DeletionBitmap, rows: &DeletionBitmap) 
     out
 }
 
-fn read_dv(root: &Path, d: Option<&crate::dv::DeletionVectorDescriptor>) -> Result<DeletionBitmap> {
+pub(crate) fn read_dv(root: &Path, d: Option<&crate::dv::DeletionVectorDescriptor>) -> Result<DeletionBitmap> {
     match d {
         None => Ok(DeletionBitmap::default()),
         Some(d) => dv::file::read(root, d),

@@ -69,29 +69,28 @@ pub fn matching_rows(
     let data = cached_columns(root, file, &needed, cache)?;
     let mut out = DeletionBitmap::default();
     for p in predicates {
-        let partition: Vec<Option<Scalar>> = p
+        // Partition values (and columns the file lacks) are the same on every row: set them once.
+        let mut values: Vec<Scalar> = p
             .columns
             .iter()
-            .map(|c| c.partition.then(|| eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null)))
+            .map(|c| if c.partition { eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null) } else { Scalar::Null })
             .collect();
-        let arrays: Vec<Option<&ArrayRef>> =
-            p.columns.iter().map(|c| if c.partition { None } else { data.iter().find(|(n, _)| *n == c.physical).map(|(_, a)| a) }).collect();
-        let mut values = vec![Scalar::Null; p.columns.len()];
+        let arrays: Vec<(usize, &ArrayRef)> = p
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.partition)
+            .filter_map(|(i, c)| data.iter().find(|(n, _)| *n == c.physical).map(|(_, a)| (i, a)))
+            .collect();
         for pos in positions.0.iter() {
             if out.0.contains(pos) {
                 continue;
             }
-            for (i, c) in p.columns.iter().enumerate() {
-                values[i] = match (&partition[i], arrays[i]) {
-                    (Some(v), _) => v.clone(),
-                    (None, Some(a)) => {
-                        if pos as usize >= a.len() {
-                            return Err(Error::invalid(format!("row {pos} is beyond the {} rows of data file {}", a.len(), file.path)));
-                        }
-                        scalar_at(a, pos as usize, &c.data_type)
-                    }
-                    (None, None) => Scalar::Null,
-                };
+            for &(i, a) in &arrays {
+                if pos as usize >= a.len() {
+                    return Err(Error::invalid(format!("row {pos} is beyond the {} rows of data file {}", a.len(), file.path)));
+                }
+                values[i] = scalar_at(a, pos as usize, &p.columns[i].data_type);
             }
             if eval::eval(&p.expr, &values) == Some(true) {
                 out.0.insert(pos);

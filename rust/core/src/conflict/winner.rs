@@ -106,8 +106,9 @@ pub struct DistinctPartitions {
 }
 
 impl DistinctPartitions {
-    /// The log readers share one tuple among the files of a partition within a commit, so the
-    /// shared allocation identifies it while reading.
+    /// The log readers share one tuple among the files of a partition within a parsed part of a
+    /// commit, so the shared allocation identifies it while reading (a commit parsed in several
+    /// parts may list a tuple more than once; the judges' cache by content absorbs that).
     fn of(adds: &[AddFile]) -> Self {
         let mut seen = hashbrown::HashSet::new();
         let mut out = DistinctPartitions::default();

@@ -76,7 +76,8 @@ impl PartitionInterner {
     pub fn values<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone) -> PartitionValues {
         let hash = hash_pairs(&self.hasher, pairs.clone());
         let same = |pv: &PartitionValues| {
-            pv.len() == pairs.clone().count() && pv.iter().zip(pairs.clone()).all(|((a, b), (k, v))| &**a == k && b.as_deref() == v)
+            let mut it = pairs.clone();
+            pv.iter().all(|(a, b)| it.next().is_some_and(|(k, v)| &**a == k && b.as_deref() == v)) && it.next().is_none()
         };
         if let Some(pv) = self.by_value.find(hash, same) {
             return pv.clone();
@@ -437,10 +438,8 @@ impl<'a> JsonLine<'a> {
                 deletion_timestamp: r.deletion_timestamp,
                 data_change: r.data_change,
                 extended_file_metadata: r.extended_file_metadata,
-                partition_values: match r.partition_values {
-                    Some(raw) if raw.get() != "null" => Some(interner.json(raw.get())?),
-                    _ => None,
-                },
+                // serde gives `None` for a JSON null.
+                partition_values: r.partition_values.map(|raw| interner.json(raw.get())).transpose()?,
                 size: r.size,
                 deletion_vector: r.deletion_vector.map(Box::new),
                 base_row_id: r.base_row_id,
@@ -501,8 +500,8 @@ impl<'de> Deserialize<'de> for PartitionValuesSeed {
 /// `add.stats`: a string or null, borrowed as the raw literal (not unescaped).
 fn stats_literal<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     let raw = Option::<&'de RawValue>::deserialize(d)?;
+    // serde gives `None` for a JSON null.
     match raw {
-        Some(r) if r.get() == "null" => Ok(None),
         Some(r) if !r.get().starts_with('"') => Err(serde::de::Error::custom("add.stats must be a string or null")),
         r => Ok(r),
     }

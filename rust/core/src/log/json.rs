@@ -20,11 +20,7 @@ pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<
 fn parse_parts(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<(Vec<Actions>, usize)> {
     let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
     let chunks = split_lines(bytes, threads);
-    let results = if chunks.len() <= 1 {
-        vec![parse_chunk(bytes)]
-    } else {
-        crate::parallel::map(&chunks, |c| parse_chunk(c))
-    };
+    let results = crate::parallel::map(&chunks, |c| parse_chunk(c));
     // Line numbers are only needed for an error message: count them per chunk as it is parsed,
     // and number the failing line from the counts of the chunks before it.
     let mut parts = Vec::with_capacity(results.len());

@@ -82,7 +82,8 @@ impl Predicate {
         if self.is_all() {
             return true;
         }
-        let d = eval::domains(&self.columns, &file.partition_values, file.stats_text().as_deref(), use_stats);
+        let stats = if use_stats && self.has_data_conjuncts { file.stats_text() } else { None };
+        let d = eval::domains(&self.columns, &file.partition_values, stats.as_deref(), use_stats);
         eval::may_match(&self.expr, &d)
     }
 

@@ -277,6 +277,9 @@ DELETE_CASES = [
     ("date", "d = DATE '2024-01-02'", lambda r: r["d"] == D1),
     ("or-mixed", "c = 'a b' OR x > 300", lambda r: r["c"] == "a b" or (nn(r["x"]) and r["x"] > 300)),
     ("not-null-semantics", "NOT (x < 100)", lambda r: nn(r["x"]) and not r["x"] < 100),
+    # <=> is true when both sides are NULL or both are equal (never NULL itself).
+    ("null-safe-null", "x <=> NULL", lambda r: r["x"] is None),
+    ("null-safe-value", "x <=> 120", lambda r: r["x"] == 120),
     ("all", None, lambda r: True),
     ("none", "id > 1000", lambda r: False),
 ]

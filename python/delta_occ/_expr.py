@@ -129,7 +129,7 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
         if op in ("=", "!=", "<", "<=", ">", ">=", "<=>"):
             left, right = val(args[0], args[1]), val(args[1], args[0])
             if op == "<=>":
-                both = pc.and_(pc.is_null(left), pc.is_null(right))
+                both = pc.and_kleene(pc.is_null(left), pc.is_null(right))
                 return pc.if_else(both, pa.scalar(True), pc.coalesce(pc.equal(left, right), pa.scalar(False)))
             fn = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}[op]
             return fn(left, right)

@@ -201,7 +201,7 @@ def evaluate(table: pa.Table, exprs: Dict[str, Any]) -> pa.Table:
 def mask(table: pa.Table, tree: Optional[dict], resolve: Resolver) -> pa.Array:
     """Boolean mask: TRUE where the condition holds (NULL counts as not holding)."""
     if tree is None:
-        return pa.array([True] * table.num_rows, pa.bool_())
+        return pa.repeat(True, table.num_rows)
     if table.num_rows == 0:
         return pa.array([], pa.bool_())
     out = evaluate(table, {"m": to_expression(tree, resolve)}).column("m")

@@ -70,7 +70,7 @@ class Layout:
                 arrays.append(pa.repeat(value, n).cast(f.type))
             else:
                 arrays.append(data[f.name])
-        arrays.append(pa.array(range(n), pa.uint64()))
+        arrays.append(pc.indices_nonzero(pa.repeat(True, n)))  # 0..n as uint64, built in Arrow
         table = pa.Table.from_arrays(arrays, schema=self.schema.append(pa.field(ROW, pa.uint64())))
         if has_dv:
             table = table.filter(keep_mask(self.snapshot._h, path, n))
@@ -181,7 +181,7 @@ def partition_string(v: Any) -> Optional[str]:
     return str(v)
 
 
-def sql_literal(v: Any, typ: pa.DataType) -> str:
+def sql_literal(v: Any) -> str:
     """A Python value as a SQL literal of the column type (for read predicates)."""
     if v is None:
         return "NULL"

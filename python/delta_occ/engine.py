@@ -122,7 +122,7 @@ def _partitions_predicate(lay: Layout, rows: pa.Table) -> str:
         parts = []
         for c in lay.partition_columns:
             v = row[c]
-            parts.append(f"`{c}` IS NULL" if v is None else f"`{c}` = {sql_literal(v, lay.schema.field(c).type)}")
+            parts.append(f"`{c}` IS NULL" if v is None else f"`{c}` = {sql_literal(v)}")
         terms.append("(" + " AND ".join(parts) + ")")
     return " OR ".join(terms)
 
@@ -316,15 +316,15 @@ def merge(
     for i, rows in enumerate(file_rows):
         for _, tree in target_only:
             rows = rows.filter(_expr.mask(rows, tree, _expr.table_resolver(rows.schema, (target_alias,))))
-        target_rows.append(rows.append_column("__file", pa.array([i] * rows.num_rows, pa.int32())))
+        target_rows.append(rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows)))
     tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
     tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
     src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
     if keys:
         joined = tgt.join(src, keys=[f"t.{t}" for t, _ in keys], right_keys=[f"s.{s}" for _, s in keys], join_type="inner", coalesce_keys=False)
     else:
-        joined = tgt.append_column("__k", pa.array([0] * tgt.num_rows, pa.int8())).join(
-            src.append_column("__k", pa.array([0] * src.num_rows, pa.int8())), keys="__k", join_type="inner"
+        joined = tgt.append_column("__k", pa.repeat(pa.scalar(0, pa.int8()), tgt.num_rows)).join(
+            src.append_column("__k", pa.repeat(pa.scalar(0, pa.int8()), src.num_rows)), keys="__k", join_type="inner"
         ).drop_columns(["__k"])
     resolve = cols.joined()
     for tree in residual:
@@ -341,8 +341,8 @@ def merge(
         cond = None if when_matched_delete is True else _expr.parse(when_matched_delete)
         del_mask = _expr.mask(joined, cond, resolve)
     else:
-        del_mask = pa.array([False] * joined.num_rows, pa.bool_())
-    upd_mask = pc.invert(del_mask) if when_matched_update else pa.array([False] * joined.num_rows, pa.bool_())
+        del_mask = pa.repeat(False, joined.num_rows)
+    upd_mask = pc.invert(del_mask) if when_matched_update else pa.repeat(False, joined.num_rows)
     new_rows: List[pa.Table] = []
     if when_matched_update:
         assign = _compile(_assignments(lay, when_matched_update), resolve)
@@ -382,15 +382,14 @@ def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], t
     columns and small sources, a range otherwise) and the target-only conjuncts."""
     terms = list(f"({t})" for t in target_only)
     for t_col, s_col in keys:
-        typ = lay.schema.field(t_col).type
         values = pc.unique(pc.drop_null(source.column(s_col))).to_pylist()
         if not values:
             return "FALSE"
         if t_col in lay.partition_columns or len(values) <= _MERGE_IN_LIST_LIMIT:
-            terms.append(f"`{t_col}` IN ({', '.join(sql_literal(v, typ) for v in sorted(values, key=_sort_key))})")
+            terms.append(f"`{t_col}` IN ({', '.join(sql_literal(v) for v in sorted(values, key=_sort_key))})")
         else:
             mm = pc.min_max(source.column(s_col))
-            terms.append(f"`{t_col}` BETWEEN {sql_literal(mm['min'].as_py(), typ)} AND {sql_literal(mm['max'].as_py(), typ)}")
+            terms.append(f"`{t_col}` BETWEEN {sql_literal(mm['min'].as_py())} AND {sql_literal(mm['max'].as_py())}")
     return " AND ".join(terms) if terms else None
 
 

@@ -210,14 +210,23 @@ class Table:
 
     # -- one-call operations (embedded engine) ---------------------------------------------------
 
-    def _run(self, stage: Any, isolation_level: LevelLike, row_level: bool, max_attempts: Optional[int]) -> CommitResult:
+    def _run(
+        self,
+        stage: Any,
+        isolation_level: LevelLike,
+        row_level: bool,
+        max_attempts: Optional[int],
+        operation: Optional[str] = None,
+        params: Optional[Dict[str, Any]] = None,
+    ) -> CommitResult:
+        """Begin, let ``stage`` stage the actions (aborting if it fails), commit."""
         txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
         try:
             stage(txn)
         except BaseException:
             txn.abort()
             raise
-        return txn.commit()
+        return txn.commit(operation, params)
 
     def append(self, data: Any, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
         """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other appends)."""
@@ -308,13 +317,7 @@ class Table:
         )
 
     def _metadata_commit(self, operation: str, params: Dict[str, Any], stage: Any, isolation_level: LevelLike, max_attempts: Optional[int]) -> CommitResult:
-        txn = self.begin(isolation_level=isolation_level, max_attempts=max_attempts)
-        try:
-            stage(txn)
-        except BaseException:
-            txn.abort()
-            raise
-        return txn.commit(operation, params)
+        return self._run(stage, isolation_level, True, max_attempts, operation, params)
 
     def set_properties(self, props: Mapping[str, str], *, isolation_level: LevelLike = None, max_attempts: Optional[int] = None) -> CommitResult:
         """Merge table properties in one metadata commit (fails every concurrent writer)."""

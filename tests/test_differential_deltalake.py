@@ -9,6 +9,7 @@ delta_occ is never compared with itself.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import urllib.parse
@@ -155,6 +156,8 @@ def _oracle_files(dt: DeltaTable, partition_by) -> dict:
             "size": row["size_bytes"],
             "modification_time": row["modification_time"],
             "num_records": row["num_records"],
+            # ids are unique across files, so these pin each file's own stats text.
+            "id_range": (row["min.id"], row["max.id"]),
             "partition_values": parts,
         }
     return out
@@ -163,10 +166,12 @@ def _oracle_files(dt: DeltaTable, partition_by) -> dict:
 def _occ_files(snap) -> dict:
     out = {}
     for row in snap.files().to_pylist():
+        stats = json.loads(row["stats"]) if row["stats"] else {}
         out[row["path"]] = {
             "size": row["size"],
             "modification_time": row["modification_time"],
             "num_records": row["num_records"],
+            "id_range": (stats.get("minValues", {}).get("id"), stats.get("maxValues", {}).get("id")),
             "partition_values": dict(row["partition_values"] or []),
         }
     return out
@@ -191,7 +196,8 @@ def test_version_and_partition_columns(tables, seed, which):
 
 @pytest.mark.parametrize("seed,which", CASES, ids=IDS)
 def test_live_files(tables, seed, which):
-    """Live file paths, partition values, sizes, mtimes and record counts equal deltalake's add actions."""
+    """Live file paths, partition values, sizes, mtimes, record counts and id ranges (from stats,
+    read lazily from checkpoints) equal deltalake's add actions."""
     b = tables(seed)
     v = _version(b, which)
     snap = docc.Table(b.root).snapshot(v)

@@ -54,7 +54,7 @@ pub fn files_batch_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) 
         size.append_value(f.size);
         mtime.append_value(f.modification_time);
         data_change.append_value(f.data_change);
-        let stats_text = f.stats_text();
+        let stats_text = f.stats_text()?;
         stats_col.append_option(stats_text.as_deref());
         num_records.append_option(stats::num_records(stats_text.as_deref()));
         match &f.tags {

@@ -141,7 +141,7 @@ impl TableHandle {
             f.set_item("partition_values", a.partition_values.iter().map(|(k, v)| (k.to_string(), v.as_deref().map(String::from))).collect::<BTreeMap<_, _>>())?;
             f.set_item("size", a.size)?;
             f.set_item("data_change", a.data_change)?;
-            f.set_item("stats", a.stats_text().as_deref())?;
+            f.set_item("stats", a.stats_text().py_err()?.as_deref())?;
             f.set_item("deletion_vector", a.dv_unique_id())?;
             added.append(f)?;
         }

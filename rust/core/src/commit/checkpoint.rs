@@ -134,7 +134,7 @@ pub fn schema() -> Schema {
 }
 
 /// The checkpoint's actions as JSON lines, and how many adds they hold.
-fn action_lines(snap: &Snapshot, now_ms: i64) -> (Vec<u8>, usize, usize) {
+fn action_lines(snap: &Snapshot, now_ms: i64) -> Result<(Vec<u8>, usize, usize)> {
     let retention = snap
         .metadata()
         .configuration
@@ -161,7 +161,7 @@ fn action_lines(snap: &Snapshot, now_ms: i64) -> (Vec<u8>, usize, usize) {
         push(json!({ "domainMetadata": d }), &mut out);
     }
     for a in snap.files() {
-        let mut v = a.to_json();
+        let mut v = a.to_json()?;
         v["add"]["dataChange"] = json!(false);
         push(v, &mut out);
     }
@@ -175,7 +175,7 @@ fn action_lines(snap: &Snapshot, now_ms: i64) -> (Vec<u8>, usize, usize) {
         r.data_change = false;
         push(r.to_json(), &mut out);
     }
-    (out, n, adds)
+    Ok((out, n, adds))
 }
 
 /// Write `<version>.checkpoint.parquet` for the snapshot and point `_last_checkpoint` at it.
@@ -185,7 +185,7 @@ pub fn write(snap: &Snapshot) -> Result<()> {
     let name = checkpoint_file_name(version);
     let path = dir.join(&name);
     let now = chrono::Utc::now().timestamp_millis();
-    let (lines, size, adds) = action_lines(snap, now);
+    let (lines, size, adds) = action_lines(snap, now)?;
     let schema = Arc::new(schema());
     let arrow_err = |e: arrow_schema::ArrowError| Error::invalid(format!("building checkpoint {name}: {e}"));
     let mut decoder = arrow_json::ReaderBuilder::new(schema.clone()).with_batch_size(8192).build_decoder().map_err(arrow_err)?;

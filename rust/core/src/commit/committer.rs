@@ -146,7 +146,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         let m = actions.as_ref().expect("materialized above");
         let now = chrono::Utc::now().timestamp_millis();
         let ict = prepared.ict_enabled.then(|| now.max(prev_ict.map_or(i64::MIN, |p| p + 1)));
-        let bytes = serialize(txn, &prepared, m, operation, parameters, attempt_version, now, ict, attempt, &checks);
+        let bytes = serialize(txn, &prepared, m, operation, parameters, attempt_version, now, ict, attempt, &checks)?;
         let landed = match log_store::put_if_absent(&dir, attempt_version, &bytes) {
             Ok(true) => true,
             Ok(false) => false,
@@ -445,12 +445,12 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
         a.deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
         a.data_change = true;
         a.modification_time = chrono::Utc::now().timestamp_millis();
-        a.stats = a.stats_text().as_deref().map(|s| loosen_bounds(s).into());
+        a.stats = a.stats_text()?.as_deref().map(|s| loosen_bounds(s).into());
         adds.push(a);
     }
     for (i, _) in &own {
         adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-        adds[*i].stats = adds[*i].stats_text().as_deref().map(|s| loosen_bounds(s).into());
+        adds[*i].stats = adds[*i].stats_text()?.as_deref().map(|s| loosen_bounds(s).into());
     }
     if !changed.is_empty() {
         metrics.insert("numDeletionVectorsAdded".into(), changed.len().to_string());
@@ -463,7 +463,8 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     metrics.insert("numRemovedFiles".into(), removes.len().to_string());
     metrics.insert("numAddedBytes".into(), adds.iter().map(|a| a.size).sum::<i64>().to_string());
     metrics.insert("numRemovedBytes".into(), removes.iter().filter_map(|r| r.size).sum::<i64>().to_string());
-    if let Some(n) = adds.iter().map(|a| crate::stats::num_records(a.stats_text().as_deref())).sum::<Option<i64>>() {
+    let records: Vec<Option<i64>> = adds.iter().map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref()))).collect::<Result<_>>()?;
+    if let Some(n) = records.into_iter().sum::<Option<i64>>() {
         metrics.insert("numOutputRows".into(), n.to_string());
     }
     Ok(Materialized { adds, removes, metrics })
@@ -492,7 +493,7 @@ fn serialize(
     ict: Option<i64>,
     attempt: u32,
     checks: &[CheckRecord],
-) -> Vec<u8> {
+) -> Result<Vec<u8>> {
     let mut info = Map::new();
     info.insert("timestamp".into(), json!(ict.unwrap_or(now)));
     if let Some(t) = ict {
@@ -547,9 +548,9 @@ fn serialize(
         line(r.to_json());
     }
     for a in &m.adds {
-        line(a.to_json());
+        line(a.to_json()?);
     }
-    out
+    Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -119,52 +119,76 @@ pub struct AddFile {
 }
 
 /// `add.stats` as stored: either the JSON string literal exactly as a commit holds it (quotes and
-/// escapes kept: most callers never look at the stats, so they are unescaped on use), or the plain
-/// text. A stored text starting with `"` is always a literal, so plain text that itself starts
-/// with a quote is stored escaped.
-#[derive(Clone, PartialEq, Eq)]
-pub struct StatsText(Box<str>);
+/// escapes kept: most callers never look at the stats, so they are unescaped on use), the plain
+/// text, or a row of a checkpoint whose stats column is read on first use. A stored text starting
+/// with `"` is always a literal, so plain text that itself starts with a quote is stored escaped.
+#[derive(Clone)]
+pub struct StatsText(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Text(Box<str>),
+    /// The `row`-th add of a checkpoint read unit (its stats may turn out to be null).
+    Deferred(Arc<super::checkpoint::DeferredStats>, u32),
+}
 
 impl StatsText {
     pub fn plain(text: &str) -> Self {
         if text.starts_with('"') {
-            StatsText(serde_json::to_string(text).unwrap_or_default().into())
+            StatsText(Repr::Text(serde_json::to_string(text).unwrap_or_default().into()))
         } else {
-            StatsText(text.into())
+            StatsText(Repr::Text(text.into()))
         }
     }
 
     /// From a JSON string literal (with its quotes), as found in a commit line.
     fn literal(raw: &str) -> Self {
         if raw.contains('\\') {
-            StatsText(raw.into())
+            StatsText(Repr::Text(raw.into()))
         } else {
             StatsText::plain(&raw[1..raw.len() - 1])
         }
     }
 
+    pub(crate) fn deferred(source: Arc<super::checkpoint::DeferredStats>, row: u32) -> Self {
+        StatsText(Repr::Deferred(source, row))
+    }
+
     /// The same stats as plain text (unescaped now rather than on every use).
     pub fn into_plain(self) -> Self {
-        match self.text() {
-            Cow::Borrowed(_) => self,
-            Cow::Owned(t) => StatsText::plain(&t),
+        match &self.0 {
+            Repr::Text(t) if t.starts_with('"') => StatsText::plain(&serde_json::from_str::<String>(t).unwrap_or_default()),
+            _ => self,
         }
     }
 
-    /// The stats JSON text, unescaped.
-    pub fn text(&self) -> Cow<'_, str> {
-        if self.0.starts_with('"') {
+    /// The stats JSON text, unescaped; None when a deferred checkpoint row has null stats. Fails
+    /// only when a deferred checkpoint can no longer be read.
+    pub fn text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
+        Ok(match &self.0 {
             // A literal that parsed at load time; it cannot fail here.
-            Cow::Owned(serde_json::from_str::<String>(&self.0).unwrap_or_default())
-        } else {
-            Cow::Borrowed(&self.0)
+            Repr::Text(t) if t.starts_with('"') => Some(Cow::Owned(serde_json::from_str::<String>(t).unwrap_or_default())),
+            Repr::Text(t) => Some(Cow::Borrowed(t)),
+            Repr::Deferred(source, row) => source.get(*row)?.map(Cow::Borrowed),
+        })
+    }
+}
+
+impl PartialEq for StatsText {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Text(a), Repr::Text(b)) => a == b,
+            _ => matches!((self.text(), other.text()), (Ok(a), Ok(b)) if a == b),
         }
     }
 }
 
 impl fmt::Debug for StatsText {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        fmt::Debug::fmt(&*self.text(), f)
+        match self.text() {
+            Ok(t) => fmt::Debug::fmt(&t, f),
+            Err(e) => write!(f, "<stats unreadable: {e}>"),
+        }
     }
 }
 
@@ -181,9 +205,10 @@ impl From<String> for StatsText {
 }
 
 impl AddFile {
-    /// The stats JSON text, unescaped.
-    pub fn stats_text(&self) -> Option<Cow<'_, str>> {
-        self.stats.as_ref().map(StatsText::text)
+    /// The stats JSON text, unescaped (None when the file has none). Fails only when the stats
+    /// live in a checkpoint that can no longer be read (see [`StatsText`]).
+    pub fn stats_text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
+        self.stats.as_ref().map_or(Ok(None), StatsText::text)
     }
 
     pub fn dv_unique_id(&self) -> Option<String> {
@@ -347,23 +372,24 @@ impl From<Vec<Action>> for Actions {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// Rare or large parts are boxed: serde builds and moves this struct once per line.
 pub(crate) struct JsonLine<'a> {
     #[serde(borrow, default)]
     add: Option<JsonAdd<'a>>,
     #[serde(borrow, default)]
-    remove: Option<JsonRemove<'a>>,
+    remove: Option<Box<JsonRemove<'a>>>,
     #[serde(default)]
-    meta_data: Option<Metadata>,
+    meta_data: Option<Box<Metadata>>,
     #[serde(default)]
-    protocol: Option<Protocol>,
+    protocol: Option<Box<Protocol>>,
     #[serde(default)]
-    txn: Option<Txn>,
+    txn: Option<Box<Txn>>,
     #[serde(default)]
-    domain_metadata: Option<DomainMetadata>,
+    domain_metadata: Option<Box<DomainMetadata>>,
     #[serde(borrow, default)]
     commit_info: Option<&'a RawValue>,
     #[serde(default)]
-    sidecar: Option<Sidecar>,
+    sidecar: Option<Box<Sidecar>>,
     #[serde(borrow, default)]
     checkpoint_metadata: Option<&'a RawValue>,
 }
@@ -381,9 +407,9 @@ struct JsonAdd<'a> {
     #[serde(borrow, default, deserialize_with = "stats_literal")]
     stats: Option<&'a RawValue>,
     #[serde(default)]
-    tags: Option<BTreeMap<String, Option<String>>>,
+    tags: Option<Box<BTreeMap<String, Option<String>>>>,
     #[serde(default)]
-    deletion_vector: Option<DeletionVectorDescriptor>,
+    deletion_vector: Option<Box<DeletionVectorDescriptor>>,
     #[serde(default)]
     base_row_id: Option<i64>,
     #[serde(default)]
@@ -407,7 +433,7 @@ struct JsonRemove<'a> {
     #[serde(default)]
     size: Option<i64>,
     #[serde(default)]
-    deletion_vector: Option<DeletionVectorDescriptor>,
+    deletion_vector: Option<Box<DeletionVectorDescriptor>>,
     #[serde(default)]
     base_row_id: Option<i64>,
     #[serde(default)]
@@ -425,8 +451,8 @@ impl<'a> JsonLine<'a> {
                 modification_time: a.modification_time,
                 data_change: a.data_change,
                 stats: a.stats.map(|r| StatsText::literal(r.get())),
-                tags: a.tags.map(Box::new),
-                deletion_vector: a.deletion_vector.map(Box::new),
+                tags: a.tags,
+                deletion_vector: a.deletion_vector,
                 base_row_id: a.base_row_id,
                 default_row_commit_version: a.default_row_commit_version,
                 clustering_provider: a.clustering_provider.map(Into::into),
@@ -441,28 +467,28 @@ impl<'a> JsonLine<'a> {
                 // serde gives `None` for a JSON null.
                 partition_values: r.partition_values.map(|raw| interner.json(raw.get())).transpose()?,
                 size: r.size,
-                deletion_vector: r.deletion_vector.map(Box::new),
+                deletion_vector: r.deletion_vector,
                 base_row_id: r.base_row_id,
                 default_row_commit_version: r.default_row_commit_version,
             }));
         }
         if let Some(m) = self.meta_data {
-            out.push(Action::Metadata(Box::new(m)));
+            out.push(Action::Metadata(m));
         }
         if let Some(p) = self.protocol {
-            out.push(Action::Protocol(p));
+            out.push(Action::Protocol(*p));
         }
         if let Some(t) = self.txn {
-            out.push(Action::Txn(t));
+            out.push(Action::Txn(*t));
         }
         if let Some(d) = self.domain_metadata {
-            out.push(Action::Domain(d));
+            out.push(Action::Domain(*d));
         }
         if let Some(c) = self.commit_info {
             out.push(Action::CommitInfo(c.get().into()));
         }
         if let Some(s) = self.sidecar {
-            out.push(Action::Sidecar(s));
+            out.push(Action::Sidecar(*s));
         }
         if self.checkpoint_metadata.is_some() {
             out.push(Action::CheckpointMetadata);
@@ -524,14 +550,14 @@ pub fn partition_values_json(pv: &PartitionValues) -> serde_json::Value {
 }
 
 impl AddFile {
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(&self) -> crate::error::Result<serde_json::Value> {
         let mut m = serde_json::Map::new();
         m.insert("path".into(), self.path.as_ref().into());
         m.insert("partitionValues".into(), partition_values_json(&self.partition_values));
         m.insert("size".into(), self.size.into());
         m.insert("modificationTime".into(), self.modification_time.into());
         m.insert("dataChange".into(), self.data_change.into());
-        if let Some(s) = self.stats_text() {
+        if let Some(s) = self.stats_text()? {
             m.insert("stats".into(), s.into_owned().into());
         }
         if let Some(t) = &self.tags {
@@ -549,7 +575,7 @@ impl AddFile {
         if let Some(c) = &self.clustering_provider {
             m.insert("clusteringProvider".into(), c.as_ref().into());
         }
-        serde_json::json!({ "add": m })
+        Ok(serde_json::json!({ "add": m }))
     }
 }
 
@@ -589,16 +615,17 @@ mod tests {
 
     #[test]
     fn stats_text_keeps_literals_and_plain_text_apart() {
+        let text = |s: &StatsText| s.text().unwrap().unwrap().into_owned();
         let lit = StatsText::literal(r#""{\"numRecords\":3}""#);
-        assert_eq!(lit.text(), r#"{"numRecords":3}"#);
-        assert_eq!(StatsText::literal(r#""abc""#).text(), "abc");
-        assert_eq!(StatsText::plain(r#"{"a":1}"#).text(), r#"{"a":1}"#);
+        assert_eq!(text(&lit), r#"{"numRecords":3}"#);
+        assert_eq!(text(&StatsText::literal(r#""abc""#)), "abc");
+        assert_eq!(text(&StatsText::plain(r#"{"a":1}"#)), r#"{"a":1}"#);
         // Plain text that starts with a quote must not be mistaken for a literal.
-        assert_eq!(StatsText::plain(r#""quoted\""#).text(), r#""quoted\""#);
+        assert_eq!(text(&StatsText::plain(r#""quoted\""#)), r#""quoted\""#);
         assert_eq!(lit, StatsText::literal(r#""{\"numRecords\":3}""#));
         let plain = lit.clone().into_plain();
-        assert_eq!(plain.text(), lit.text());
-        assert!(matches!(plain.text(), Cow::Borrowed(_)));
+        assert_eq!(text(&plain), text(&lit));
+        assert!(matches!(plain.text(), Ok(Some(Cow::Borrowed(_)))));
     }
 
     #[test]
@@ -609,7 +636,7 @@ mod tests {
         let parse = |l: &str| serde_json::from_str::<JsonLine>(l).map(|j| {
             let mut out = Actions::default();
             j.into_actions(&mut out, &mut PartitionInterner::default()).unwrap();
-            out.adds.pop().unwrap().stats_text().map(|c| c.into_owned())
+            out.adds.pop().unwrap().stats_text().unwrap().map(|c| c.into_owned())
         });
         assert_eq!(parse(&line("null")).unwrap(), None);
         assert_eq!(parse(&line(r#""{\"numRecords\":1}""#)).unwrap().as_deref(), Some(r#"{"numRecords":1}"#));

@@ -4,12 +4,16 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, MapArray, RecordBatch, StructArray};
+use arrow_array::builder::StringBuilder;
+use arrow_array::{Array, ArrayRef, BooleanArray, MapArray, RecordBatch, StringArray, StructArray};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::PageIndexPolicy;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 
 use super::actions::*;
@@ -60,24 +64,60 @@ fn read_file(f: &LogFile, version: i64) -> Result<Actions> {
     }
 }
 
-/// Read one parquet checkpoint part or sidecar, row groups spread over scoped threads.
+/// Rows per thread below which a checkpoint part is read on one thread.
+const ROWS_PER_THREAD: usize = 50_000;
+
+/// One unit of parallel work: rows `start..end` of row group `group`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct RowRange {
+    group: usize,
+    start: usize,
+    end: usize,
+}
+
+/// Read one parquet checkpoint part or sidecar on all cores: whole row groups per thread when
+/// there are enough of them, otherwise each row group split into row ranges (writers such as
+/// delta-rs put a million adds in one row group; the page index lets a range skip other pages).
 pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
-    let corrupt = |e: &dyn std::fmt::Display| Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet: {e}"));
-    let file = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "checkpoint file (or sidecar) is missing"),
-        _ => Error::io(path, e),
-    })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(&e))?;
-    let row_groups = builder.metadata().num_row_groups();
-    let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
-    let threads = crate::parallel::threads_for(rows, 50_000).min(row_groups.max(1));
-    drop(builder);
-    let groups: Vec<Vec<usize>> = if threads <= 1 {
-        vec![(0..row_groups).collect()]
-    } else {
-        (0..threads).map(|t| (0..row_groups).filter(|g| g % threads == t).collect()).collect()
-    };
-    let results = crate::parallel::map(&groups, |g| read_row_groups(path, version, g));
+    read_parquet_split(path, version, None)
+}
+
+/// [`read_parquet`] split over `threads` work units (None: as many as the rows are worth).
+fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Result<Actions> {
+    let (meta, len) = open(path, version)?;
+    let groups: Vec<usize> = meta.metadata().row_groups().iter().map(|g| g.num_rows().max(0) as usize).collect();
+    let rows: usize = groups.iter().sum();
+    let threads = threads.unwrap_or_else(|| crate::parallel::threads_for(rows, ROWS_PER_THREAD));
+    let units = work_units(&groups, threads);
+    let descr = meta.parquet_schema();
+    let leaf = |name: &str| descr.columns().iter().position(|c| c.path().parts() == ["add", name]);
+    let stats_leaf = leaf("stats");
+    // Checkpoints written with writeStatsAsJson=false carry only `stats_parsed`: read it eagerly
+    // then (rare); otherwise the JSON stats column is read on first use.
+    let leaves: Vec<usize> = descr
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            let parts = c.path().parts();
+            TOP_LEVEL.contains(&parts[0].as_str())
+                && !(parts[0] == "add"
+                    && parts.len() > 1
+                    && (parts[1] == "partitionValues_parsed" || parts[1] == "stats_parsed" && stats_leaf.is_some()))
+                && Some(*i) != stats_leaf
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let source = ReadSource { path: path.to_path_buf(), version, len, meta, groups, units };
+    let deferred = stats_leaf.map(|leaf| Arc::new(DeferredPart { counts: source.units.iter().map(|_| AtomicUsize::new(0)).collect(), source: source.clone(), leaf, loaded: OnceLock::new() }));
+    let results = crate::parallel::map(&(0..source.units.len()).collect::<Vec<_>>(), |&u| {
+        let deferred = deferred.as_ref().map(|part| Arc::new(DeferredStats { part: part.clone(), unit: u }));
+        let out = read_unit(&source, u, &leaves, deferred.as_ref())?;
+        if let Some(d) = &deferred {
+            d.part.counts[u].store(out.adds.len(), Ordering::Relaxed);
+        }
+        Ok(out)
+    });
     let mut out = Actions::default();
     for r in results {
         out.append(r?);
@@ -85,41 +125,158 @@ pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
     Ok(out)
 }
 
-fn read_row_groups(path: &Path, version: i64, groups: &[usize]) -> Result<Actions> {
-    let corrupt = |e: &dyn std::fmt::Display| Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet: {e}"));
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(&e))?;
-    let descr = builder.parquet_schema();
-    // Checkpoints written with writeStatsAsJson=false carry only `stats_parsed`: read it then.
-    let has_json_stats = descr.columns().iter().any(|c| {
-        let p = c.path().parts();
-        p.len() == 2 && p[0] == "add" && p[1] == "stats"
-    });
-    let leaves: Vec<usize> = descr
-        .columns()
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| {
-            let parts = c.path().parts();
-            TOP_LEVEL.contains(&parts[0].as_str())
-                && !(parts[0] == "add"
-                    && parts.len() > 1
-                    && (parts[1] == "partitionValues_parsed" || parts[1] == "stats_parsed" && has_json_stats))
+/// Where the rows of one parquet part are and how they are split into read units.
+#[derive(Clone)]
+struct ReadSource {
+    path: PathBuf,
+    version: i64,
+    /// File size when the footer was read.
+    len: u64,
+    meta: ArrowReaderMetadata,
+    groups: Vec<usize>,
+    units: Vec<Vec<RowRange>>,
+}
+
+impl ReadSource {
+    /// A reader of `leaves` over the rows of unit `u`.
+    fn reader(&self, u: usize, leaves: &[usize]) -> Result<ParquetRecordBatchReader> {
+        let units = &self.units[u];
+        let file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone());
+        let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
+        let mut builder = builder.with_projection(mask).with_row_groups(units.iter().map(|r| r.group).collect());
+        if units.iter().any(|r| r.start > 0 || r.end < self.groups[r.group]) {
+            builder = builder.with_row_selection(selection(&self.groups, units));
+        }
+        builder.with_batch_size(16 * 1024).build().map_err(|e| self.corrupt(&e))
+    }
+
+    fn corrupt(&self, e: &dyn std::fmt::Display) -> Error {
+        corrupt(&self.path, self.version, e)
+    }
+}
+
+/// The `add.stats` column of a checkpoint part, read for all its files the first time any of
+/// them is asked for (most snapshots never need stats: a million of them are half of a
+/// checkpoint's bytes).
+pub struct DeferredStats {
+    part: Arc<DeferredPart>,
+    unit: usize,
+}
+
+struct DeferredPart {
+    source: ReadSource,
+    leaf: usize,
+    /// Adds per unit, as counted by the first read (the deferred read must find as many).
+    counts: Vec<AtomicUsize>,
+    /// Per unit, the stats of its adds in read order.
+    loaded: OnceLock<std::result::Result<Vec<StringArray>, String>>,
+}
+
+impl DeferredStats {
+    /// The stats text of this unit's `row`-th add (None when null).
+    pub fn get(&self, row: u32) -> Result<Option<&str>> {
+        let part = &*self.part;
+        match part.loaded.get_or_init(|| part.load()) {
+            Ok(units) => {
+                let a = &units[self.unit];
+                let row = row as usize;
+                Ok(a.is_valid(row).then(|| a.value(row)))
+            }
+            Err(m) => Err(Error::corrupt(&part.source.path, Some(part.source.version), m.clone())),
+        }
+    }
+}
+
+impl DeferredPart {
+    fn load(&self) -> std::result::Result<Vec<StringArray>, String> {
+        let len = std::fs::metadata(&self.source.path).map_err(|e| format!("reading add.stats again: {e}"))?.len();
+        if len != self.source.len {
+            return Err(format!("the checkpoint changed since it was loaded ({len} bytes, {} before)", self.source.len));
+        }
+        let units: Vec<usize> = (0..self.source.units.len()).collect();
+        crate::parallel::map(&units, |&u| self.load_unit(u)).into_iter().collect()
+    }
+
+    fn load_unit(&self, u: usize) -> std::result::Result<StringArray, String> {
+        let reader = self.source.reader(u, &[self.leaf]).map_err(|e| e.to_string())?;
+        let mut out = StringBuilder::new();
+        for batch in reader {
+            let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
+            let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else { continue };
+            let stats = str_col(add, "stats").ok_or("add.stats is not a string column")?;
+            for i in (0..add.len()).filter(|&i| add.is_valid(i)) {
+                out.append_option(stats.get(i));
+            }
+        }
+        let out = out.finish();
+        let expected = self.counts[u].load(Ordering::Relaxed);
+        if out.len() != expected {
+            return Err(format!("the checkpoint changed since it was loaded: {} adds with stats, expected {expected}", out.len()));
+        }
+        Ok(out)
+    }
+}
+
+/// The footer and, when the writer stored one, the offset index (so a row range reads only its pages).
+fn open(path: &Path, version: i64) -> Result<(ArrowReaderMetadata, u64)> {
+    let file = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "checkpoint file (or sidecar) is missing"),
+        _ => Error::io(path, e),
+    })?;
+    let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    Ok((ArrowReaderMetadata::load(&file, options).map_err(|e| corrupt(path, version, &e))?, len))
+}
+
+fn corrupt(path: &Path, version: i64, e: &dyn std::fmt::Display) -> Error {
+    Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet: {e}"))
+}
+
+/// Split row groups (given by their row counts) over `threads`: whole groups round-robin when
+/// there are at least as many groups as threads, else every group cut into `threads` ranges.
+fn work_units(groups: &[usize], threads: usize) -> Vec<Vec<RowRange>> {
+    if threads <= 1 || groups.len() >= threads {
+        let threads = threads.max(1);
+        return (0..threads)
+            .map(|t| (t..groups.len()).step_by(threads).map(|g| RowRange { group: g, start: 0, end: groups[g] }).collect())
+            .filter(|u: &Vec<RowRange>| !u.is_empty())
+            .collect();
+    }
+    (0..threads)
+        .map(|t| {
+            groups
+                .iter()
+                .enumerate()
+                .map(|(g, &n)| RowRange { group: g, start: n * t / threads, end: n * (t + 1) / threads })
+                .filter(|r| r.end > r.start)
+                .collect()
         })
-        .map(|(i, _)| i)
-        .collect();
-    let mask = ProjectionMask::leaves(descr, leaves);
-    let reader = builder
-        .with_projection(mask)
-        .with_row_groups(groups.to_vec())
-        .with_batch_size(16 * 1024)
-        .build()
-        .map_err(|e| corrupt(&e))?;
+        .filter(|u: &Vec<RowRange>| !u.is_empty())
+        .collect()
+}
+
+/// The selection of `units` within the concatenation of their row groups.
+fn selection(groups: &[usize], units: &[RowRange]) -> RowSelection {
+    let mut sel = Vec::new();
+    for u in units {
+        if u.start > 0 {
+            sel.push(RowSelector::skip(u.start));
+        }
+        sel.push(RowSelector::select(u.end - u.start));
+        if groups[u.group] > u.end {
+            sel.push(RowSelector::skip(groups[u.group] - u.end));
+        }
+    }
+    sel.into()
+}
+
+fn read_unit(source: &ReadSource, u: usize, leaves: &[usize], deferred: Option<&Arc<DeferredStats>>) -> Result<Actions> {
     let mut out = Actions::default();
     let mut interner = PartitionInterner::default();
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(&e))?;
-        decode_batch(&batch, &mut out, &mut interner).map_err(|m| Error::corrupt(path, Some(version), m))?;
+    for batch in source.reader(u, leaves)? {
+        let batch = batch.map_err(|e| source.corrupt(&e))?;
+        decode_batch(&batch, &mut out, &mut interner, deferred).map_err(|m| Error::corrupt(&source.path, Some(source.version), m))?;
     }
     Ok(out)
 }
@@ -273,10 +430,10 @@ impl<'a> DvCols<'a> {
     }
 }
 
-fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
+fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut PartitionInterner, deferred: Option<&Arc<DeferredStats>>) -> Result<(), String> {
     let col = |name: &str| batch.column_by_name(name).and_then(|c| c.as_struct_opt());
     if let Some(s) = col("add") {
-        decode_adds(s, out, interner)?;
+        decode_adds(s, out, interner, deferred)?;
     }
     if let Some(s) = col("remove") {
         decode_removes(s, out, interner)?;
@@ -335,7 +492,7 @@ fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut Partition
     Ok(())
 }
 
-fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
+fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner, deferred: Option<&Arc<DeferredStats>>) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }
@@ -358,9 +515,10 @@ fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInter
             size: required(size.as_ref().and_then(|c| c.get(i)), "add", "size", i)?,
             modification_time: mtime.as_ref().and_then(|c| c.get(i)).unwrap_or(0),
             data_change: bool_at(data_change, i).unwrap_or(false),
-            stats: match stats.as_ref().and_then(|c| c.get(i)) {
-                Some(text) => Some(text.into()),
-                None => stats_parsed.and_then(|sp| super::stats_json::row_to_json(sp, i)).map(|v| v.to_string().into()),
+            stats: match (deferred, stats.as_ref().and_then(|c| c.get(i))) {
+                (Some(d), _) => Some(StatsText::deferred(d.clone(), out.adds.len() as u32)),
+                (None, Some(text)) => Some(text.into()),
+                (None, None) => stats_parsed.and_then(|sp| super::stats_json::row_to_json(sp, i)).map(|v| v.to_string().into()),
             },
             tags: tags.as_ref().and_then(|m| m.get(i)).map(tags_map),
             deletion_vector: match &dv {
@@ -438,4 +596,122 @@ fn decode_metadata(s: &StructArray, i: usize) -> Result<Metadata, String> {
             .filter_map(|(k, v)| Some((k.into(), v?.into())))
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    fn lines(adds: usize) -> String {
+        let mut out = String::from(concat!(
+            r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#,
+            "\n",
+            r#"{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{}","partitionColumns":["p"],"configuration":{}}}"#,
+            "\n"
+        ));
+        for i in 0..adds {
+            let pv = if i % 7 == 0 { "null".to_string() } else { format!("\"{}\"", i % 5) };
+            let stats = if i % 13 == 0 { "null".to_string() } else { format!(r#""{{\"numRecords\":{i}}}""#) };
+            out += &format!(
+                r#"{{"add":{{"path":"f{i}.parquet","partitionValues":{{"p":{pv}}},"size":{i},"modificationTime":1,"dataChange":false,"stats":{stats}}}}}"#
+            );
+            out.push('\n');
+            if i % 11 == 0 {
+                out += &format!(r#"{{"remove":{{"path":"gone{i}.parquet","deletionTimestamp":5,"dataChange":false}}}}"#);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// A checkpoint of `adds` adds written with small pages and `rows_per_group` rows per group.
+    fn write(dir: &Path, adds: usize, rows_per_group: usize) -> PathBuf {
+        let schema = Arc::new(crate::commit::checkpoint::schema());
+        let mut decoder = arrow_json::ReaderBuilder::new(schema.clone()).build_decoder().unwrap();
+        decoder.decode(lines(adds).as_bytes()).unwrap();
+        let batch = decoder.flush().unwrap().unwrap();
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows_per_group))
+            .set_data_page_row_count_limit(16)
+            .set_write_batch_size(16)
+            .build();
+        let path = dir.join(format!("{rows_per_group}.checkpoint.parquet"));
+        let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        path
+    }
+
+    fn summary(a: &Actions) -> (Vec<(String, Vec<(String, Option<String>)>, i64, Option<String>)>, Vec<String>) {
+        let mut adds: Vec<_> = a
+            .adds
+            .iter()
+            .map(|f| {
+                let pv = f.partition_values.iter().map(|(k, v)| (k.to_string(), v.as_deref().map(String::from))).collect();
+                (f.path.to_string(), pv, f.size, f.stats_text().unwrap().map(|s| s.into_owned()))
+            })
+            .collect();
+        adds.sort();
+        let mut other: Vec<_> = a.other.iter().map(|x| format!("{x:?}")).collect();
+        other.sort();
+        (adds, other)
+    }
+
+    #[test]
+    fn split_reads_equal_the_whole_read() {
+        let dir = tempfile::tempdir().unwrap();
+        for rows_per_group in [1000, 97, 5] {
+            let path = write(dir.path(), 600, rows_per_group);
+            let whole = read_parquet_split(&path, 3, Some(1)).unwrap();
+            assert_eq!(whole.adds.len(), 600);
+            assert_eq!(whole.other.len(), 2 + 600usize.div_ceil(11));
+            let by_path = |p: &str| whole.adds.iter().find(|a| &*a.path == p).unwrap();
+            assert_eq!(by_path("f7.parquet").stats_text().unwrap().as_deref(), Some(r#"{"numRecords":7}"#));
+            assert_eq!(by_path("f26.parquet").stats_text().unwrap(), None);
+            assert_eq!(by_path("f599.parquet").stats_text().unwrap().as_deref(), Some(r#"{"numRecords":599}"#));
+            for threads in [2, 3, 8] {
+                let split = read_parquet_split(&path, 3, Some(threads)).unwrap();
+                assert_eq!(summary(&split), summary(&whole), "{rows_per_group} rows per group, {threads} units");
+            }
+        }
+    }
+
+    #[test]
+    fn deferred_stats_fail_clearly_when_the_checkpoint_is_gone_or_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), 300, 1000);
+        let gone = read_parquet_split(&path, 3, Some(2)).unwrap();
+        let changed = read_parquet_split(&path, 3, Some(2)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let err = gone.adds[0].stats_text().unwrap_err().to_string();
+        assert!(err.contains("1000.checkpoint.parquet") && err.contains("version 3"), "{err}");
+        // Unreadable stats prune nothing.
+        let schema = crate::schema::StructType::parse(r#"{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#).unwrap();
+        let pred = crate::predicate::Predicate::parse("x > 5", &schema, crate::schema::ColumnMappingMode::None, &[]).unwrap();
+        assert!(pred.file_may_match(&gone.adds[0], true));
+        std::fs::rename(write(dir.path(), 299, 1000), &path).unwrap();
+        let err = changed.adds[5].stats_text().unwrap_err().to_string();
+        assert!(err.contains("changed since it was loaded"), "{err}");
+    }
+
+    #[test]
+    fn work_units_cover_every_row_once() {
+        for (groups, threads) in [(vec![10], 3), (vec![10, 4], 3), (vec![1, 1, 1, 1], 2), (vec![0, 5], 4), (vec![2], 5)] {
+            let units = work_units(&groups, threads);
+            assert!(units.len() <= threads);
+            let mut seen: Vec<Vec<bool>> = groups.iter().map(|&n| vec![false; n]).collect();
+            for unit in &units {
+                for r in unit {
+                    for row in r.start..r.end {
+                        assert!(!seen[r.group][row], "{groups:?} / {threads}: row {row} of group {} twice", r.group);
+                        seen[r.group][row] = true;
+                    }
+                }
+            }
+            assert!(seen.iter().flatten().all(|&s| s), "{groups:?} / {threads}: a row is missing");
+        }
+    }
 }

@@ -82,7 +82,8 @@ impl Predicate {
         if self.is_all() {
             return true;
         }
-        let stats = if use_stats && self.has_data_conjuncts { file.stats_text() } else { None };
+        // Stats that cannot be read (a deferred checkpoint gone since load) prune nothing.
+        let stats = if use_stats && self.has_data_conjuncts { file.stats_text().ok().flatten() } else { None };
         let d = eval::domains(&self.columns, &file.partition_values, stats.as_deref(), use_stats);
         eval::may_match(&self.expr, &d)
     }
@@ -131,7 +132,8 @@ impl<'a> FileJudge<'a> {
         if self.by_partition() || !tuple {
             return tuple;
         }
-        let d = eval::domains_into(&self.pred.columns, &file.partition_values, file.stats_text().as_deref(), true, &mut self.scratch);
+        let stats = file.stats_text().ok().flatten(); // unreadable stats prune nothing
+        let d = eval::domains_into(&self.pred.columns, &file.partition_values, stats.as_deref(), true, &mut self.scratch);
         eval::may_match(&self.pred.expr, d)
     }
 

@@ -59,20 +59,27 @@ fn load_from_listing(root: &Path, listing: &Listing, version: Option<i64>) -> Re
     Snapshot::from_state(root, state)
 }
 
-/// Commits larger than this are parsed in windows instead of whole.
-const STREAM_ABOVE: u64 = json_log::WINDOW as u64;
+/// Commits larger than this are read in ranges, one per thread, instead of whole.
+const LARGE_COMMIT: u64 = 16 << 20;
 
 fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) -> Result<()> {
     let mut rest = commits;
     while let Some(first) = rest.first() {
-        if first.size > STREAM_ABOVE {
+        if first.size > LARGE_COMMIT {
+            let mut parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
+            // Room for all the adds in the first part, which becomes the live-file list of an
+            // empty state: the other parts are then appended without regrowing it.
+            let others: usize = parts.iter().skip(1).map(|p| p.adds.len()).sum();
+            parts[0].adds.reserve(others);
             state.begin_commit();
-            json_log::stream_commit(&first.path, first.version, |actions| state.apply(actions))?;
+            for actions in parts {
+                state.apply(actions);
+            }
             state.end_commit(first.version);
             rest = &rest[1..];
             continue;
         }
-        let n = rest.iter().take(COMMIT_BATCH).take_while(|f| f.size <= STREAM_ABOVE).count();
+        let n = rest.iter().take(COMMIT_BATCH).take_while(|f| f.size <= LARGE_COMMIT).count();
         let (batch, tail) = rest.split_at(n);
         let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
         for (f, actions) in batch.iter().zip(parsed) {

@@ -66,6 +66,14 @@ struct LineError {
 
 /// Parse one chunk (whole lines); returns its actions and its number of lines.
 fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError> {
+    // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
+    let mut out = Actions { adds: Vec::with_capacity(bytes.len() / 300 + 1), other: Vec::new() };
+    let lines = parse_lines_into(bytes, &mut out, &mut PartitionInterner::default())?;
+    Ok((out, lines))
+}
+
+/// Parse whole lines onto `out`; returns the number of lines.
+fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInterner) -> std::result::Result<usize, LineError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let valid = &bytes[..e.valid_up_to()];
         let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
@@ -74,10 +82,7 @@ fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError>
             message: format!("not UTF-8 (at byte {} of the line)", valid.len() - line_start),
         }
     })?;
-    // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
-    let mut out = Actions { adds: Vec::with_capacity(bytes.len() / 300 + 1), other: Vec::new() };
     let mut lines = 0;
-    let mut interner = PartitionInterner::default();
     for (i, line) in text.split_terminator('\n').enumerate() {
         lines = i + 1;
         let line = line.trim_end_matches('\r');
@@ -87,44 +92,124 @@ fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError>
         let parsed: JsonLine = serde_json::from_str(line)
             .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
         parsed
-            .into_actions(&mut out, &mut interner)
+            .into_actions(out, interner)
             .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
+    }
+    Ok(lines)
+}
+
+/// Bytes each thread reads at a time from a large commit.
+const CHUNK: usize = 8 << 20;
+
+/// Read and parse a large commit file: each thread reads and parses its own byte range of the
+/// file a chunk at a time (so reading is parallel too, and the text is never in memory whole).
+/// Returns the actions in file order, one part per range.
+pub fn read_large_commit(path: &Path, version: i64, size: u64) -> Result<Vec<Actions>> {
+    let threads = crate::parallel::threads_for(size as usize, 4 << 20);
+    read_ranges(path, version, size, threads, CHUNK)
+}
+
+fn read_ranges(path: &Path, version: i64, size: u64, threads: usize, chunk: usize) -> Result<Vec<Actions>> {
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "commit file disappeared while reading the log"),
+        _ => Error::io(path, e),
+    })?;
+    let n = threads.max(1) as u64;
+    let ranges: Vec<(u64, u64)> = (0..n).map(|t| (size * t / n, size * (t + 1) / n)).collect();
+    let results = crate::parallel::map(&ranges, |&(start, end)| parse_range(&file, start, end, chunk));
+    let mut parts = Vec::with_capacity(results.len());
+    let mut line = 1;
+    for r in results {
+        match r {
+            Ok((actions, lines)) => {
+                parts.push(actions);
+                line += lines;
+            }
+            Err(RangeError::Line(LineError { line: l, message })) => {
+                return Err(Error::corrupt(path, Some(version), format!("line {}: {message}", line + l)));
+            }
+            Err(RangeError::Io(e)) => return Err(Error::io(path, e)),
+        }
+    }
+    Ok(parts)
+}
+
+enum RangeError {
+    Line(LineError),
+    Io(std::io::Error),
+}
+
+/// Parse the lines that start in bytes `start..end` of the file (the last one may run past
+/// `end`); returns their actions and number of lines.
+fn parse_range(file: &std::fs::File, start: u64, end: u64, chunk: usize) -> std::result::Result<(Actions, usize), RangeError> {
+    if start >= end {
+        return Ok((Actions::default(), 0));
+    }
+    let mut out = Actions { adds: Vec::with_capacity(((end - start) / 300) as usize + 1), other: Vec::new() };
+    let mut interner = PartitionInterner::default();
+    let mut lines = 0;
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk + (1 << 16));
+    // File offset of buf[0], and of the next byte to read.
+    let (mut pos, mut next) = (start, start);
+    // A range not at a line start leaves that line to the range before.
+    let mut skip_partial = start > 0 && {
+        let mut b = [0u8];
+        read_at(file, &mut b, start - 1).map_err(RangeError::Io)? == 1 && b[0] != b'\n'
+    };
+    loop {
+        let filled = buf.len();
+        buf.resize(filled + chunk, 0);
+        let got = read_at(file, &mut buf[filled..], next).map_err(RangeError::Io)?;
+        buf.truncate(filled + got);
+        next += got as u64;
+        let eof = got == 0;
+        if skip_partial {
+            match buf.iter().position(|&b| b == b'\n') {
+                Some(p) => {
+                    buf.drain(..=p);
+                    pos += p as u64 + 1;
+                    skip_partial = false;
+                }
+                None if eof => break,
+                None => {
+                    pos += buf.len() as u64;
+                    buf.clear();
+                    continue;
+                }
+            }
+        }
+        if pos >= end {
+            break;
+        }
+        // Whole lines in buf, then only those starting before `end`.
+        let whole = if eof { buf.len() } else { buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
+        let limit = (end - pos) as usize;
+        let cut = if limit < whole { buf[limit - 1..].iter().position(|&b| b == b'\n').map_or(whole, |p| limit + p) } else { whole };
+        let n = parse_lines_into(&buf[..cut], &mut out, &mut interner)
+            .map_err(|e| RangeError::Line(LineError { line: lines + e.line, message: e.message }))?;
+        lines += n;
+        buf.drain(..cut);
+        pos += cut as u64;
+        if eof || pos >= end {
+            break;
+        }
     }
     Ok((out, lines))
 }
 
-/// Bytes per window when streaming a large commit.
-pub const WINDOW: usize = 64 << 20;
-
-/// Parse a commit file window by window (windows end on line boundaries), handing each window's
-/// actions to `sink`, so a huge commit never sits in memory both as text and as actions.
-pub fn stream_commit(path: &Path, version: i64, mut sink: impl FnMut(Actions)) -> Result<()> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + (1 << 20));
-    let mut line = 1;
-    loop {
-        let before = buf.len();
-        (&mut f).take(WINDOW as u64).read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
-        let eof = buf.len() == before;
-        let cut = if eof {
-            buf.len()
-        } else {
-            match buf.iter().rposition(|&b| b == b'\n') {
-                Some(p) => p + 1,
-                None => continue, // a line longer than a window: read more
-            }
-        };
-        if cut > 0 {
-            let (parts, lines) = parse_parts(&buf[..cut], line, path, Some(version))?;
-            parts.into_iter().for_each(&mut sink);
-            line += lines;
-            buf.drain(..cut);
-        }
-        if eof {
-            return Ok(());
+/// Fill `buf` from `offset` as far as the file allows; returns the bytes read.
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    Ok(done)
 }
 
 /// Read and parse a commit file from disk.
@@ -152,7 +237,7 @@ mod tests {
         let a = &actions.adds[0];
         assert_eq!(&*a.path, "a%20b");
         assert_eq!(a.partition_values[1], ("q".into(), None));
-        assert_eq!(a.stats_text().as_deref(), Some("{\"numRecords\":3}"));
+        assert_eq!(a.stats_text().unwrap().as_deref(), Some("{\"numRecords\":3}"));
 
         let err = parse_actions(b"{\"add\":{\"path\":\"x\"}}\n{\"add\":", Path::new("f.json"), Some(3)).unwrap_err();
         let msg = err.to_string();
@@ -160,20 +245,40 @@ mod tests {
     }
 
     #[test]
-    fn streaming_matches_whole_file_and_keeps_line_numbers() {
+    fn ranges_match_whole_file_and_keep_line_numbers() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("0.json");
-        let line = r#"{"add":{"path":"p","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
-        let n = WINDOW / line.len() + 500;
-        let mut text: String = (0..n).map(|i| line.replace("\"p\"", &format!("\"p{i}\"")) + "\n").collect();
+        // Lines of varying length (one longer than a chunk), some blank, CRLF on some.
+        let mut text = String::new();
+        for i in 0..400 {
+            let pad = "x".repeat(if i == 150 { 700 } else { i % 37 });
+            text += &format!(r#"{{"add":{{"path":"p{i}{pad}","partitionValues":{{}},"size":{i},"modificationTime":2,"dataChange":true}}}}"#);
+            text += if i % 9 == 0 { "\r\n" } else { "\n" };
+            if i % 50 == 0 {
+                text += "\n";
+            }
+        }
         std::fs::write(&p, &text).unwrap();
-        let mut count = 0;
-        stream_commit(&p, 0, |a| count += a.len()).unwrap();
-        assert_eq!(count, n);
-        text.push_str("{broken\n");
-        std::fs::write(&p, &text).unwrap();
-        let err = stream_commit(&p, 0, |_| {}).unwrap_err().to_string();
-        assert!(err.contains(&format!("line {}", n + 1)), "{err}");
+        let whole = parse_actions(text.as_bytes(), &p, Some(0)).unwrap();
+        let paths = |parts: Vec<Actions>| parts.into_iter().flat_map(|a| a.adds).map(|a| a.path.to_string()).collect::<Vec<_>>();
+        let expected = paths(vec![whole]);
+        assert_eq!(expected.len(), 400);
+        for threads in [1, 2, 3, 7, 64] {
+            for chunk in [97, 512, 4096, 1 << 20] {
+                let got = read_ranges(&p, 0, text.len() as u64, threads, chunk).unwrap();
+                assert_eq!(paths(got), expected, "{threads} threads, chunk {chunk}");
+            }
+        }
+        // Without a final newline, and with a broken line numbered across ranges.
+        let lines_before = text.lines().count();
+        let mut broken = text.trim_end().to_string();
+        broken += "\n{broken\n";
+        broken += r#"{"add":{"path":"last","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
+        std::fs::write(&p, &broken).unwrap();
+        for threads in [1, 3, 7] {
+            let err = read_ranges(&p, 0, broken.len() as u64, threads, 333).unwrap_err().to_string();
+            assert!(err.contains(&format!("line {}:", lines_before + 1)), "{threads}: {err}");
+        }
     }
 
     #[test]

@@ -148,7 +148,9 @@ fn parse_range(file: &std::fs::File, start: u64, end: u64, chunk: usize) -> std:
     let mut out = Actions { adds: Vec::with_capacity(((end - start) / 300) as usize + 1), other: Vec::new() };
     let mut interner = PartitionInterner::default();
     let mut lines = 0;
-    let mut buf: Vec<u8> = Vec::with_capacity(chunk + (1 << 16));
+    // buf[..len] holds unparsed bytes; buf only grows (zeroed once), for a line longer than a chunk.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut len = 0;
     // File offset of buf[0], and of the next byte to read.
     let (mut pos, mut next) = (start, start);
     // A range not at a line start leaves that line to the range before.
@@ -156,39 +158,41 @@ fn parse_range(file: &std::fs::File, start: u64, end: u64, chunk: usize) -> std:
         let mut b = [0u8];
         read_at(file, &mut b, start - 1).map_err(RangeError::Io)? == 1 && b[0] != b'\n'
     };
+    let newline = |bytes: &[u8]| bytes.iter().position(|&b| b == b'\n');
     loop {
-        let filled = buf.len();
-        buf.resize(filled + chunk, 0);
-        let got = read_at(file, &mut buf[filled..], next).map_err(RangeError::Io)?;
-        buf.truncate(filled + got);
+        if buf.len() < len + chunk {
+            buf.resize(len + chunk, 0);
+        }
+        let got = read_at(file, &mut buf[len..len + chunk], next).map_err(RangeError::Io)?;
+        len += got;
         next += got as u64;
         let eof = got == 0;
         if skip_partial {
-            match buf.iter().position(|&b| b == b'\n') {
-                Some(p) => {
-                    buf.drain(..=p);
-                    pos += p as u64 + 1;
-                    skip_partial = false;
+            let Some(p) = newline(&buf[..len]) else {
+                pos += len as u64;
+                len = 0;
+                if eof {
+                    break;
                 }
-                None if eof => break,
-                None => {
-                    pos += buf.len() as u64;
-                    buf.clear();
-                    continue;
-                }
-            }
+                continue;
+            };
+            buf.copy_within(p + 1..len, 0);
+            len -= p + 1;
+            pos += p as u64 + 1;
+            skip_partial = false;
         }
         if pos >= end {
             break;
         }
         // Whole lines in buf, then only those starting before `end`.
-        let whole = if eof { buf.len() } else { buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
+        let whole = if eof { len } else { buf[..len].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
         let limit = (end - pos) as usize;
-        let cut = if limit < whole { buf[limit - 1..].iter().position(|&b| b == b'\n').map_or(whole, |p| limit + p) } else { whole };
+        let cut = if limit < whole { newline(&buf[limit - 1..whole]).map_or(whole, |p| limit + p) } else { whole };
         let n = parse_lines_into(&buf[..cut], &mut out, &mut interner)
             .map_err(|e| RangeError::Line(LineError { line: lines + e.line, message: e.message }))?;
         lines += n;
-        buf.drain(..cut);
+        buf.copy_within(cut..len, 0);
+        len -= cut;
         pos += cut as u64;
         if eof || pos >= end {
             break;

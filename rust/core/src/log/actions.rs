@@ -120,8 +120,9 @@ pub struct AddFile {
 
 /// `add.stats` as stored: either the JSON string literal exactly as a commit holds it (quotes and
 /// escapes kept: most callers never look at the stats, so they are unescaped on use), the plain
-/// text, or a row of a checkpoint whose stats column is read on first use. A stored text starting
-/// with `"` is always a literal, so plain text that itself starts with a quote is stored escaped.
+/// text, or a reference to stats in a checkpoint or a large commit that are read on first use. A
+/// stored text starting with `"` is always a literal, so plain text that itself starts with a quote
+/// is stored escaped.
 #[derive(Clone)]
 pub struct StatsText(Repr);
 
@@ -129,7 +130,9 @@ pub struct StatsText(Repr);
 enum Repr {
     Text(Box<str>),
     /// The `row`-th add of a checkpoint read unit (its stats may turn out to be null).
-    Deferred(Arc<super::checkpoint::DeferredStats>, u32),
+    Checkpoint(Arc<super::checkpoint::DeferredStats>, u32),
+    /// The `k`-th stats literal of a range of a large JSON commit.
+    Commit(Arc<super::json::DeferredStats>, u32),
 }
 
 impl StatsText {
@@ -150,14 +153,18 @@ impl StatsText {
         }
     }
 
-    pub(crate) fn deferred(source: Arc<super::checkpoint::DeferredStats>, row: u32) -> Self {
-        StatsText(Repr::Deferred(source, row))
+    pub(crate) fn from_checkpoint(source: Arc<super::checkpoint::DeferredStats>, row: u32) -> Self {
+        StatsText(Repr::Checkpoint(source, row))
+    }
+
+    pub(crate) fn from_commit(source: Arc<super::json::DeferredStats>, k: u32) -> Self {
+        StatsText(Repr::Commit(source, k))
     }
 
     /// The same stats as plain text (unescaped now rather than on every use).
     pub fn into_plain(self) -> Self {
         match &self.0 {
-            Repr::Text(t) if t.starts_with('"') => StatsText::plain(&serde_json::from_str::<String>(t).unwrap_or_default()),
+            Repr::Text(t) if t.starts_with('"') => StatsText::plain(&unescape(t)),
             _ => self,
         }
     }
@@ -166,11 +173,20 @@ impl StatsText {
     /// only when a deferred checkpoint can no longer be read.
     pub fn text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
         Ok(match &self.0 {
-            // A literal that parsed at load time; it cannot fail here.
-            Repr::Text(t) if t.starts_with('"') => Some(Cow::Owned(serde_json::from_str::<String>(t).unwrap_or_default())),
+            Repr::Text(t) if t.starts_with('"') => Some(unescape(t)),
             Repr::Text(t) => Some(Cow::Borrowed(t)),
-            Repr::Deferred(source, row) => source.get(*row)?.map(Cow::Borrowed),
+            Repr::Checkpoint(source, row) => source.get(*row)?.map(Cow::Borrowed),
+            Repr::Commit(source, k) => Some(unescape(source.get(*k)?)),
         })
+    }
+}
+
+/// The text of a JSON string literal that parsed when it was read (so this cannot fail).
+fn unescape(literal: &str) -> Cow<'_, str> {
+    if literal.contains('\\') {
+        Cow::Owned(serde_json::from_str::<String>(literal).unwrap_or_default())
+    } else {
+        Cow::Borrowed(&literal[1..literal.len() - 1])
     }
 }
 
@@ -440,17 +456,36 @@ struct JsonRemove<'a> {
     default_row_commit_version: Option<i64>,
 }
 
+/// What becomes of the `add.stats` literals of parsed lines.
+pub(crate) enum StatsSink<'s> {
+    /// Copied into each add.
+    Keep,
+    /// Left in the file: each literal's `(add index, file offset, length)` is pushed onto `found`
+    /// (`base` is the address of the text at file offset `offset`); the caller fills the adds'
+    /// stats in afterwards.
+    Locate { base: usize, offset: u64, found: &'s mut Vec<(usize, u64, u32)> },
+}
+
 impl<'a> JsonLine<'a> {
     /// Push this line's actions (normally exactly one) onto `out`.
-    pub(crate) fn into_actions(self, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
+    pub(crate) fn into_actions(self, out: &mut Actions, interner: &mut PartitionInterner, sink: &mut StatsSink) -> Result<(), String> {
         if let Some(a) = self.add {
+            let stats = match (a.stats, sink) {
+                (None, _) => None,
+                (Some(r), StatsSink::Keep) => Some(StatsText::literal(r.get())),
+                (Some(r), StatsSink::Locate { base, offset, found }) => {
+                    let literal = r.get();
+                    found.push((out.adds.len(), *offset + (literal.as_ptr() as usize - *base) as u64, literal.len() as u32));
+                    None
+                }
+            };
             out.adds.push(AddFile {
                 path: a.path.into(),
                 partition_values: interner.json(a.partition_values.get())?,
                 size: a.size,
                 modification_time: a.modification_time,
                 data_change: a.data_change,
-                stats: a.stats.map(|r| StatsText::literal(r.get())),
+                stats,
                 tags: a.tags,
                 deletion_vector: a.deletion_vector,
                 base_row_id: a.base_row_id,
@@ -635,7 +670,7 @@ mod tests {
         };
         let parse = |l: &str| serde_json::from_str::<JsonLine>(l).map(|j| {
             let mut out = Actions::default();
-            j.into_actions(&mut out, &mut PartitionInterner::default()).unwrap();
+            j.into_actions(&mut out, &mut PartitionInterner::default(), &mut StatsSink::Keep).unwrap();
             out.adds.pop().unwrap().stats_text().unwrap().map(|c| c.into_owned())
         });
         assert_eq!(parse(&line("null")).unwrap(), None);

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use super::actions::{Actions, JsonLine, PartitionInterner};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use super::actions::{Actions, JsonLine, PartitionInterner, StatsSink, StatsText};
 use crate::error::{Error, Result};
 
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
@@ -68,12 +71,12 @@ struct LineError {
 fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError> {
     // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
     let mut out = Actions { adds: Vec::with_capacity(bytes.len() / 300 + 1), other: Vec::new() };
-    let lines = parse_lines_into(bytes, &mut out, &mut PartitionInterner::default())?;
+    let lines = parse_lines_into(bytes, &mut out, &mut PartitionInterner::default(), &mut StatsSink::Keep)?;
     Ok((out, lines))
 }
 
 /// Parse whole lines onto `out`; returns the number of lines.
-fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInterner) -> std::result::Result<usize, LineError> {
+fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInterner, sink: &mut StatsSink) -> std::result::Result<usize, LineError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let valid = &bytes[..e.valid_up_to()];
         let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
@@ -92,7 +95,7 @@ fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInt
         let parsed: JsonLine = serde_json::from_str(line)
             .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
         parsed
-            .into_actions(out, interner)
+            .into_actions(out, interner, sink)
             .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
     }
     Ok(lines)
@@ -116,7 +119,10 @@ fn read_ranges(path: &Path, version: i64, size: u64, threads: usize, chunk: usiz
     })?;
     let n = threads.max(1) as u64;
     let ranges: Vec<(u64, u64)> = (0..n).map(|t| (size * t / n, size * (t + 1) / n)).collect();
-    let results = crate::parallel::map(&ranges, |&(start, end)| parse_range(&file, start, end, chunk));
+    let source = Source { path: path.to_path_buf(), version, len: size };
+    let commit = Arc::new(DeferredCommit { source, spans: ranges.iter().map(|_| OnceLock::new()).collect(), loaded: OnceLock::new() });
+    let indexed: Vec<(usize, u64, u64)> = ranges.iter().enumerate().map(|(i, &(s, e))| (i, s, e)).collect();
+    let results = crate::parallel::map(&indexed, |&(i, start, end)| parse_range(&file, &commit, i, start, end, chunk));
     let mut parts = Vec::with_capacity(results.len());
     let mut line = 1;
     for r in results {
@@ -141,12 +147,13 @@ enum RangeError {
 
 /// Parse the lines that start in bytes `start..end` of the file (the last one may run past
 /// `end`); returns their actions and number of lines.
-fn parse_range(file: &std::fs::File, start: u64, end: u64, chunk: usize) -> std::result::Result<(Actions, usize), RangeError> {
+fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize, start: u64, end: u64, chunk: usize) -> std::result::Result<(Actions, usize), RangeError> {
     if start >= end {
         return Ok((Actions::default(), 0));
     }
     let mut out = Actions { adds: Vec::with_capacity(((end - start) / 300) as usize + 1), other: Vec::new() };
     let mut interner = PartitionInterner::default();
+    let mut found = Vec::new();
     let mut lines = 0;
     // buf[..len] holds unparsed bytes; buf only grows (zeroed once), for a line longer than a chunk.
     let mut buf: Vec<u8> = Vec::new();
@@ -188,7 +195,8 @@ fn parse_range(file: &std::fs::File, start: u64, end: u64, chunk: usize) -> std:
         let whole = if eof { len } else { buf[..len].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
         let limit = (end - pos) as usize;
         let cut = if limit < whole { newline(&buf[limit - 1..whole]).map_or(whole, |p| limit + p) } else { whole };
-        let n = parse_lines_into(&buf[..cut], &mut out, &mut interner)
+        let mut sink = StatsSink::Locate { base: buf.as_ptr() as usize, offset: pos, found: &mut found };
+        let n = parse_lines_into(&buf[..cut], &mut out, &mut interner, &mut sink)
             .map_err(|e| RangeError::Line(LineError { line: lines + e.line, message: e.message }))?;
         lines += n;
         buf.copy_within(cut..len, 0);
@@ -198,7 +206,90 @@ fn parse_range(file: &std::fs::File, start: u64, end: u64, chunk: usize) -> std:
             break;
         }
     }
+    if !found.is_empty() {
+        let stats = Arc::new(DeferredStats { commit: commit.clone(), range });
+        for (k, &(i, _, _)) in found.iter().enumerate() {
+            out.adds[i].stats = Some(StatsText::from_commit(stats.clone(), k as u32));
+        }
+        let _ = commit.spans[range].set(found.into_iter().map(|(_, o, l)| (o, l)).collect());
+    }
     Ok((out, lines))
+}
+
+#[derive(Clone)]
+struct Source {
+    path: PathBuf,
+    version: i64,
+    /// File size when it was first read.
+    len: u64,
+}
+
+/// The `add.stats` literals of one range of a large commit. They stay in the file and are read for
+/// the whole commit the first time any of them is asked for: a million of them are a third of such
+/// a commit's bytes, and most snapshots never look at them.
+pub struct DeferredStats {
+    commit: Arc<DeferredCommit>,
+    range: usize,
+}
+
+struct DeferredCommit {
+    source: Source,
+    /// Per range: file offset and length of each literal, in file order.
+    spans: Vec<OnceLock<Vec<(u64, u32)>>>,
+    /// Per range: the literals (still escaped, as in the file), concatenated, and where each ends.
+    loaded: OnceLock<std::result::Result<Vec<(String, Vec<usize>)>, String>>,
+}
+
+impl DeferredStats {
+    /// The `k`-th stats literal of this range (a JSON string, quotes and escapes kept).
+    pub fn get(&self, k: u32) -> Result<&str> {
+        let commit = &*self.commit;
+        match commit.loaded.get_or_init(|| commit.load()) {
+            Ok(ranges) => {
+                let (text, ends) = &ranges[self.range];
+                let k = k as usize;
+                Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
+            }
+            Err(m) => Err(Error::corrupt(&commit.source.path, Some(commit.source.version), m.clone())),
+        }
+    }
+}
+
+impl DeferredCommit {
+    fn load(&self) -> std::result::Result<Vec<(String, Vec<usize>)>, String> {
+        let len = std::fs::metadata(&self.source.path).map_err(|e| format!("reading add.stats again: {e}"))?.len();
+        if len != self.source.len {
+            return Err(format!("the commit changed since it was loaded ({len} bytes, {} before)", self.source.len));
+        }
+        let empty = Vec::new();
+        let spans: Vec<&Vec<(u64, u32)>> = self.spans.iter().map(|s| s.get().unwrap_or(&empty)).collect();
+        crate::parallel::map(&spans, |s| self.load_range(s)).into_iter().collect()
+    }
+
+    fn load_range(&self, spans: &[(u64, u32)]) -> std::result::Result<(String, Vec<usize>), String> {
+        let again = |e: &dyn std::fmt::Display| format!("reading add.stats again: {e}");
+        let file = std::fs::File::open(&self.source.path).map_err(|e| again(&e))?;
+        let mut text = String::with_capacity(spans.iter().map(|&(_, n)| n as usize).sum());
+        let mut ends = Vec::with_capacity(spans.len());
+        // A window of the file holding the next literals, read CHUNK bytes at a time.
+        let (mut window, mut at) = (Vec::new(), 0u64);
+        for &(offset, n) in spans {
+            let n = n as usize;
+            if offset < at || offset + n as u64 > at + window.len() as u64 {
+                window.resize(CHUNK.max(n), 0);
+                let got = read_at(&file, &mut window, offset).map_err(|e| again(&e))?;
+                window.truncate(got);
+                at = offset;
+                if got < n {
+                    return Err("the commit is shorter than when it was loaded".into());
+                }
+            }
+            let start = (offset - at) as usize;
+            text.push_str(std::str::from_utf8(&window[start..start + n]).map_err(|e| again(&e))?);
+            ends.push(text.len());
+        }
+        Ok((text, ends))
+    }
 }
 
 /// Fill `buf` from `offset` as far as the file allows; returns the bytes read.
@@ -256,7 +347,13 @@ mod tests {
         let mut text = String::new();
         for i in 0..400 {
             let pad = "x".repeat(if i == 150 { 700 } else { i % 37 });
-            text += &format!(r#"{{"add":{{"path":"p{i}{pad}","partitionValues":{{}},"size":{i},"modificationTime":2,"dataChange":true}}}}"#);
+            let stats = match i % 4 {
+                0 => String::new(),
+                1 => r#","stats":null"#.to_string(),
+                2 => format!(r#","stats":"{{\"numRecords\":{i},\"minValues\":{{\"s\":\"a\\\"b\\u00fc\"}}}}""#),
+                _ => format!(r#","stats":"{{\"numRecords\":{i}}}""#),
+            };
+            text += &format!(r#"{{"add":{{"path":"p{i}{pad}","partitionValues":{{}},"size":{i},"modificationTime":2,"dataChange":true{stats}}}}}"#);
             text += if i % 9 == 0 { "\r\n" } else { "\n" };
             if i % 50 == 0 {
                 text += "\n";
@@ -264,15 +361,29 @@ mod tests {
         }
         std::fs::write(&p, &text).unwrap();
         let whole = parse_actions(text.as_bytes(), &p, Some(0)).unwrap();
-        let paths = |parts: Vec<Actions>| parts.into_iter().flat_map(|a| a.adds).map(|a| a.path.to_string()).collect::<Vec<_>>();
+        let paths = |parts: Vec<Actions>| {
+            let adds = parts.into_iter().flat_map(|a| a.adds);
+            adds.map(|a| (a.path.to_string(), a.stats_text().unwrap().map(|s| s.into_owned()))).collect::<Vec<_>>()
+        };
         let expected = paths(vec![whole]);
         assert_eq!(expected.len(), 400);
+        assert_eq!(expected[2].1.as_deref(), Some(r#"{"numRecords":2,"minValues":{"s":"a\"b\u00fc"}}"#));
+        assert_eq!(expected[1].1, None);
         for threads in [1, 2, 3, 7, 64] {
             for chunk in [97, 512, 4096, 1 << 20] {
                 let got = read_ranges(&p, 0, text.len() as u64, threads, chunk).unwrap();
                 assert_eq!(paths(got), expected, "{threads} threads, chunk {chunk}");
             }
         }
+        // Stats read on first use fail clearly once the commit is gone or changed.
+        let parts = read_ranges(&p, 0, text.len() as u64, 2, 4096).unwrap();
+        let again = read_ranges(&p, 0, text.len() as u64, 2, 4096).unwrap();
+        std::fs::rename(&p, dir.path().join("moved.json")).unwrap();
+        let err = parts[1].adds[2].stats_text().unwrap_err().to_string();
+        assert!(err.contains("0.json") && err.contains("version 0"), "{err}");
+        std::fs::write(&p, &text[1..]).unwrap();
+        let err = again[0].adds[2].stats_text().unwrap_err().to_string();
+        assert!(err.contains("changed since it was loaded"), "{err}");
         // Without a final newline, and with a broken line numbered across ranges.
         let lines_before = text.lines().count();
         let mut broken = text.trim_end().to_string();

@@ -252,7 +252,7 @@ def test_large_single_commit_stats(tmp_path):
              json.dumps({"metaData": {"id": "big", "format": {"provider": "parquet", "options": {}},
                                       "schemaString": json.dumps(schema), "partitionColumns": [],
                                       "configuration": {}, "createdTime": 1}})]
-    n = 60_000
+    n = 110_000  # above 100k files, Snapshot.files() is built in slices on several threads
     for i in range(n):
         add = {"path": f"part-{i:08d}-{'x' * 120}.parquet", "partitionValues": {}, "size": 100 + i,
                "modificationTime": 1, "dataChange": True}

@@ -23,8 +23,18 @@ pub fn files_batch(snap: &Snapshot) -> Result<RecordBatch> {
     files_batch_of(snap, &all)
 }
 
-/// `files()` for a subset of the live files (a scan's result).
+/// `files()` for a subset of the live files (a scan's result), built in slices on all cores.
 pub fn files_batch_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<RecordBatch> {
+    let threads = crate::parallel::threads_for(files.len(), 50_000);
+    if threads <= 1 {
+        return slice_batch(snap, files);
+    }
+    let slices: Vec<_> = files.chunks(files.len().div_ceil(threads)).collect();
+    let batches = crate::parallel::map(&slices, |s| slice_batch(snap, s)).into_iter().collect::<Result<Vec<_>>>()?;
+    arrow_select::concat::concat_batches(&batches[0].schema(), &batches).map_err(arrow_err)
+}
+
+fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<RecordBatch> {
     let n = files.len();
     let mut path = StringBuilder::with_capacity(n, n * 64);
     let mut pv = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());

@@ -151,9 +151,11 @@ impl<'a> FileJudge<'a> {
 
     /// Without data conjuncts (or stats) the whole verdict is the tuple's; otherwise a false
     /// partition part already rules the file out.
+    /// Without statistics only the partition-only conjuncts count (delta-spark ignores data
+    /// predicates there), so a data conjunct inside an OR cannot rule a file out.
     fn tuple_verdict(&self, file: &AddFile) -> bool {
-        if self.by_partition() {
-            self.pred.file_may_match(file, self.use_stats)
+        if self.use_stats && self.by_partition() {
+            self.pred.file_may_match(file, true)
         } else {
             self.pred.partition_matches(file)
         }

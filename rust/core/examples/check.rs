@@ -36,7 +36,14 @@ fn main() {
 fn check_only(txn: &Transaction, table: &delta_occ_core::Table, rounds: usize) {
     use delta_occ_core::conflict::{check_all, TxnView, WinningCommit};
     let snap = table.snapshot(Some(0)).unwrap();
-    let winners: Vec<_> = (1..=table.version()).map(|v| WinningCommit::read(&table.root().join("_delta_log"), v).unwrap()).collect();
+    let read = |v| {
+        let mut w = WinningCommit::read(&table.root().join("_delta_log"), v).unwrap();
+        if txn.options().data_skipping {
+            w.unescape_stats(); // as validate() does for a data predicate
+        }
+        w
+    };
+    let winners: Vec<_> = (1..=table.version()).map(read).collect();
     let actions: usize = winners.iter().map(WinningCommit::num_actions).sum();
     let tuples: usize = winners.iter().map(|w| w.data_partitions.len()).sum();
     println!("{} winners, {actions} actions, {tuples} distinct partition tuples", winners.len());

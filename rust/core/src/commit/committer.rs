@@ -167,7 +167,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
             return Ok(finish(txn, &prepared, rows_resolved, m, operation, attempt_version, attempt, rebased_over, checks));
         }
         // Collision: check every commit that appeared since the last check, in order.
-        let winners = read_winners(&txn.root, checked_upto + 1, None)?;
+        let winners = read_winners(txn, checked_upto + 1, None)?;
         if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
             // An earlier attempt whose outcome looked unknown did land.
             return Ok(finish(txn, &prepared, rows_resolved, m, operation, w.version, attempt, rebased_over, checks));
@@ -284,7 +284,7 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let table = txn.root.display().to_string();
     let prepared = prepare(txn)?;
     let started = Instant::now();
-    let winners = read_winners(&txn.root, txn.read_version + 1, through)?;
+    let winners = read_winners(txn, txn.read_version + 1, through)?;
     let read_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let deadline = started + CommitOptions::default().row_level_budget;
@@ -301,7 +301,8 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
 
 /// The commits from `from` on (through `through`, or the latest), parsed in parallel. They must
 /// be contiguous: a missing one is a corrupt log.
-fn read_winners(root: &Path, from: i64, through: Option<i64>) -> Result<Vec<WinningCommit>> {
+fn read_winners(txn: &Transaction, from: i64, through: Option<i64>) -> Result<Vec<WinningCommit>> {
+    let root = &txn.root;
     let listing = segment::list(root, from)?;
     let files: Vec<_> = listing.commits.range(from..=through.unwrap_or(i64::MAX)).map(|(v, f)| (*v, f.path.clone())).collect();
     for (expected, (v, _)) in (from..).zip(&files) {
@@ -309,9 +310,15 @@ fn read_winners(root: &Path, from: i64, through: Option<i64>) -> Result<Vec<Winn
             return Err(Error::corrupt(log_dir(root), Some(expected), format!("commit {expected} is missing while checking winners up to {v}")));
         }
     }
-    crate::parallel::map(&files, |(v, p)| crate::log::json::read_commit(p, *v).map(|a| WinningCommit::from_actions(*v, a)))
-        .into_iter()
-        .collect()
+    let stats_read = txn.options().data_skipping && txn.read_set().predicates.iter().any(|p| p.has_data_conjuncts);
+    let read = |(v, p): &(i64, std::path::PathBuf)| {
+        let mut w = WinningCommit::from_actions(*v, crate::log::json::read_commit(p, *v)?);
+        if stats_read {
+            w.unescape_stats();
+        }
+        Ok(w)
+    };
+    crate::parallel::map(&files, read).into_iter().collect()
 }
 
 fn give_up(table: &str, attempts: u32, started: Instant, versions_tried: Vec<i64>, reason: String) -> Error {
@@ -463,8 +470,7 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     metrics.insert("numRemovedFiles".into(), removes.len().to_string());
     metrics.insert("numAddedBytes".into(), adds.iter().map(|a| a.size).sum::<i64>().to_string());
     metrics.insert("numRemovedBytes".into(), removes.iter().filter_map(|r| r.size).sum::<i64>().to_string());
-    let records: Vec<Option<i64>> = adds.iter().map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref()))).collect::<Result<_>>()?;
-    if let Some(n) = records.into_iter().sum::<Option<i64>>() {
+    if let Some(n) = adds.iter().map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref()))).sum::<Result<Option<i64>>>()? {
         metrics.insert("numOutputRows".into(), n.to_string());
     }
     Ok(Materialized { adds, removes, metrics })

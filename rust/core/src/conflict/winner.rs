@@ -36,15 +36,19 @@ impl WinningCommit {
         Ok(Self::from_actions(version, actions))
     }
 
-    pub fn from_actions(version: i64, actions: Actions) -> Self {
-        let mut w = WinningCommit { version, adds: actions.adds, ..Default::default() };
-        // A winner's stats are read by every data-skipping check against it: unescape them once.
-        for a in &mut w.adds {
+    /// Unescape the adds' stats once, for a transaction whose checks will read them (data
+    /// skipping with data predicates); otherwise they stay escaped and cost nothing.
+    pub fn unescape_stats(&mut self) {
+        for a in &mut self.adds {
             a.stats = a.stats.take().map(StatsText::into_plain);
         }
+    }
+
+    pub fn from_actions(version: i64, actions: Actions) -> Self {
+        let mut w = WinningCommit { version, adds: actions.adds, ..Default::default() };
         for a in actions.other {
             match a {
-                Action::Add(x) => w.adds.push(x),
+                Action::Add(_) => unreachable!("Actions keeps adds apart"),
                 Action::Remove(x) => w.removes.push(x),
                 Action::Metadata(x) => w.metadata = Some(*x),
                 Action::Protocol(x) => w.protocol = Some(x),

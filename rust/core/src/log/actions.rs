@@ -170,7 +170,7 @@ impl StatsText {
     }
 
     /// The stats JSON text, unescaped; None when a deferred checkpoint row has null stats. Fails
-    /// only when a deferred checkpoint can no longer be read.
+    /// only when the file holding deferred stats can no longer be read.
     pub fn text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
         Ok(match &self.0 {
             Repr::Text(t) if t.starts_with('"') => Some(unescape(t)),
@@ -222,7 +222,7 @@ impl From<String> for StatsText {
 
 impl AddFile {
     /// The stats JSON text, unescaped (None when the file has none). Fails only when the stats
-    /// live in a checkpoint that can no longer be read (see [`StatsText`]).
+    /// live in a checkpoint or large commit that can no longer be read (see [`StatsText`]).
     pub fn stats_text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
         self.stats.as_ref().map_or(Ok(None), StatsText::text)
     }
@@ -370,7 +370,6 @@ impl Actions {
         }
         self.other.append(&mut more.other);
     }
-
 }
 
 impl From<Vec<Action>> for Actions {

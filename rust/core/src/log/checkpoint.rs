@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
@@ -17,6 +17,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::arrow::ProjectionMask;
 
 use super::actions::*;
+use super::deferred::Deferred;
 use super::path::{LogFile, LogFileKind};
 use super::segment::CheckpointFiles;
 use crate::dv::DeletionVectorDescriptor;
@@ -108,8 +109,11 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
         })
         .map(|(i, _)| i)
         .collect();
-    let source = ReadSource { path: path.to_path_buf(), version, len, meta, groups, units };
-    let deferred = stats_leaf.map(|leaf| Arc::new(DeferredPart { counts: source.units.iter().map(|_| AtomicUsize::new(0)).collect(), source: source.clone(), leaf, loaded: OnceLock::new() }));
+    let source = Arc::new(ReadSource { path: path.to_path_buf(), version, meta, groups, units });
+    let deferred = stats_leaf.map(|leaf| {
+        let counts = source.units.iter().map(|_| AtomicUsize::new(0)).collect();
+        Arc::new(DeferredPart { source: source.clone(), leaf, counts, stats: Deferred::new(path, version, len) })
+    });
     let results = crate::parallel::map(&(0..source.units.len()).collect::<Vec<_>>(), |&u| {
         let deferred = deferred.as_ref().map(|part| Arc::new(DeferredStats { part: part.clone(), unit: u }));
         let out = read_unit(&source, u, &leaves, deferred.as_ref())?;
@@ -126,12 +130,9 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
 }
 
 /// Where the rows of one parquet part are and how they are split into read units.
-#[derive(Clone)]
 struct ReadSource {
     path: PathBuf,
     version: i64,
-    /// File size when the footer was read.
-    len: u64,
     meta: ArrowReaderMetadata,
     groups: Vec<usize>,
     units: Vec<Vec<RowRange>>,
@@ -165,35 +166,26 @@ pub struct DeferredStats {
 }
 
 struct DeferredPart {
-    source: ReadSource,
+    source: Arc<ReadSource>,
     leaf: usize,
     /// Adds per unit, as counted by the first read (the deferred read must find as many).
     counts: Vec<AtomicUsize>,
     /// Per unit, the stats of its adds in read order.
-    loaded: OnceLock<std::result::Result<Vec<StringArray>, String>>,
+    stats: Deferred<Vec<StringArray>>,
 }
 
 impl DeferredStats {
     /// The stats text of this unit's `row`-th add (None when null).
     pub fn get(&self, row: u32) -> Result<Option<&str>> {
         let part = &*self.part;
-        match part.loaded.get_or_init(|| part.load()) {
-            Ok(units) => {
-                let a = &units[self.unit];
-                let row = row as usize;
-                Ok(a.is_valid(row).then(|| a.value(row)))
-            }
-            Err(m) => Err(Error::corrupt(&part.source.path, Some(part.source.version), m.clone())),
-        }
+        let a = &part.stats.get(|| part.load())?[self.unit];
+        let row = row as usize;
+        Ok(a.is_valid(row).then(|| a.value(row)))
     }
 }
 
 impl DeferredPart {
     fn load(&self) -> std::result::Result<Vec<StringArray>, String> {
-        let len = std::fs::metadata(&self.source.path).map_err(|e| format!("reading add.stats again: {e}"))?.len();
-        if len != self.source.len {
-            return Err(format!("the checkpoint changed since it was loaded ({len} bytes, {} before)", self.source.len));
-        }
         let units: Vec<usize> = (0..self.source.units.len()).collect();
         crate::parallel::map(&units, |&u| self.load_unit(u)).into_iter().collect()
     }

@@ -1,45 +1,44 @@
 //! Newline-delimited JSON commits (and JSON V2 checkpoints).
 
 use std::path::Path;
-
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use super::actions::{Actions, JsonLine, PartitionInterner, StatsSink, StatsText};
+use super::deferred::Deferred;
 use crate::error::{Error, Result};
 
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
 /// threads (no global pool: safe in forked children).
 pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Actions> {
+    let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
+    let chunks = split_lines(bytes, threads);
+    let results = crate::parallel::map(&chunks, |c| parse_chunk(c).map_err(PartError::Line));
     let mut out = Actions::default();
-    for part in parse_parts(bytes, 1, file, version)?.0 {
+    for part in join_parts(results, file, version)? {
         out.append(part);
     }
     Ok(out)
 }
 
-/// Parse in parts, one per thread, in file order; `first_line` numbers the first line of `bytes`.
-/// Also returns the number of lines parsed.
-fn parse_parts(bytes: &[u8], first_line: usize, file: &Path, version: Option<i64>) -> Result<(Vec<Actions>, usize)> {
-    let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
-    let chunks = split_lines(bytes, threads);
-    let results = crate::parallel::map(&chunks, |c| parse_chunk(c));
-    // Line numbers are only needed for an error message: count them per chunk as it is parsed,
-    // and number the failing line from the counts of the chunks before it.
+/// The parts in file order, or the first failure with its line numbered from the line counts of
+/// the parts before it (each part counts its own lines as it is parsed; numbers are only needed
+/// for an error message).
+fn join_parts(results: Vec<std::result::Result<(Actions, usize), PartError>>, file: &Path, version: Option<i64>) -> Result<Vec<Actions>> {
     let mut parts = Vec::with_capacity(results.len());
-    let mut line = first_line;
+    let mut line = 1;
     for r in results {
         match r {
             Ok((actions, lines)) => {
                 parts.push(actions);
                 line += lines;
             }
-            Err(LineError { line: l, message }) => {
+            Err(PartError::Line(LineError { line: l, message })) => {
                 return Err(Error::corrupt(file, version, format!("line {}: {message}", line + l)));
             }
+            Err(PartError::Io(e)) => return Err(Error::io(file, e)),
         }
     }
-    Ok((parts, line - first_line))
+    Ok(parts)
 }
 
 /// Split into about `n` chunks ending on newlines.
@@ -118,36 +117,23 @@ fn read_ranges(path: &Path, version: i64, size: u64, threads: usize, chunk: usiz
         _ => Error::io(path, e),
     })?;
     let n = threads.max(1) as u64;
-    let ranges: Vec<(u64, u64)> = (0..n).map(|t| (size * t / n, size * (t + 1) / n)).collect();
-    let source = Source { path: path.to_path_buf(), version, len: size };
-    let commit = Arc::new(DeferredCommit { source, spans: ranges.iter().map(|_| OnceLock::new()).collect(), loaded: OnceLock::new() });
-    let indexed: Vec<(usize, u64, u64)> = ranges.iter().enumerate().map(|(i, &(s, e))| (i, s, e)).collect();
-    let results = crate::parallel::map(&indexed, |&(i, start, end)| parse_range(&file, &commit, i, start, end, chunk));
-    let mut parts = Vec::with_capacity(results.len());
-    let mut line = 1;
-    for r in results {
-        match r {
-            Ok((actions, lines)) => {
-                parts.push(actions);
-                line += lines;
-            }
-            Err(RangeError::Line(LineError { line: l, message })) => {
-                return Err(Error::corrupt(path, Some(version), format!("line {}: {message}", line + l)));
-            }
-            Err(RangeError::Io(e)) => return Err(Error::io(path, e)),
-        }
-    }
-    Ok(parts)
+    let commit = Arc::new(DeferredCommit { stats: Deferred::new(path, version, size), spans: (0..n).map(|_| OnceLock::new()).collect() });
+    let ranges: Vec<usize> = (0..n as usize).collect();
+    let results = crate::parallel::map(&ranges, |&i| {
+        let (start, end) = (size * i as u64 / n, size * (i as u64 + 1) / n);
+        parse_range(&file, &commit, i, start, end, chunk)
+    });
+    join_parts(results, path, Some(version))
 }
 
-enum RangeError {
+enum PartError {
     Line(LineError),
     Io(std::io::Error),
 }
 
 /// Parse the lines that start in bytes `start..end` of the file (the last one may run past
 /// `end`); returns their actions and number of lines.
-fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize, start: u64, end: u64, chunk: usize) -> std::result::Result<(Actions, usize), RangeError> {
+fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize, start: u64, end: u64, chunk: usize) -> std::result::Result<(Actions, usize), PartError> {
     if start >= end {
         return Ok((Actions::default(), 0));
     }
@@ -163,14 +149,14 @@ fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize,
     // A range not at a line start leaves that line to the range before.
     let mut skip_partial = start > 0 && {
         let mut b = [0u8];
-        read_at(file, &mut b, start - 1).map_err(RangeError::Io)? == 1 && b[0] != b'\n'
+        read_at(file, &mut b, start - 1).map_err(PartError::Io)? == 1 && b[0] != b'\n'
     };
     let newline = |bytes: &[u8]| bytes.iter().position(|&b| b == b'\n');
     loop {
         if buf.len() < len + chunk {
             buf.resize(len + chunk, 0);
         }
-        let got = read_at(file, &mut buf[len..len + chunk], next).map_err(RangeError::Io)?;
+        let got = read_at(file, &mut buf[len..len + chunk], next).map_err(PartError::Io)?;
         len += got;
         next += got as u64;
         let eof = got == 0;
@@ -197,7 +183,7 @@ fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize,
         let cut = if limit < whole { newline(&buf[limit - 1..whole]).map_or(whole, |p| limit + p) } else { whole };
         let mut sink = StatsSink::Locate { base: buf.as_ptr() as usize, offset: pos, found: &mut found };
         let n = parse_lines_into(&buf[..cut], &mut out, &mut interner, &mut sink)
-            .map_err(|e| RangeError::Line(LineError { line: lines + e.line, message: e.message }))?;
+            .map_err(|e| PartError::Line(LineError { line: lines + e.line, message: e.message }))?;
         lines += n;
         buf.copy_within(cut..len, 0);
         len -= cut;
@@ -216,14 +202,6 @@ fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize,
     Ok((out, lines))
 }
 
-#[derive(Clone)]
-struct Source {
-    path: PathBuf,
-    version: i64,
-    /// File size when it was first read.
-    len: u64,
-}
-
 /// The `add.stats` literals of one range of a large commit. They stay in the file and are read for
 /// the whole commit the first time any of them is asked for: a million of them are a third of such
 /// a commit's bytes, and most snapshots never look at them.
@@ -233,34 +211,24 @@ pub struct DeferredStats {
 }
 
 struct DeferredCommit {
-    source: Source,
+    /// Per range: the literals (still escaped, as in the file), concatenated, and where each ends.
+    stats: Deferred<Vec<(String, Vec<usize>)>>,
     /// Per range: file offset and length of each literal, in file order.
     spans: Vec<OnceLock<Vec<(u64, u32)>>>,
-    /// Per range: the literals (still escaped, as in the file), concatenated, and where each ends.
-    loaded: OnceLock<std::result::Result<Vec<(String, Vec<usize>)>, String>>,
 }
 
 impl DeferredStats {
     /// The `k`-th stats literal of this range (a JSON string, quotes and escapes kept).
     pub fn get(&self, k: u32) -> Result<&str> {
         let commit = &*self.commit;
-        match commit.loaded.get_or_init(|| commit.load()) {
-            Ok(ranges) => {
-                let (text, ends) = &ranges[self.range];
-                let k = k as usize;
-                Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
-            }
-            Err(m) => Err(Error::corrupt(&commit.source.path, Some(commit.source.version), m.clone())),
-        }
+        let (text, ends) = &commit.stats.get(|| commit.load())?[self.range];
+        let k = k as usize;
+        Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
     }
 }
 
 impl DeferredCommit {
     fn load(&self) -> std::result::Result<Vec<(String, Vec<usize>)>, String> {
-        let len = std::fs::metadata(&self.source.path).map_err(|e| format!("reading add.stats again: {e}"))?.len();
-        if len != self.source.len {
-            return Err(format!("the commit changed since it was loaded ({len} bytes, {} before)", self.source.len));
-        }
         let empty = Vec::new();
         let spans: Vec<&Vec<(u64, u32)>> = self.spans.iter().map(|s| s.get().unwrap_or(&empty)).collect();
         crate::parallel::map(&spans, |s| self.load_range(s)).into_iter().collect()
@@ -268,7 +236,7 @@ impl DeferredCommit {
 
     fn load_range(&self, spans: &[(u64, u32)]) -> std::result::Result<(String, Vec<usize>), String> {
         let again = |e: &dyn std::fmt::Display| format!("reading add.stats again: {e}");
-        let file = std::fs::File::open(&self.source.path).map_err(|e| again(&e))?;
+        let file = std::fs::File::open(self.stats.path()).map_err(|e| again(&e))?;
         let mut text = String::with_capacity(spans.iter().map(|&(_, n)| n as usize).sum());
         let mut ends = Vec::with_capacity(spans.len());
         // A window of the file holding the next literals, read CHUNK bytes at a time.

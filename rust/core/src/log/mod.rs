@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod checkpoint;
+mod deferred;
 pub mod json;
 pub mod last_checkpoint;
 pub mod path;

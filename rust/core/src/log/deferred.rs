@@ -1,0 +1,40 @@
+//! Data a log reader leaves in its file at load time and reads back, for the whole file, the
+//! first time any of it is needed (the stats text of checkpoints and of large commits).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+
+pub(crate) struct Deferred<T> {
+    path: PathBuf,
+    version: i64,
+    /// File size when it was first read: another size on the deferred read means the file was
+    /// replaced, and what the first read recorded about it no longer holds.
+    len: u64,
+    loaded: OnceLock<std::result::Result<T, String>>,
+}
+
+impl<T> Deferred<T> {
+    pub fn new(path: &Path, version: i64, len: u64) -> Self {
+        Deferred { path: path.to_path_buf(), version, len, loaded: OnceLock::new() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The value, read with `load` the first time. A failure (the file gone or changed, or
+    /// `load`'s own error) is kept, and returned every time as a corrupt-log error naming the
+    /// file and version.
+    pub fn get(&self, load: impl FnOnce() -> std::result::Result<T, String>) -> Result<&T> {
+        let loaded = self.loaded.get_or_init(|| {
+            let len = std::fs::metadata(&self.path).map_err(|e| format!("reading add.stats again: {e}"))?.len();
+            if len != self.len {
+                return Err(format!("the file changed since it was loaded ({len} bytes, {} before)", self.len));
+            }
+            load()
+        });
+        loaded.as_ref().map_err(|m| Error::corrupt(&self.path, Some(self.version), m.clone()))
+    }
+}

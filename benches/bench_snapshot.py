@@ -78,6 +78,8 @@ def _load_deltalake(path: str):
 
 
 def _version(obj) -> int:
+    if isinstance(obj, tuple):  # (reader object, its file list)
+        obj = obj[0]
     return obj.version if isinstance(obj, delta_occ.Snapshot) else obj.version()
 
 
@@ -138,27 +140,30 @@ def test_deltalake(benchmark, bench_table, rounds, shape):
 
 def _load_delta_occ_files(path: str):
     snap = delta_occ.Table(path).snapshot()
-    files = snap.files()
-    assert files.num_rows == snap._h.num_files()
-    return snap
+    return snap, snap.files()  # both kept alive past the timing, like the plain loads
 
 
 def _load_deltalake_files(path: str):
     dt = deltalake.DeltaTable(path)
-    dt.get_add_actions()
-    return dt
+    return dt, dt.get_add_actions()
 
 
 @pytest.mark.parametrize("shape", ["single_commit", "many_commits", "checkpoint"])
 def test_delta_occ_files(benchmark, bench_table, rounds, shape):
     benchmark.group = f"snapshot+files-{shape}"
-    _run(benchmark, rounds, _load_delta_occ_files, bench_table(shape))
+    t = bench_table(shape)
+    _check_delta_occ(t)
+    assert _load_delta_occ_files(t.path)[1].num_rows == t.num_files
+    _run(benchmark, rounds, _load_delta_occ_files, t)
 
 
 @pytest.mark.parametrize("shape", ["single_commit", "many_commits", "checkpoint"])
 def test_deltalake_files(benchmark, bench_table, rounds, shape):
     benchmark.group = f"snapshot+files-{shape}"
-    _run(benchmark, rounds, _load_deltalake_files, bench_table(shape))
+    t = bench_table(shape)
+    _check_deltalake(t)
+    assert _load_deltalake_files(t.path)[1].num_rows == t.num_files
+    _run(benchmark, rounds, _load_deltalake_files, t)
 
 
 # ---------------------------------------------------------------------------------------

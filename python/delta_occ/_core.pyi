@@ -62,7 +62,7 @@ class TransactionHandle:
         """"open", "committed" or "aborted"."""
     @property
     def snapshot(self) -> Optional["SnapshotHandle"]: ...
-    def scan(self, predicate: Optional[str] = None) -> Tuple[object, object]:
+    def scan(self, predicate: Optional[str] = None) -> List[Tuple[object, object]]:
         """Record the read; Arrow capsules of the matching live files (``files()`` layout)."""
     def explain_predicate(self, text: str) -> Dict[str, Any]:
         """Columns and partition/data split of a predicate, or PredicateError."""
@@ -139,8 +139,8 @@ class SnapshotHandle:
     @property
     def checkpoint_version(self) -> Optional[int]: ...
     def num_files(self) -> int: ...
-    def files(self) -> Tuple[object, object]:
-        """Arrow PyCapsules (schema, array) of one row per live file."""
+    def files(self) -> List[Tuple[object, object]]:
+        """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch)."""
     def partition_values(self) -> Tuple[object, object]:
         """Arrow PyCapsules of the typed partition values, in ``files()`` order."""
     def data_files(self) -> List[Tuple[str, str, bool]]:

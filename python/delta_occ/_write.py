@@ -70,7 +70,7 @@ class Layout:
                 arrays.append(pa.repeat(value, n).cast(f.type))
             else:
                 arrays.append(data[f.name])
-        arrays.append(pc.indices_nonzero(pa.repeat(True, n)))  # 0..n as uint64, built in Arrow
+        arrays.append(arange(n))
         table = pa.Table.from_arrays(arrays, schema=self.schema.append(pa.field(ROW, pa.uint64())))
         if has_dv:
             table = table.filter(keep_mask(self.snapshot._h, path, n))
@@ -181,8 +181,13 @@ def partition_string(v: Any) -> Optional[str]:
     return str(v)
 
 
+def arange(n: int, type: pa.DataType = pa.uint64()) -> pa.Array:
+    """0 .. n-1 built in Arrow (no Python list of n ints): the positions of a repeat of True."""
+    return pc.indices_nonzero(pa.repeat(True, n)).cast(type)
+
+
 def sql_literal(v: Any) -> str:
-    """A Python value as a SQL literal of the column type (for read predicates)."""
+    """A Python value as a SQL literal (for read predicates)."""
     if v is None:
         return "NULL"
     if isinstance(v, bool):

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core, _expr
-from ._write import ROW, Layout, concat, partition_string, sql_literal
+from ._write import ROW, Layout, arange, concat, partition_string, sql_literal
 from .exceptions import InvalidArgumentError, PredicateError
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
@@ -319,7 +319,7 @@ def merge(
         target_rows.append(rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows)))
     tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
     tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
-    src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
+    src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", arange(source.num_rows, pa.int64()))
     if keys:
         joined = tgt.join(src, keys=[f"t.{t}" for t, _ in keys], right_keys=[f"s.{s}" for _, s in keys], join_type="inner", coalesce_keys=False)
     else:

@@ -80,8 +80,7 @@ class Snapshot:
         """One row per live file: path, partition_values, size, modification_time, data_change,
         stats, num_records, tags, deletion_vector, dv_cardinality, base_row_id,
         default_row_commit_version."""
-        batch = pa.RecordBatch._import_from_c_capsule(*self._h.files())
-        return pa.Table.from_batches([batch])
+        return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*c) for c in self._h.files()])
 
     def deleted_rows(self, path: str) -> pa.Array:
         """Row positions (uint64, ascending) deleted by the file's DV; empty if it has none."""

@@ -122,8 +122,7 @@ class Transaction:
         files that may hold them (partition pruning and statistics), as in ``Snapshot.files()``."""
         if where is not None and not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-        batch = pa.RecordBatch._import_from_c_capsule(*self._h.scan(where))
-        return pa.Table.from_batches([batch])
+        return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*c) for c in self._h.scan(where)])
 
     def read_whole_table(self) -> None:
         """Record that the transaction depends on the entire table."""

@@ -18,20 +18,21 @@ fn arrow_err(e: arrow_schema::ArrowError) -> Error {
     Error::invalid(format!("building Arrow data: {e}"))
 }
 
-pub fn files_batch(snap: &Snapshot) -> Result<RecordBatch> {
+pub fn files_batches(snap: &Snapshot) -> Result<Vec<RecordBatch>> {
     let all: Vec<&crate::log::actions::AddFile> = snap.files().iter().collect();
-    files_batch_of(snap, &all)
+    files_batches_of(snap, &all)
 }
 
-/// `files()` for a subset of the live files (a scan's result), built in slices on all cores.
-pub fn files_batch_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<RecordBatch> {
+/// `files()` for a subset of the live files (a scan's result): one batch per slice, built on all
+/// cores and handed over as they are (concatenating would copy every column once more); at
+/// least one batch, so the schema is always there.
+pub fn files_batches_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<Vec<RecordBatch>> {
     let threads = crate::parallel::threads_for(files.len(), 50_000);
     if threads <= 1 {
-        return slice_batch(snap, files);
+        return Ok(vec![slice_batch(snap, files)?]);
     }
     let slices: Vec<_> = files.chunks(files.len().div_ceil(threads)).collect();
-    let batches = crate::parallel::map(&slices, |s| slice_batch(snap, s)).into_iter().collect::<Result<Vec<_>>>()?;
-    arrow_select::concat::concat_batches(&batches[0].schema(), &batches).map_err(arrow_err)
+    crate::parallel::map(&slices, |s| slice_batch(snap, s)).into_iter().collect()
 }
 
 fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<RecordBatch> {

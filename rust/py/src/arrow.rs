@@ -17,3 +17,8 @@ pub fn batch_to_capsules<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<(
     let array = PyCapsule::new_with_value(py, array, c"arrow_array")?;
     Ok((schema, array))
 }
+
+/// [`batch_to_capsules`] for each batch; pyarrow joins them with `Table.from_batches`.
+pub fn batches_to_capsules<'py>(py: Python<'py>, batches: Vec<RecordBatch>) -> PyResult<Vec<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)>> {
+    batches.into_iter().map(|b| batch_to_capsules(py, b)).collect()
+}

@@ -7,7 +7,7 @@ use delta_occ_core::{files_batch, Snapshot};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
 
-use crate::arrow::batch_to_capsules;
+use crate::arrow::{batch_to_capsules, batches_to_capsules};
 use crate::errors::IntoPy;
 
 #[pyclass(frozen, module = "delta_occ._core")]
@@ -102,9 +102,9 @@ impl SnapshotHandle {
         self.inner.files().len()
     }
 
-    fn files<'py>(&self, py: Python<'py>) -> PyResult<Capsules<'py>> {
-        let batch = py.detach(|| files_batch::files_batch(&self.inner)).py_err()?;
-        batch_to_capsules(py, batch)
+    fn files<'py>(&self, py: Python<'py>) -> PyResult<Vec<Capsules<'py>>> {
+        let batches = py.detach(|| files_batch::files_batches(&self.inner)).py_err()?;
+        batches_to_capsules(py, batches)
     }
 
     fn partition_values<'py>(&self, py: Python<'py>) -> PyResult<Capsules<'py>> {

@@ -11,7 +11,7 @@ use delta_occ_core::transaction::{Transaction, TxnState};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 
-use crate::arrow::batch_to_capsules;
+use crate::arrow::batches_to_capsules;
 use crate::errors::IntoPy;
 use crate::snapshot::SnapshotHandle;
 
@@ -72,17 +72,17 @@ impl TransactionHandle {
 
     /// Record the read and return the matching live files as a `files()` batch.
     #[pyo3(signature = (predicate=None))]
-    fn scan<'py>(&self, py: Python<'py>, predicate: Option<String>) -> PyResult<Capsules<'py>> {
-        let batch = py
+    fn scan<'py>(&self, py: Python<'py>, predicate: Option<String>) -> PyResult<Vec<Capsules<'py>>> {
+        let batches = py
             .detach(|| {
                 let mut t = self.txn();
                 let hits = t.scan(predicate.as_deref())?;
                 let snap = t.snapshot().expect("scan needs a snapshot").clone();
                 let files: Vec<_> = hits.iter().map(|&i| &snap.files()[i]).collect();
-                files_batch::files_batch_of(&snap, &files)
+                files_batch::files_batches_of(&snap, &files)
             })
             .py_err()?;
-        batch_to_capsules(py, batch)
+        batches_to_capsules(py, batches)
     }
 
     /// Parse and resolve a predicate without recording anything; returns its description

@@ -466,14 +466,19 @@ pub(crate) enum StatsSink<'s> {
 }
 
 impl<'a> JsonLine<'a> {
-    /// Push this line's actions (normally exactly one) onto `out`.
-    pub(crate) fn into_actions(self, out: &mut Actions, interner: &mut PartitionInterner, sink: &mut StatsSink) -> Result<(), String> {
+    /// The add's stats literal as parsed.
+    pub(crate) fn add_stats(&self) -> Option<&str> {
+        self.add.as_ref().and_then(|a| a.stats).map(RawValue::get)
+    }
+
+    /// Push this line's actions (normally exactly one) onto `out`. `stats`, if given, replaces
+    /// the add's parsed stats literal (which was a placeholder).
+    pub(crate) fn into_actions(self, stats: Option<&str>, out: &mut Actions, interner: &mut PartitionInterner, sink: &mut StatsSink) -> Result<(), String> {
         if let Some(a) = self.add {
-            let stats = match (a.stats, sink) {
+            let stats = match (stats.or(a.stats.map(RawValue::get)), sink) {
                 (None, _) => None,
-                (Some(r), StatsSink::Keep) => Some(StatsText::literal(r.get())),
-                (Some(r), StatsSink::Locate { base, offset, found }) => {
-                    let literal = r.get();
+                (Some(literal), StatsSink::Keep) => Some(StatsText::literal(literal)),
+                (Some(literal), StatsSink::Locate { base, offset, found }) => {
                     found.push((out.adds.len(), *offset + (literal.as_ptr() as usize - *base) as u64, literal.len() as u32));
                     None
                 }
@@ -669,7 +674,7 @@ mod tests {
         };
         let parse = |l: &str| serde_json::from_str::<JsonLine>(l).map(|j| {
             let mut out = Actions::default();
-            j.into_actions(&mut out, &mut PartitionInterner::default(), &mut StatsSink::Keep).unwrap();
+            j.into_actions(None, &mut out, &mut PartitionInterner::default(), &mut StatsSink::Keep).unwrap();
             out.adds.pop().unwrap().stats_text().unwrap().map(|c| c.into_owned())
         });
         assert_eq!(parse(&line("null")).unwrap(), None);

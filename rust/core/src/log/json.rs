@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::actions::{Actions, JsonLine, PartitionInterner, StatsSink, StatsText};
 use super::deferred::Deferred;
+use super::stats_literal;
 use crate::error::{Error, Result};
 
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
@@ -85,17 +86,25 @@ fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInt
         }
     })?;
     let mut lines = 0;
+    let (mut short, key) = (String::new(), stats_literal::key_finder());
     for (i, line) in text.split_terminator('\n').enumerate() {
         lines = i + 1;
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: JsonLine = serde_json::from_str(line)
-            .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
-        parsed
-            .into_actions(out, interner, sink)
-            .map_err(|e| LineError { line: i, message: format!("invalid action JSON: {e}") })?;
+        let invalid = |e: String| LineError { line: i, message: format!("invalid action JSON: {e}") };
+        // A trailing stats literal is cut out before serde sees the line (see stats_literal).
+        if let Some(split) = stats_literal::split(line, &mut short, &key) {
+            if let Ok(parsed) = serde_json::from_str::<JsonLine>(&short) {
+                if split.confirmed(&short, parsed.add_stats()) {
+                    parsed.into_actions(Some(split.literal), out, interner, sink).map_err(invalid)?;
+                    continue;
+                }
+            }
+        }
+        let parsed: JsonLine = serde_json::from_str(line).map_err(|e| invalid(e.to_string()))?;
+        parsed.into_actions(None, out, interner, sink).map_err(invalid)?;
     }
     Ok(lines)
 }

@@ -68,7 +68,7 @@ fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Resu
         let stats_text = f.stats_text()?;
         stats_col.append_option(stats_text.as_deref());
         num_records.append_option(stats::num_records(stats_text.as_deref()));
-        match &f.tags {
+        match f.tags() {
             Some(t) => {
                 for (k, v) in t.iter() {
                     tags.keys().append_value(k);
@@ -98,8 +98,8 @@ fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Resu
                 dv_cardinality.append_value(0);
             }
         }
-        base_row_id.append_option(f.base_row_id);
-        drcv.append_option(f.default_row_commit_version);
+        base_row_id.append_option(f.base_row_id());
+        drcv.append_option(f.default_row_commit_version());
     }
 
     let dv_fields = Fields::from(vec![

@@ -9,7 +9,7 @@ use crate::conflict::ReadSet;
 use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
-use crate::log::actions::{AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile};
+use crate::log::actions::{AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile};
 use crate::predicate::Predicate;
 use crate::protocol;
 use crate::schema::{ColumnMappingMode, StructType};
@@ -226,11 +226,8 @@ impl Transaction {
             modification_time: modification_time.unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
             data_change,
             stats: stats.map(Into::into),
-            tags: tags.map(Box::new),
             deletion_vector: None,
-            base_row_id: None,
-            default_row_commit_version: None,
-            clustering_provider: None,
+            extra: AddExtra { tags, ..Default::default() }.boxed(),
         });
         Ok(())
     }
@@ -441,8 +438,8 @@ pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
         partition_values: Some(f.partition_values.clone()),
         size: Some(f.size),
         deletion_vector: f.deletion_vector.clone(),
-        base_row_id: f.base_row_id,
-        default_row_commit_version: f.default_row_commit_version,
+        base_row_id: f.base_row_id(),
+        default_row_commit_version: f.default_row_commit_version(),
     }
 }
 

@@ -93,7 +93,7 @@ struct Bin<'a> {
 }
 
 fn provenance(a: &AddFile) -> Option<Vec<(String, u64)>> {
-    let text = a.tags.as_ref()?.get(PROVENANCE_TAG)?.as_ref()?;
+    let text = a.tags()?.get(PROVENANCE_TAG)?.as_ref()?;
     let v: Vec<(String, u64)> = serde_json::from_str(text).ok()?;
     Some(v.into_iter().map(|(p, n)| (decode(&p), n)).collect())
 }
@@ -421,6 +421,7 @@ fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::actions::AddExtra;
 
     fn add(path: &str, tags: Option<&str>) -> AddFile {
         AddFile {
@@ -430,11 +431,8 @@ mod tests {
             modification_time: 0,
             data_change: false,
             stats: None,
-            tags: tags.map(|t| Box::new([(PROVENANCE_TAG.to_string(), Some(t.to_string()))].into_iter().collect())),
             deletion_vector: None,
-            base_row_id: None,
-            default_row_commit_version: None,
-            clustering_provider: None,
+            extra: AddExtra { tags: tags.map(|t| [(PROVENANCE_TAG.to_string(), Some(t.to_string()))].into_iter().collect()), ..Default::default() }.boxed(),
         }
     }
 

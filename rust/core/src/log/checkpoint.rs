@@ -500,6 +500,7 @@ fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInter
     let base_row_id = int_col(s, "baseRowId");
     let drcv = int_col(s, "defaultRowCommitVersion");
     let clustering = str_col(s, "clusteringProvider");
+    out.adds.reserve(s.len() - s.null_count());
     for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
         out.adds.push(AddFile {
             path: required(path.get(i), "add", "path", i)?.into(),
@@ -512,21 +513,24 @@ fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInter
                 (None, Some(text)) => Some(text.into()),
                 (None, None) => stats_parsed.and_then(|sp| super::stats_json::row_to_json(sp, i)).map(|v| v.to_string().into()),
             },
-            tags: tags.as_ref().and_then(|m| m.get(i)).map(tags_map),
             deletion_vector: match &dv {
                 Some(d) => d.get(i)?,
                 None => None,
             },
-            base_row_id: base_row_id.as_ref().and_then(|c| c.get(i)),
-            default_row_commit_version: drcv.as_ref().and_then(|c| c.get(i)),
-            clustering_provider: clustering.as_ref().and_then(|c| c.get(i)).map(Into::into),
+            extra: AddExtra {
+                tags: tags.as_ref().and_then(|m| m.get(i)).map(tags_map),
+                base_row_id: base_row_id.as_ref().and_then(|c| c.get(i)),
+                default_row_commit_version: drcv.as_ref().and_then(|c| c.get(i)),
+                clustering_provider: clustering.as_ref().and_then(|c| c.get(i)).map(Into::into),
+            }
+            .boxed(),
         });
     }
     Ok(())
 }
 
-fn tags_map(pv: Vec<(&str, Option<&str>)>) -> Box<BTreeMap<String, Option<String>>> {
-    Box::new(pv.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect())
+fn tags_map(pv: Vec<(&str, Option<&str>)>) -> BTreeMap<String, Option<String>> {
+    pv.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect()
 }
 
 fn decode_removes(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {

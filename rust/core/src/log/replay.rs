@@ -209,11 +209,8 @@ mod tests {
             modification_time: 0,
             data_change: true,
             stats: None,
-            tags: None,
             deletion_vector: dv.map(|d| Box::new(dv_desc(d))),
-            base_row_id: None,
-            default_row_commit_version: None,
-            clustering_provider: None,
+            extra: None,
         })
     }
 

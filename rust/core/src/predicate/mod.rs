@@ -232,11 +232,8 @@ mod tests {
             modification_time: 0,
             data_change: true,
             stats: stats.map(Into::into),
-            tags: None,
             deletion_vector: None,
-            base_row_id: None,
-            default_row_commit_version: None,
-            clustering_provider: None,
+            extra: None,
         }
     }
 

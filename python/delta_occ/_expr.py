@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from . import _core
+from ._predicate import compare, is_float_type
 from .exceptions import PredicateError
 
 #: (column path parts) -> (field name in the evaluated table, its arrow type)
@@ -115,6 +116,23 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
             return _literal(n, typ(other) if other is not None else None)
         return build(n)
 
+    def floating(n: dict, built: Any) -> bool:
+        """Whether a value is floating point (so comparisons use Spark's NaN order)."""
+        if isinstance(built, pa.Scalar):
+            return is_float_type(built.type)
+        if "col" in n or n.get("op") == "cast":
+            return is_float_type(typ(n))
+        op = n.get("op")
+        if op == "/":
+            return True
+        if op in ("+", "-", "*", "%", "neg") or (op == "fn" and n.get("name") in ("abs", "round", "floor", "ceil", "coalesce")):
+            return any(floating(a, None) for a in n.get("args", []))
+        return False
+
+    def cmp(op: str, a: dict, b: dict) -> Any:
+        left, right = val(a, b), val(b, a)
+        return compare(op, left, right, floating(a, left), floating(b, right))
+
     def build(n: dict) -> Any:
         if "col" in n or "lit" in n:
             return val(n)
@@ -127,12 +145,11 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
         if op == "neg":
             return pc.negate(val(args[0]))
         if op in ("=", "!=", "<", "<=", ">", ">=", "<=>"):
-            left, right = val(args[0], args[1]), val(args[1], args[0])
             if op == "<=>":
+                left, right = val(args[0], args[1]), val(args[1], args[0])
                 both = pc.and_kleene(pc.is_null(left), pc.is_null(right))
-                return pc.if_else(both, pa.scalar(True), pc.coalesce(pc.equal(left, right), pa.scalar(False)))
-            fn = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}[op]
-            return fn(left, right)
+                return pc.if_else(both, pa.scalar(True), pc.coalesce(cmp("=", args[0], args[1]), pa.scalar(False)))
+            return cmp(op, args[0], args[1])
         if op in ("+", "-", "*", "/", "%"):
             left, right = val(args[0], args[1]), val(args[1], args[0])
             if op == "/":
@@ -147,15 +164,13 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
         if op == "is_not_null":
             return pc.is_valid(val(args[0]))
         if op == "in":
-            x = val(args[0])
-            hits = [pc.equal(x, val(a, args[0])) for a in args[1:]]
+            hits = [cmp("=", args[0], a) for a in args[1:]]
             out = hits[0]
             for h in hits[1:]:
                 out = pc.or_kleene(out, h)
             return pc.invert(out) if n.get("negated") else out
         if op == "between":
-            x = val(args[0], args[1])
-            out = pc.and_kleene(pc.greater_equal(x, val(args[1], args[0])), pc.less_equal(x, val(args[2], args[0])))
+            out = pc.and_kleene(cmp(">=", args[0], args[1]), cmp("<=", args[0], args[2]))
             return pc.invert(out) if n.get("negated") else out
         if op == "like":
             pattern = args[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from typing import Any, Dict
 
 import pyarrow as pa
@@ -30,6 +31,8 @@ def _literal(node: Dict[str, Any], target: "pa.DataType | None") -> Any:
         return pa.scalar(d, type=target if target is not None and pa.types.is_decimal(target) else None)
     if kind == "binary":
         return pa.scalar(v.encode(), type=pa.binary())
+    if kind == "double":
+        v = float(v)  # NaN and infinities arrive as strings
     scalar = pa.scalar(v)
     if target is not None and kind in ("long", "double") and (pa.types.is_integer(target) or pa.types.is_floating(target)):
         if kind == "long" or pa.types.is_floating(target):
@@ -38,6 +41,44 @@ def _literal(node: Dict[str, Any], target: "pa.DataType | None") -> Any:
             except (pa.ArrowInvalid, OverflowError):
                 return scalar
     return scalar
+
+
+_COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}
+
+
+def compare(op: str, left: Any, right: Any, left_float: bool, right_float: bool) -> Any:
+    """SQL comparison (`=`, `!=`, `<`, `<=`, `>`, `>=`) with Spark's order on floating point: NaN
+    equals NaN and is above every other value (pyarrow compares IEEE-style, where every comparison
+    with NaN is false). The Rust core's file skipping and negation rules assume Spark's order, so
+    reading and DML must evaluate rows the same way. NULL still propagates."""
+    out = _COMPARE[op](left, right)
+    if not (left_float or right_float):
+        return out
+    ln = _is_nan(left) if left_float else pc.scalar(False)
+    rn = _is_nan(right) if right_float else pc.scalar(False)
+    if op == "=":
+        return pc.or_kleene(out, pc.and_kleene(ln, rn))
+    if op == "!=":
+        return pc.and_kleene(out, pc.invert(pc.and_kleene(ln, rn)))
+    if op == ">":
+        return pc.or_kleene(out, pc.and_kleene(ln, pc.invert(rn)))
+    if op == ">=":
+        return pc.or_kleene(out, ln)
+    if op == "<":
+        return pc.or_kleene(out, pc.and_kleene(rn, pc.invert(ln)))
+    return pc.or_kleene(out, rn)  # <=
+
+
+def _is_nan(x: Any) -> pc.Expression:
+    """`is_nan` as an expression, also for a literal (pyarrow would evaluate that eagerly)."""
+    if isinstance(x, pc.Expression):
+        return pc.is_nan(x)
+    v = x.as_py() if isinstance(x, pa.Scalar) else x
+    return pc.scalar(pa.scalar(None if v is None else isinstance(v, float) and math.isnan(v), type=pa.bool_()))
+
+
+def is_float_type(t: "pa.DataType | None") -> bool:
+    return t is not None and pa.types.is_floating(t)
 
 
 def to_expression(node: Dict[str, Any], schema: pa.Schema) -> pc.Expression:
@@ -50,6 +91,11 @@ def to_expression(node: Dict[str, Any], schema: pa.Schema) -> pc.Expression:
         if "lit" in n:
             return _literal(n, typ(other) if other else None)
         return build(n)
+
+    def is_float(n: Dict[str, Any], built: Any) -> bool:
+        if "col" in n:
+            return is_float_type(typ(n))
+        return isinstance(built, pa.Scalar) and is_float_type(built.type)
 
     def build(n: Dict[str, Any]) -> pc.Expression:
         if "lit" in n:
@@ -67,12 +113,12 @@ def to_expression(node: Dict[str, Any], schema: pa.Schema) -> pc.Expression:
             return out
         if op in ("=", "!=", "<", "<=", ">", ">=", "<=>"):
             left, right = operand(n["left"], n["right"]), operand(n["right"], n["left"])
+            floats = is_float(n["left"], left), is_float(n["right"], right)
             if op == "<=>":
                 both_null = pc.is_null(left) & pc.is_null(right)
-                return pc.if_else(both_null, pc.scalar(True), pc.coalesce(pc.equal(left, right), pc.scalar(False)))
-            fn = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
-                  ">": pc.greater, ">=": pc.greater_equal}[op]
-            return fn(left, right)
+                equal = compare("=", left, right, *floats)
+                return pc.if_else(both_null, pc.scalar(True), pc.coalesce(equal, pc.scalar(False)))
+            return compare(op, left, right, *floats)
         if op == "is_null":
             return pc.is_null(operand(n["arg"]))
         if op == "is_not_null":

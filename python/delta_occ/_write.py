@@ -237,8 +237,13 @@ def stats_json(data: pa.Table) -> str:
             lo = lo[:_STRING_PREFIX]
             if len(hi) > _STRING_PREFIX:
                 continue  # a truncated max is not an upper bound; leave it out
-        mins[f.name], maxs[f.name] = _stat_value(lo), _stat_value(hi)
-    return json.dumps({"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+        # JSON has no infinities: an infinite bound is left out (unknown), the other one kept.
+        if not (isinstance(lo, float) and math.isinf(lo)):
+            mins[f.name] = _stat_value(lo)
+        if not (isinstance(hi, float) and math.isinf(hi)):
+            maxs[f.name] = _stat_value(hi)
+    stats = {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    return json.dumps(stats, allow_nan=False)
 
 
 def concat(tables: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:

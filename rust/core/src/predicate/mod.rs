@@ -176,6 +176,8 @@ fn scalar_json(v: &Scalar) -> serde_json::Value {
         Scalar::Null => json!({"lit": null, "kind": "null"}),
         Scalar::String(s) => json!({"lit": s, "kind": "string"}),
         Scalar::Long(n) => json!({"lit": n, "kind": "long"}),
+        // JSON has no NaN or infinities: those travel as the strings Python's float() reads.
+        Scalar::Double(f) if !f.is_finite() => json!({"lit": f.to_string(), "kind": "double"}),
         Scalar::Double(f) => json!({"lit": f, "kind": "double"}),
         Scalar::Boolean(b) => json!({"lit": b, "kind": "boolean"}),
         Scalar::Date(d) => json!({"lit": d, "kind": "date"}),

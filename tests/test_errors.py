@@ -216,11 +216,27 @@ def test_inline_dv(tmp_path):
 def test_time_travel_out_of_range(tmp_path):
     simple_table(tmp_path)
     t = docc.Table(tmp_path)
+    latest = t.version
     for v in (-1, 5):
-        with pytest.raises(exc.VersionNotFoundError):
+        with pytest.raises(exc.VersionNotFoundError, match=f"version {v} .*the latest version is {latest}"):
             t.snapshot(v)
     with pytest.raises(exc.InvalidArgumentError):
         t.snapshot("1")
+
+
+def test_time_travel_past_the_newest_commit_of_a_stale_handle(tmp_path):
+    """A handle that has not seen newer commits names the newest commit on disk."""
+    simple_table(tmp_path)
+    stale = docc.Table(tmp_path)
+    docc.Table(tmp_path).append(pa.table({"id": [99]}))
+    newest = docc.Table(tmp_path).version
+    assert stale.snapshot(newest).version == newest
+    with pytest.raises(exc.VersionNotFoundError, match=f"the latest version is {newest}"):
+        docc.Table(tmp_path).snapshot(newest + 3)
+    stale2 = docc.Table(tmp_path)
+    docc.Table(tmp_path).append(pa.table({"id": [100]}))
+    with pytest.raises(exc.VersionNotFoundError, match=f"the latest version is {newest + 1}"):
+        stale2.snapshot(newest + 5)
 
 
 def test_deleted_rows_of_unknown_file(tmp_path):

@@ -28,6 +28,8 @@ enum Forward {
     /// No commits after the latest known version.
     Current,
     Advanced(Snapshot),
+    /// The wanted version is above the newest commit, which is this one.
+    Beyond(i64),
     /// The wanted commits are not all there.
     Gap,
 }
@@ -118,7 +120,7 @@ impl Table {
             Forward::Current => return Ok(self.latest.version()),
             Forward::Advanced(snap) => Arc::new(snap),
             // Something unusual (a gap, or a log rewritten underneath us): replay from scratch.
-            Forward::Gap => Arc::new(load(&self.root, None)?),
+            Forward::Gap | Forward::Beyond(_) => Arc::new(load(&self.root, None)?),
         };
         Ok(self.latest.version())
     }
@@ -128,14 +130,16 @@ impl Table {
         match version {
             None => Ok(self.latest.clone()),
             Some(v) if v == self.latest.version() => Ok(self.latest.clone()),
-            Some(v) if v > self.latest.version() => match self.forward(Some(v))? {
-                Forward::Advanced(snap) => Ok(Arc::new(snap)),
-                Forward::Current | Forward::Gap => Err(Error::VersionNotFound {
-                    table: self.root.display().to_string(),
-                    version: v,
-                    reason: "the log has no contiguous commits up to it".into(),
-                }),
-            },
+            Some(v) if v > self.latest.version() => {
+                let table = self.root.display().to_string();
+                let beyond = |latest: i64| Error::VersionNotFound { table: table.clone(), version: v, reason: format!("the latest version is {latest}") };
+                match self.forward(Some(v))? {
+                    Forward::Advanced(snap) => Ok(Arc::new(snap)),
+                    Forward::Current => Err(beyond(self.latest.version())),
+                    Forward::Beyond(newest) => Err(beyond(newest)),
+                    Forward::Gap => Err(Error::VersionNotFound { table, version: v, reason: "the log has no contiguous commits up to it".into() }),
+                }
+            }
             Some(v) => Ok(Arc::new(load(&self.root, Some(v))?)),
         }
     }
@@ -147,7 +151,10 @@ impl Table {
         let listing = segment::list(&self.root, from)?;
         let Some(newest) = listing.commits.keys().next_back().copied() else { return Ok(Forward::Current) };
         let target = upto.unwrap_or(newest);
-        if target > newest || !(from..=target).all(|v| listing.commits.contains_key(&v)) {
+        if target > newest {
+            return Ok(Forward::Beyond(newest));
+        }
+        if !(from..=target).all(|v| listing.commits.contains_key(&v)) {
             return Ok(Forward::Gap);
         }
         let commits: Vec<_> = listing.commits.range(..=target).map(|(_, f)| f.clone()).collect();

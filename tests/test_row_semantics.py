@@ -108,3 +108,37 @@ def test_infinite_values_are_written_and_bound_only_one_side(tmp_path):
     assert stats["minValues"] == {"x": 1.0} and stats["maxValues"] == {}
     assert t.snapshot().to_pyarrow(where="x > 5").column("x").to_pylist() == [float("inf")]
     assert t.snapshot().to_pyarrow(where="x < 0").num_rows == 0
+
+
+@pytest.mark.parametrize("extra_keys", [0, 1500], ids=["in-list", "range"])
+def test_merge_on_a_float_key_with_nan(tmp_path, extra_keys):
+    """MERGE matches NaN keys (NaN = NaN in Spark) and its narrowed read predicate covers them:
+    before, the predicate text held a bare `nan` and the MERGE failed with PredicateError. Above
+    1,000 distinct keys the narrowing is a range, whose upper end must then be NaN."""
+    schema = pa.schema([("x", pa.float64()), ("v", pa.string())])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"x": [1.0, NAN, 3.0, None], "v": ["a", "b", "c", "d"]}, schema=schema))
+    keys = [10.0, NAN] + [100.0 + i for i in range(extra_keys)]
+    source = pa.table({"x": keys, "v": ["s"] * len(keys)}, schema=schema)
+    before = docc.Table(t.path).version
+    t.merge(source, "t.x = s.x", when_matched_delete=True)
+    left = docc.Table(t.path).snapshot().to_pyarrow().column("v").to_pylist()
+    assert sorted(left) == ["a", "c", "d"]
+    read = docc.Table(t.path).snapshot().commit_info["operationParameters"]["readPredicate"]
+    assert "'NaN'" in read, read
+    # The read predicate selects the row the MERGE deleted, in the snapshot it read.
+    assert docc.Table(t.path).snapshot(before).to_pyarrow(where=read).column("v").to_pylist() == ["b"]
+
+
+@pytest.mark.parametrize("set_, message", [
+    ({"n": "n + 9223372036854775807"}, "overflow"),
+    ({"n": "'abc'"}, "'abc'"),
+], ids=["overflow", "bad-cast"])
+def test_update_evaluation_errors_are_typed_and_commit_nothing(tmp_path, set_, message):
+    schema = pa.schema([("n", pa.int64())])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"n": [1, 2]}, schema=schema))
+    before = docc.Table(t.path).version
+    with pytest.raises(docc.exceptions.PredicateError, match=f"the value of 'n' on the rows: .*{message}"):
+        t.update("n = 1", set_)
+    assert docc.Table(t.path).version == before

@@ -199,6 +199,8 @@ def sql_literal(v: Any) -> str:
     if isinstance(v, (int, decimal.Decimal)):
         return str(v)
     if isinstance(v, float):
+        if not math.isfinite(v):  # SQL has no NaN/Infinity tokens; the core reads these strings as doubles
+            return "'NaN'" if math.isnan(v) else ("'Infinity'" if v > 0 else "'-Infinity'")
         return repr(v)
     text = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
     return "'" + text.replace("'", "''") + "'"

@@ -177,7 +177,7 @@ def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, Any], base: Dict
             exprs[f.name] = pc.field(base[f.name])
     if rows.num_rows == 0:
         return schema.empty_table()
-    out = _expr.evaluate(rows, exprs)
+    out = _expr.evaluate(rows, exprs, "the value of " + ", ".join(repr(c) for c in assign))
     return pa.Table.from_arrays([out.column(f.name).cast(f.type) for f in schema], schema=schema)
 
 
@@ -388,8 +388,12 @@ def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], t
         if t_col in lay.partition_columns or len(values) <= _MERGE_IN_LIST_LIMIT:
             terms.append(f"`{t_col}` IN ({', '.join(sql_literal(v) for v in sorted(values, key=_sort_key))})")
         else:
-            mm = pc.min_max(source.column(s_col))
-            terms.append(f"`{t_col}` BETWEEN {sql_literal(mm['min'].as_py())} AND {sql_literal(mm['max'].as_py())}")
+            col = source.column(s_col)
+            mm = pc.min_max(col)
+            hi = mm["max"].as_py()
+            if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+                hi = float("nan")  # min_max skips NaN, which is above every value (Spark's order)
+            terms.append(f"`{t_col}` BETWEEN {sql_literal(mm['min'].as_py())} AND {sql_literal(hi)}")
     return " AND ".join(terms) if terms else None
 
 

@@ -275,3 +275,39 @@ def test_hierarchy():
         assert issubclass(getattr(exc, name), exc.DeltaOccError)
     e = exc.ConcurrentAppendException("m", winning_version=3, partition_hint={"p": "1"})
     assert e.winning_version == 3 and e.partition_hint == {"p": "1"} and str(e) == "m"
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("delta.checkpointInterval", "-5", "a positive integer"),
+    ("delta.checkpointInterval", "ten", "a positive integer"),
+    ("delta.appendOnly", "yes", "true or false"),
+    ("delta.enableDeletionVectors", "1", "true or false"),
+    ("delta.logRetentionDuration", "30", "an interval"),
+    ("delta.dataSkippingNumIndexedCols", "-2", "an integer >= -1"),
+    ("delta.targetFileSize", "0", "a positive integer"),
+])
+def test_bad_table_property_values_are_refused(tmp_path, key, value, expected):
+    """Delta reads these as booleans, counts and intervals (Delta table-properties reference); a
+    value it cannot read is refused when set, on create and on set_properties, naming key and value."""
+    schema = pa.schema([("id", pa.int64())])
+    with pytest.raises(exc.InvalidArgumentError, match=f'{key} = "{value}" is not valid: expected {expected}'):
+        docc.Table.create(str(tmp_path / "a"), schema, properties={key: value})
+    assert not (tmp_path / "a" / "_delta_log").exists() or not any((tmp_path / "a" / "_delta_log").iterdir())
+    t = docc.Table.create(str(tmp_path / "b"), schema)
+    with pytest.raises(exc.InvalidArgumentError, match=f'{key} = "{value}" is not valid'):
+        t.set_properties({key: value})
+    assert docc.Table(str(tmp_path / "b")).version == 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.optimize(target_file_size=0),
+    lambda t: t.optimize(target_file_size=-1),
+    lambda t: t.optimize(target_file_size=1.5),
+    lambda t: t.append(pa.table({"id": [1]}), max_attempts=0),
+    lambda t: t.append(pa.table({"id": [1]}), max_attempts=-1),
+], ids=["size-0", "size-negative", "size-float", "attempts-0", "attempts-negative"])
+def test_bad_operation_arguments_are_typed_errors(tmp_path, call):
+    t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    with pytest.raises(exc.InvalidArgumentError):
+        call(t)
+    assert docc.Table(str(tmp_path / "t")).version == 0

@@ -410,9 +410,12 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     records its inputs in order (``add.tags``), so concurrent DML on DV tables is remapped
     instead of conflicting (concurrency.md §4 rule 5)."""
     lay = _layout(txn)
-    target = int(target_file_size or lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
-    if target <= 0:
-        raise InvalidArgumentError("target_file_size must be > 0")
+    if target_file_size is None:
+        target = int(lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
+    elif isinstance(target_file_size, bool) or not isinstance(target_file_size, int) or target_file_size <= 0:
+        raise InvalidArgumentError(f"target_file_size must be a positive integer (bytes), got {target_file_size!r}")
+    else:
+        target = target_file_size
     files = txn.scan(where).to_pylist()
     groups: Dict[Any, List[dict]] = {}
     for f in files:

@@ -11,6 +11,7 @@ pub mod log;
 pub mod parallel;
 pub mod partition;
 pub mod predicate;
+pub mod properties;
 pub mod protocol;
 pub mod schema;
 pub mod snapshot;

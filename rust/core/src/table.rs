@@ -229,6 +229,9 @@ pub fn begin_create(
     check_columns(&schema, &partition_by)?;
     let protocol = crate::protocol::for_new_table(&properties, &schema)?;
     IsolationLevel::of_table(&properties)?;
+    for (k, v) in &properties {
+        crate::properties::check(k, v)?;
+    }
     let metadata = Metadata {
         id: uuid::Uuid::new_v4().to_string(),
         name,

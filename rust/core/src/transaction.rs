@@ -342,6 +342,7 @@ impl Transaction {
                 v
             };
             let key = if k.eq_ignore_ascii_case(isolation::PROPERTY) { isolation::PROPERTY.to_string() } else { k };
+            crate::properties::check(&key, &v)?;
             if key == "delta.columnMapping.mode" && m.configuration.get(&key).map(|s| s.to_ascii_lowercase()) != Some(v.to_ascii_lowercase()) {
                 return Err(Error::UnsupportedFeature {
                     table: self.root.display().to_string(),

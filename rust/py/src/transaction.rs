@@ -177,26 +177,24 @@ impl TransactionHandle {
         py: Python<'py>,
         operation: String,
         parameters: BTreeMap<String, String>,
-        max_attempts: Option<u32>,
+        max_attempts: Option<i64>,
         time_budget: Option<f64>,
         row_level_budget: Option<f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let invalid = |m: String| crate::errors::to_py(delta_occ_core::error::Error::invalid(m));
         let mut opts = CommitOptions::default();
         if let Some(n) = max_attempts {
-            if n == 0 {
-                return Err(pyo3::exceptions::PyValueError::new_err("max_attempts must be >= 1"));
-            }
-            opts.max_attempts = n;
+            opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| invalid(format!("max_attempts must be an integer >= 1, got {n}")))?;
         }
         if let Some(s) = time_budget {
             if !(s > 0.0 && s.is_finite()) {
-                return Err(pyo3::exceptions::PyValueError::new_err("time_budget must be a positive number of seconds"));
+                return Err(invalid(format!("time_budget must be a positive number of seconds, got {s}")));
             }
             opts.time_budget = Duration::from_secs_f64(s);
         }
         if let Some(s) = row_level_budget {
             if !(s >= 0.0 && s.is_finite()) {
-                return Err(pyo3::exceptions::PyValueError::new_err("row_level_budget must be a number of seconds >= 0"));
+                return Err(invalid(format!("row_level_budget must be a number of seconds >= 0, got {s}")));
             }
             opts.row_level_budget = Duration::from_secs_f64(s);
         }

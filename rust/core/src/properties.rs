@@ -1,0 +1,73 @@
+//! Checks on the values of the `delta.*` table properties delta-occ or other Delta writers act on,
+//! so a typo fails when it is set instead of being ignored later (a bad checkpoint interval
+//! silently meant the default, a bad retention could never be read).
+
+use crate::commit::checkpoint::parse_interval_ms;
+use crate::error::{Error, Result};
+
+enum Kind {
+    Boolean,
+    PositiveInteger,
+    /// An integer of at least -1 (`delta.dataSkippingNumIndexedCols`: -1 means all columns).
+    ColumnCount,
+    Interval,
+}
+
+fn kind(key: &str) -> Option<Kind> {
+    Some(match key {
+        "delta.appendOnly"
+        | "delta.enableDeletionVectors"
+        | "delta.enableChangeDataFeed"
+        | "delta.enableRowTracking"
+        | "delta.enableExpiredLogCleanup"
+        | "delta.checkpoint.writeStatsAsJson"
+        | "delta.checkpoint.writeStatsAsStruct" => Kind::Boolean,
+        "delta.checkpointInterval" | "delta.targetFileSize" => Kind::PositiveInteger,
+        "delta.dataSkippingNumIndexedCols" => Kind::ColumnCount,
+        "delta.logRetentionDuration" | "delta.deletedFileRetentionDuration" => Kind::Interval,
+        _ => return None,
+    })
+}
+
+/// Whether `value` is acceptable for the property `key` (unknown keys are not checked).
+pub fn check(key: &str, value: &str) -> Result<()> {
+    let v = value.trim();
+    let (ok, expected) = match kind(key) {
+        None => return Ok(()),
+        Some(Kind::Boolean) => (v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"), "true or false"),
+        Some(Kind::PositiveInteger) => (v.parse::<i64>().is_ok_and(|n| n > 0), "a positive integer"),
+        Some(Kind::ColumnCount) => (v.parse::<i64>().is_ok_and(|n| n >= -1), "an integer >= -1"),
+        Some(Kind::Interval) => (parse_interval_ms(v).is_some(), "an interval such as \"interval 7 days\""),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("{key} = {value:?} is not valid: expected {expected}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn known_properties_are_checked_and_others_pass() {
+        for (k, v, ok) in [
+            ("delta.checkpointInterval", "10", true),
+            ("delta.checkpointInterval", "-5", false),
+            ("delta.checkpointInterval", "ten", false),
+            ("delta.appendOnly", "TRUE", true),
+            ("delta.appendOnly", "yes", false),
+            ("delta.logRetentionDuration", "interval 30 days", true),
+            ("delta.logRetentionDuration", "30", false),
+            ("delta.dataSkippingNumIndexedCols", "-1", true),
+            ("delta.dataSkippingNumIndexedCols", "-2", false),
+            ("delta.targetFileSize", "0", false),
+            ("my.own.property", "anything", true),
+        ] {
+            assert_eq!(check(k, v).is_ok(), ok, "{k} = {v}");
+        }
+        let e = check("delta.checkpointInterval", "-5").unwrap_err().to_string();
+        assert!(e.contains("delta.checkpointInterval") && e.contains("\"-5\"") && e.contains("positive integer"), "{e}");
+    }
+}

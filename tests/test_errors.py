@@ -277,6 +277,12 @@ def test_hierarchy():
     assert e.winning_version == 3 and e.partition_hint == {"p": "1"} and str(e) == "m"
 
 
+def test_compound_retention_intervals_are_accepted(tmp_path):
+    t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]),
+                          properties={"delta.logRetentionDuration": "interval 1 day 12 hours"})
+    assert t.snapshot().properties["delta.logRetentionDuration"] == "interval 1 day 12 hours"
+
+
 @pytest.mark.parametrize("key, value, expected", [
     ("delta.checkpointInterval", "-5", "a positive integer"),
     ("delta.checkpointInterval", "ten", "a positive integer"),
@@ -285,6 +291,8 @@ def test_hierarchy():
     ("delta.logRetentionDuration", "30", "an interval"),
     ("delta.dataSkippingNumIndexedCols", "-2", "an integer >= -1"),
     ("delta.targetFileSize", "0", "a positive integer"),
+    ("delta.appendOnly", "true ", "true or false"),
+    ("DELTA.appendOnly", "yes", "true or false"),
 ])
 def test_bad_table_property_values_are_refused(tmp_path, key, value, expected):
     """Delta reads these as booleans, counts and intervals (Delta table-properties reference); a
@@ -305,7 +313,12 @@ def test_bad_table_property_values_are_refused(tmp_path, key, value, expected):
     lambda t: t.optimize(target_file_size=1.5),
     lambda t: t.append(pa.table({"id": [1]}), max_attempts=0),
     lambda t: t.append(pa.table({"id": [1]}), max_attempts=-1),
-], ids=["size-0", "size-negative", "size-float", "attempts-0", "attempts-negative"])
+    lambda t: t.append(pa.table({"id": [1]}), max_attempts=2**40),
+    lambda t: t.begin(time_budget=1e20).commit(),
+    lambda t: t.begin(row_level_budget=1e20).commit(),
+    lambda t: t.begin(time_budget=0).commit(),
+], ids=["size-0", "size-negative", "size-float", "attempts-0", "attempts-negative", "attempts-huge",
+        "time-budget-huge", "row-budget-huge", "time-budget-0"])
 def test_bad_operation_arguments_are_typed_errors(tmp_path, call):
     t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
     with pytest.raises(exc.InvalidArgumentError):

@@ -31,6 +31,7 @@ ROWS = [
     (5, 3.0, 6, "baz", datetime.date(2024, 1, 6)),
     (6, NAN, 7, "", datetime.date(2024, 1, 7)),
     (7, float("inf"), 8, "foo_", datetime.date(2024, 1, 8)),
+    (8, NAN, None, "zz", datetime.date(2024, 1, 9)),
 ]
 
 
@@ -78,6 +79,10 @@ CASES = [
     ("s ILIKE 'f%'", lambda r: None if r[3] is None else r[3].lower().startswith("f")),
     ("d > '2024-01-03'", lambda r: None if r[4] is None else r[4] > datetime.date(2024, 1, 3)),
     ("x > 1 OR s = 'foo'", lambda r: (_x(">", 1.0)(r) is True) or r[3] == "foo"),
+    # NaN against NULL stays NULL (a NULL literal, and a NULL from an integer column).
+    ("x >= NULL", lambda r: None),
+    ("x > n", lambda r: None if r[1] is None or r[2] is None else _cmp(r[1], float(r[2])) > 0),
+    ("n <= x", lambda r: None if r[1] is None or r[2] is None else _cmp(float(r[2]), r[1]) <= 0),
 ]
 
 
@@ -142,3 +147,37 @@ def test_update_evaluation_errors_are_typed_and_commit_nothing(tmp_path, set_, m
     with pytest.raises(docc.exceptions.PredicateError, match=f"the value of 'n' on the rows: .*{message}"):
         t.update("n = 1", set_)
     assert docc.Table(t.path).version == before
+
+
+def test_case_results_compare_with_nan_order(tmp_path):
+    """A CASE over float results is floating point too: its comparisons use Spark's NaN order, and
+    so does `CASE x WHEN ...` (concurrency.md is silent; Spark SQL's NaN semantics decide)."""
+    schema = pa.schema([("x", pa.float64()), ("i", pa.int64())])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"x": [NAN, -1.0, 2.0], "i": [1, 2, 3]}, schema=schema))
+    t.delete("CASE WHEN i >= 0 THEN x ELSE x END > 0")
+    assert sorted(docc.Table(t.path).snapshot().to_pyarrow().column("i").to_pylist()) == [2]
+    t.update(None, {"i": "CASE x WHEN CAST('NaN' AS DOUBLE) THEN 10 ELSE 20 END"})
+    assert docc.Table(t.path).snapshot().to_pyarrow().column("i").to_pylist() == [20]
+
+
+def test_nan_and_infinite_partition_values_are_kept_and_pruned_in_order(tmp_path):
+    """Splitting rows by partition used equality, which NaN never satisfies: a NaN partition was
+    written as an empty file and its rows were lost. Values are spelled as Spark spells doubles
+    (NaN, Infinity), and partition pruning orders NaN above everything."""
+    schema = pa.schema([("p", pa.float64()), ("v", pa.int64())])
+    t = docc.Table.create(str(tmp_path / "t"), schema, ["p"])
+    t.append(pa.table({"p": [1.0, NAN, float("inf"), None], "v": [1, 2, 3, 4]}, schema=schema))
+    snap = docc.Table(t.path).snapshot()
+    assert sorted(snap.to_pyarrow().column("v").to_pylist()) == [1, 2, 3, 4]
+    files = snap.files()
+    assert sorted(v for pv in files.column("partition_values").to_pylist() for _, v in pv if v) == ["1.0", "Infinity", "NaN"]
+    assert files.column("num_records").to_pylist() == [1, 1, 1, 1]
+    for where, expected in [("p = 'NaN'", [2]), ("p > 1", [2, 3]), ("p IN (1.0, 'NaN')", [1, 2]), ("p < 'NaN'", [1, 3])]:
+        assert sorted(snap.to_pyarrow(where=where).column("v").to_pylist()) == expected, where
+    # deltalake reads what we wrote (the oracle for tables without deletion vectors)
+    import deltalake
+
+    rows = deltalake.DeltaTable(t.path).to_pyarrow_table().to_pylist()
+    assert sorted(r["v"] for r in rows) == [1, 2, 3, 4]
+    assert any(r["v"] == 2 and math.isnan(r["p"]) for r in rows)

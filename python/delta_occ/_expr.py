@@ -120,6 +120,8 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
         """Whether a value is floating point (so comparisons use Spark's NaN order)."""
         if isinstance(built, pa.Scalar):
             return is_float_type(built.type)
+        if "lit" in n:
+            return n["kind"] == "number" and any(c in n["lit"] for c in ".eE")
         if "col" in n or n.get("op") == "cast":
             return is_float_type(typ(n))
         op = n.get("op")
@@ -127,6 +129,9 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
             return True
         if op in ("+", "-", "*", "%", "neg") or (op == "fn" and n.get("name") in ("abs", "round", "floor", "ceil", "coalesce")):
             return any(floating(a, None) for a in n.get("args", []))
+        if op == "case":
+            results = [res for _, res in n["when"]] + ([n["else"]] if n.get("else") is not None else [])
+            return any(floating(r, None) for r in results)
         return False
 
     def cmp(op: str, a: dict, b: dict) -> Any:
@@ -181,7 +186,7 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
         if op == "case":
             result = val(n["else"]) if n.get("else") is not None else pa.scalar(None)
             for cond, res in reversed(n["when"]):
-                c = build(cond) if n.get("operand") is None else pc.equal(val(n["operand"]), val(cond, n["operand"]))
+                c = build(cond) if n.get("operand") is None else cmp("=", n["operand"], cond)
                 result = pc.if_else(pc.coalesce(c, pa.scalar(False)), val(res), result)
             return result
         if op == "cast":

@@ -56,17 +56,25 @@ def compare(op: str, left: Any, right: Any, left_float: bool, right_float: bool)
         return out
     ln = _is_nan(left) if left_float else pc.scalar(False)
     rn = _is_nan(right) if right_float else pc.scalar(False)
+    # "NaN is above x" holds only for a non-null x: against NULL the answer stays NULL.
+    lv, rv = _is_valid(left), _is_valid(right)
     if op == "=":
         return pc.or_kleene(out, pc.and_kleene(ln, rn))
     if op == "!=":
         return pc.and_kleene(out, pc.invert(pc.and_kleene(ln, rn)))
     if op == ">":
-        return pc.or_kleene(out, pc.and_kleene(ln, pc.invert(rn)))
+        return pc.or_kleene(out, pc.and_kleene(pc.and_kleene(ln, rv), pc.invert(rn)))
     if op == ">=":
-        return pc.or_kleene(out, ln)
+        return pc.or_kleene(out, pc.and_kleene(ln, rv))
     if op == "<":
-        return pc.or_kleene(out, pc.and_kleene(rn, pc.invert(ln)))
-    return pc.or_kleene(out, rn)  # <=
+        return pc.or_kleene(out, pc.and_kleene(pc.and_kleene(rn, lv), pc.invert(ln)))
+    return pc.or_kleene(out, pc.and_kleene(rn, lv))  # <=
+
+
+def _is_valid(x: Any) -> pc.Expression:
+    if isinstance(x, pc.Expression):
+        return pc.is_valid(x)
+    return pc.scalar(x.is_valid if isinstance(x, pa.Scalar) else x is not None)
 
 
 def _is_nan(x: Any) -> pc.Expression:

@@ -126,7 +126,12 @@ class Layout:
             for c in self.partition_columns:
                 v = row[c]
                 col = data.column(c)
-                cond = pc.is_null(col) if v is None else pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
+                if v is None:
+                    cond = pc.is_null(col)
+                elif isinstance(v, float) and math.isnan(v):  # NaN never equals itself in pyarrow
+                    cond = pc.fill_null(pc.is_nan(col), False)
+                else:
+                    cond = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
                 m = cond if m is None else pc.and_(m, cond)
             part = data.filter(m)
             values = {c: partition_string(row[c]) for c in self.partition_columns}
@@ -178,6 +183,8 @@ def partition_string(v: Any) -> Optional[str]:
         return v.isoformat()
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
+    if isinstance(v, float) and not math.isfinite(v):  # Spark's spelling of a double
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
     return str(v)
 
 

@@ -13,6 +13,7 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -412,10 +413,13 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     lay = _layout(txn)
     if target_file_size is None:
         target = int(lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
-    elif isinstance(target_file_size, bool) or not isinstance(target_file_size, int) or target_file_size <= 0:
-        raise InvalidArgumentError(f"target_file_size must be a positive integer (bytes), got {target_file_size!r}")
     else:
-        target = target_file_size
+        try:
+            target = operator.index(target_file_size)  # any integer type (numpy too), not float
+        except TypeError:
+            target = 0
+        if isinstance(target_file_size, bool) or target <= 0:
+            raise InvalidArgumentError(f"target_file_size must be a positive integer (bytes), got {target_file_size!r}")
     files = txn.scan(where).to_pylist()
     groups: Dict[Any, List[dict]] = {}
     for f in files:

@@ -14,24 +14,26 @@ enum Kind {
 }
 
 fn kind(key: &str) -> Option<Kind> {
-    Some(match key {
-        "delta.appendOnly"
-        | "delta.enableDeletionVectors"
-        | "delta.enableChangeDataFeed"
-        | "delta.enableRowTracking"
-        | "delta.enableExpiredLogCleanup"
-        | "delta.checkpoint.writeStatsAsJson"
-        | "delta.checkpoint.writeStatsAsStruct" => Kind::Boolean,
-        "delta.checkpointInterval" | "delta.targetFileSize" => Kind::PositiveInteger,
-        "delta.dataSkippingNumIndexedCols" => Kind::ColumnCount,
-        "delta.logRetentionDuration" | "delta.deletedFileRetentionDuration" => Kind::Interval,
+    // Delta matches `delta.*` keys case-insensitively; this list is in its spelling, lower-cased.
+    Some(match key.to_ascii_lowercase().as_str() {
+        "delta.appendonly"
+        | "delta.enabledeletionvectors"
+        | "delta.enablechangedatafeed"
+        | "delta.enablerowtracking"
+        | "delta.enableexpiredlogcleanup"
+        | "delta.checkpoint.writestatsasjson"
+        | "delta.checkpoint.writestatsasstruct" => Kind::Boolean,
+        "delta.checkpointinterval" | "delta.targetfilesize" => Kind::PositiveInteger,
+        "delta.dataskippingnumindexedcols" => Kind::ColumnCount,
+        "delta.logretentionduration" | "delta.deletedfileretentionduration" => Kind::Interval,
         _ => return None,
     })
 }
 
-/// Whether `value` is acceptable for the property `key` (unknown keys are not checked).
+/// Whether `value` is acceptable for the property `key` (unknown keys are not checked). Values are
+/// not trimmed: readers (Delta's, and ours) do not trim them either.
 pub fn check(key: &str, value: &str) -> Result<()> {
-    let v = value.trim();
+    let v = value;
     let (ok, expected) = match kind(key) {
         None => return Ok(()),
         Some(Kind::Boolean) => (v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"), "true or false"),
@@ -58,6 +60,9 @@ mod tests {
             ("delta.checkpointInterval", "ten", false),
             ("delta.appendOnly", "TRUE", true),
             ("delta.appendOnly", "yes", false),
+            ("delta.appendOnly", "true ", false),
+            ("DELTA.APPENDONLY", "yes", false),
+            ("delta.logRetentionDuration", "interval 1 day 12 hours", true),
             ("delta.logRetentionDuration", "interval 30 days", true),
             ("delta.logRetentionDuration", "30", false),
             ("delta.dataSkippingNumIndexedCols", "-1", true),

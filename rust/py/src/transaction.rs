@@ -184,19 +184,21 @@ impl TransactionHandle {
         let invalid = |m: String| crate::errors::to_py(delta_occ_core::error::Error::invalid(m));
         let mut opts = CommitOptions::default();
         if let Some(n) = max_attempts {
-            opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| invalid(format!("max_attempts must be an integer >= 1, got {n}")))?;
+            opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| invalid(format!("max_attempts must be an integer from 1 to {}, got {n}", u32::MAX)))?;
         }
-        if let Some(s) = time_budget {
-            if !(s > 0.0 && s.is_finite()) {
-                return Err(invalid(format!("time_budget must be a positive number of seconds, got {s}")));
+        // Budgets beyond about 31 years are refused rather than overflowing a Duration or Instant.
+        let seconds = |s: f64, min_ok: bool, name: &str| {
+            if min_ok && s.is_finite() && s <= 1e9 {
+                Duration::try_from_secs_f64(s).map_err(|e| invalid(format!("{name}: {e}")))
+            } else {
+                Err(invalid(format!("{name} must be a number of seconds {}, at most 1e9, got {s}", if name == "time_budget" { "> 0" } else { ">= 0" })))
             }
-            opts.time_budget = Duration::from_secs_f64(s);
+        };
+        if let Some(s) = time_budget {
+            opts.time_budget = seconds(s, s > 0.0, "time_budget")?;
         }
         if let Some(s) = row_level_budget {
-            if !(s >= 0.0 && s.is_finite()) {
-                return Err(invalid(format!("row_level_budget must be a number of seconds >= 0, got {s}")));
-            }
-            opts.row_level_budget = Duration::from_secs_f64(s);
+            opts.row_level_budget = seconds(s, s >= 0.0, "row_level_budget")?;
         }
         let result = py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts)).py_err()?;
         result_dict(py, &result)

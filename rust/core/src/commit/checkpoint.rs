@@ -27,26 +27,29 @@ pub fn interval(config: &std::collections::BTreeMap<String, String>) -> i64 {
         .unwrap_or(10)
 }
 
-/// `interval 1 week`, `7 days`, `168 hours` ... in milliseconds.
+/// `interval 1 week`, `7 days`, `1 day 12 hours` ... in milliseconds.
 pub fn parse_interval_ms(text: &str) -> Option<i64> {
     let t = text.trim().to_ascii_lowercase();
     let t = t.strip_prefix("interval").unwrap_or(&t).trim();
-    let mut parts = t.split_whitespace();
-    let n: i64 = parts.next()?.parse().ok()?;
-    let unit = parts.next()?.trim_end_matches('s');
-    if parts.next().is_some() || n < 0 {
+    let parts: Vec<&str> = t.split_whitespace().collect();
+    if parts.is_empty() || parts.len() % 2 != 0 {
         return None;
     }
-    let ms = match unit {
-        "millisecond" => 1,
-        "second" => 1000,
-        "minute" => 60_000,
-        "hour" => 3_600_000,
-        "day" => 86_400_000,
-        "week" => 7 * 86_400_000,
-        _ => return None,
-    };
-    n.checked_mul(ms)
+    let mut total: i64 = 0;
+    for pair in parts.chunks(2) {
+        let n: i64 = pair[0].parse().ok().filter(|n| *n >= 0)?;
+        let ms = match pair[1].trim_end_matches('s') {
+            "millisecond" => 1,
+            "second" => 1000,
+            "minute" => 60_000,
+            "hour" => 3_600_000,
+            "day" => 86_400_000,
+            "week" => 7 * 86_400_000,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(ms)?)?;
+    }
+    Some(total)
 }
 
 fn map_type() -> DataType {

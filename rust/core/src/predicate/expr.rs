@@ -175,27 +175,38 @@ impl Expr {
     }
 }
 
-/// Total order used for comparisons between two non-null values of compatible types.
-/// `None` when the values cannot be compared (different kinds, NaN).
+/// Total order used for comparisons between two non-null values of compatible types; `None` when
+/// they cannot be compared (different kinds). Floating point follows Spark SQL: NaN equals NaN and
+/// is above every other value.
 pub fn compare(a: &Scalar, b: &Scalar) -> Option<Ordering> {
     use Scalar::*;
     match (a, b) {
         (Null, _) | (_, Null) => None,
         (String(x), String(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
         (Long(x), Long(y)) => Some(x.cmp(y)),
-        (Double(x), Double(y)) => x.partial_cmp(y),
-        (Long(x), Double(y)) => (*x as f64).partial_cmp(y),
-        (Double(x), Long(y)) => x.partial_cmp(&(*y as f64)),
+        (Double(x), Double(y)) => Some(float_cmp(*x, *y)),
+        (Long(x), Double(y)) => Some(float_cmp(*x as f64, *y)),
+        (Double(x), Long(y)) => Some(float_cmp(*x, *y as f64)),
         (Decimal(x, sx), Decimal(y, sy)) => Some(rescale(*x, *sx, *sy.max(sx)).cmp(&rescale(*y, *sy, *sx.max(sy)))),
         (Decimal(x, s), Long(y)) => Some(x.cmp(&rescale(*y as i128, 0, *s))),
         (Long(x), Decimal(y, s)) => Some(rescale(*x as i128, 0, *s).cmp(y)),
-        (Decimal(x, s), Double(y)) => (*x as f64 / 10f64.powi(*s as i32)).partial_cmp(y),
-        (Double(x), Decimal(y, s)) => x.partial_cmp(&(*y as f64 / 10f64.powi(*s as i32))),
+        (Decimal(x, s), Double(y)) => Some(float_cmp(*x as f64 / 10f64.powi(*s as i32), *y)),
+        (Double(x), Decimal(y, s)) => Some(float_cmp(*x, *y as f64 / 10f64.powi(*s as i32))),
         (Boolean(x), Boolean(y)) => Some(x.cmp(y)),
         (Date(x), Date(y)) => Some(x.cmp(y)),
         (Timestamp(x), Timestamp(y)) | (TimestampNtz(x), TimestampNtz(y)) => Some(x.cmp(y)),
         (Binary(x), Binary(y)) => Some(x.cmp(y)),
         _ => None,
+    }
+}
+
+/// Spark's order on doubles: NaN = NaN, NaN above everything; otherwise IEEE (-0.0 = 0.0).
+fn float_cmp(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => x.partial_cmp(&y).expect("neither is NaN"),
     }
 }
 
@@ -298,6 +309,15 @@ mod tests {
         assert_eq!(compare(&Scalar::Decimal(150, 2), &Scalar::Decimal(15, 1)), Some(Ordering::Equal));
         assert_eq!(compare(&Scalar::Null, &Scalar::Long(1)), None);
         assert_eq!(compare(&Scalar::String("a".into()), &Scalar::Long(1)), None);
+    }
+
+    #[test]
+    fn doubles_follow_sparks_nan_order() {
+        let (nan, d) = (Scalar::Double(f64::NAN), Scalar::Double);
+        assert_eq!(compare(&nan, &d(f64::NAN)), Some(Ordering::Equal));
+        assert_eq!(compare(&nan, &d(f64::INFINITY)), Some(Ordering::Greater));
+        assert_eq!(compare(&Scalar::Long(i64::MAX), &nan), Some(Ordering::Less));
+        assert_eq!(compare(&d(-0.0), &d(0.0)), Some(Ordering::Equal));
     }
 
     #[test]

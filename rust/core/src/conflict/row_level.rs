@@ -117,6 +117,34 @@ fn bins(adds: &[AddFile]) -> (Vec<Bin<'_>>, HashMap<String, (usize, usize)>) {
     (out, index)
 }
 
+/// The DV a winner's compaction had applied to input `path` when it read it. Its provenance counts
+/// the rows it wrote from the input; the input's DV can only have grown since, because a
+/// compaction that rebased over DML carries those deletions in its output's DV and removes the
+/// input with the newer DV (`latest`). Known exactly when the count is the physical row count (no
+/// DV), or that minus `latest` or minus the DV in the snapshot this transaction read; otherwise
+/// the rows cannot be matched and the caller falls back to file level.
+fn compacted_dv(t: &TxnView, cx: &RowContext, path: &str, written: u64, latest: &DeletionBitmap) -> std::result::Result<DeletionBitmap, String> {
+    let Some(file) = t.read_snapshot.and_then(|s| s.file(path)) else {
+        return Err(format!("{path} is not a file of the snapshot this transaction read"));
+    };
+    let physical = or_fallback(super::rows::physical_rows(cx.root, file))?;
+    if written == physical {
+        return Ok(DeletionBitmap::default());
+    }
+    if written + latest.len() == physical {
+        return Ok(latest.clone());
+    }
+    let ours = or_fallback(read_dv(cx.root, file.deletion_vector.as_deref()))?;
+    if written + ours.len() == physical && ours.0.is_subset(&latest.0) {
+        return Ok(ours);
+    }
+    Err(format!(
+        "the concurrent compaction wrote {written} rows of {path}, which has {physical} rows and {} deleted now; \
+         the rows it left out cannot be identified",
+        latest.len()
+    ))
+}
+
 /// Map rows of input `k` of a bin (positions in that input, `input_dv` its DV when compacted)
 /// to positions in the bin's output.
 fn remap(bin: &Bin, k: usize, input_dv: &DeletionBitmap, rows: &DeletionBitmap) -> DeletionBitmap {
@@ -192,7 +220,9 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
                 }
                 continue;
             }
-            let input_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
+            let latest = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
+                .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
+            let input_dv = compacted_dv(t, cx, path, bin.inputs[k].1, &latest)
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
             let s = next.edit();
             let mut moved = s.dv.remove(path).map(|ch| ch.rows).unwrap_or_default();
@@ -223,8 +253,12 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
                 continue;
             }
             let bin = &our_bins[ob];
-            let ours_remove = st.removes.iter().find(|x| &*x.path == path).expect("ours implies a remove");
-            let base_dv = or_fallback(read_dv(cx.root, ours_remove.deletion_vector.as_deref()))
+            // The DV this compaction read (its remove may since carry a winner's newer DV).
+            let read_file = t.read_snapshot.and_then(|snap| snap.file(path));
+            let Some(read_file) = read_file else {
+                return Err(fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &format!("{path} is not a file of the snapshot this compaction read")));
+            };
+            let base_dv = or_fallback(read_dv(cx.root, read_file.deletion_vector.as_deref()))
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why))?;
             let gone = match readded.get(path) {
                 Some(a) => {

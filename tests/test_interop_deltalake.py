@@ -273,3 +273,23 @@ def test_deltalake_reads_our_checkpoint(tmp_path):
     assert theirs.num_rows == ours.num_rows == 18
     assert theirs.column("id").to_pylist() == ours.column("id").to_pylist()
     assert (tmp_path / "t" / "_delta_log" / "00000000000000000004.checkpoint.parquet").exists()
+
+
+def test_tables_with_check_constraints_are_not_written_with_unchecked_rows(tmp_path):
+    """A CHECK constraint added by deltalake (writer version 3) is a data rule the embedded engine
+    does not evaluate: appending or updating rows is refused with UnsupportedFeatureError (before,
+    both committed rows that violate it, which deltalake refuses to write), while DELETE, which only
+    removes rows, still works. Reference: deltalake refuses the same append."""
+    import deltalake
+
+    p = str(tmp_path / "t")
+    deltalake.write_deltalake(p, pa.table({"id": [1, 2]}))
+    deltalake.DeltaTable(p).alter.add_constraint({"id_pos": "id > 0"})
+    with pytest.raises(Exception):
+        deltalake.write_deltalake(p, pa.table({"id": [-1]}), mode="append")
+    t = docc.Table(p)
+    for write in (lambda: t.append(pa.table({"id": [-1]})), lambda: t.update("id = 1", {"id": "-5"})):
+        with pytest.raises(docc.exceptions.UnsupportedFeatureError, match="CHECK constraint id_pos"):
+            write()
+    t.delete("id = 2")
+    assert deltalake.DeltaTable(p).to_pyarrow_table().column("id").to_pylist() == [1]

@@ -17,11 +17,27 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 ROW = "__delta_occ_row"
 #: Delta truncates string statistics to this prefix length.
 _STRING_PREFIX = 32
+
+
+def _unenforced_rules(props: Dict[str, str], fields: List[dict]) -> List[str]:
+    """Data rules of the table the embedded engine does not enforce on rows it writes: CHECK
+    constraints, generated columns, column invariants and column defaults (Delta protocol)."""
+    rules = [f"CHECK constraint {k[len('delta.constraints.'):]} ({v})" for k, v in props.items()
+             if k.lower().startswith("delta.constraints.")]
+    for f in fields:
+        meta = f.get("metadata") or {}
+        if "delta.generationExpression" in meta:
+            rules.append(f"generated column {f['name']} ({meta['delta.generationExpression']})")
+        if "delta.invariants" in meta:
+            rules.append(f"invariant on column {f['name']}")
+        if "CURRENT_DEFAULT" in meta:
+            rules.append(f"default value of column {f['name']}")
+    return rules
 
 
 class Layout:
@@ -41,6 +57,7 @@ class Layout:
         )
         self._files: Optional[Dict[str, Tuple[str, bool, int]]] = None
         self._parts: Any = None
+        self.unenforced = _unenforced_rules(props, self.delta_fields)
 
     @property
     def data_columns(self) -> List[str]:
@@ -110,10 +127,20 @@ class Layout:
             arrays.append(col)
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
-    def write(self, txn: Any, data: pa.Table, *, data_change: bool = True, tags: Optional[Dict[str, str]] = None) -> List[str]:
-        """Write rows (already conformed) as one file per partition and stage the adds."""
+    def write(
+        self, txn: Any, data: pa.Table, *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False
+    ) -> List[str]:
+        """Write rows (already conformed) as one file per partition and stage the adds. `rewrite`:
+        the rows are existing rows copied unchanged (a DELETE without deletion vectors)."""
         if data.num_rows == 0:
             return []
+        if data_change and not rewrite and self.unenforced:
+            # Rows copied unchanged still obey the rules; new or changed rows would have to be checked.
+            raise UnsupportedFeatureError(
+                f"the embedded engine cannot write rows to {self.root}: it does not enforce "
+                f"{'; '.join(self.unenforced)} (deleting rows works; other writers can write)",
+                what="data rules",
+            )
         if ROW in data.column_names:
             data = data.drop_columns([ROW])
         if not self.partition_columns:

@@ -144,7 +144,7 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
             continue
         deleted += n
         rewrite.append(_remove_rows(txn, lay, path, rows, hit))
-    lay.write(txn, concat(rewrite, lay.schema))
+    lay.write(txn, concat(rewrite, lay.schema), rewrite=True)
     params = {"predicate": where if where is not None else "true"}
     _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
 

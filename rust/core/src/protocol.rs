@@ -115,9 +115,10 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
 }
 
 /// Writer features whose rules delta-occ's commit path honours. Invariants, check constraints,
-/// generated columns and column defaults are data rules: the engine that writes the files
-/// enforces them (the embedded engine does; files added through the transaction API are the
-/// caller's responsibility).
+/// generated columns and column defaults are data rules: the engine that writes the files must
+/// enforce them. The embedded engine does not yet, so it refuses to write new or changed rows to a
+/// table that has any (deleting rows works); files added through the transaction API are the
+/// caller's responsibility.
 pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "appendOnly", "invariants", "checkConstraints", "generatedColumns", "allowColumnDefaults", "changeDataFeed",
     "identityColumns", "domainMetadata", "inCommitTimestamp", "deletionVectors", "columnMapping", "timestampNtz",

@@ -346,8 +346,9 @@ class Table:
     def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:
         """Follow the log from ``from_version`` to the latest version known at each step: one
         dict per commit (version, operation, commit_info, added, removed, app_transactions).
-        Stops with MetadataChangedException at a commit after ``from_version``'s table creation
-        that changes metadata, as Delta streaming reads do (concurrency.md §7)."""
+        Stops with MetadataChangedException at a commit after ``from_version`` that changes
+        metadata, as Delta streaming reads do (concurrency.md §7); restarting from that commit's
+        version yields it and goes on."""
         if not isinstance(from_version, int) or isinstance(from_version, bool) or from_version < 0:
             raise InvalidArgumentError(f"from_version must be an int >= 0, got {from_version!r}")
         version = from_version
@@ -370,7 +371,7 @@ class Table:
                 )
             info = json.loads(summary["commit_info"]) if summary["commit_info"] else None
             summary["commit_info"] = info
-            if summary["metadata_changed"] and version > 0:
+            if summary["metadata_changed"] and version > from_version:
                 raise MetadataChangedException(
                     f"[DELTA_METADATA_CHANGED] The metadata of table {self.path} was changed at version {version} "
                     f"by {summary['operation']}. A change reader stops here; restart it deliberately from "

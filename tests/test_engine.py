@@ -873,3 +873,25 @@ def test_column_mapping_dml_matches_kernel(tmp_path, props, parts):
         assert set(names) == {physical[c] for c in COLS if c not in parts}
         stats = json.loads(f["stats"])
         assert set(stats["nullCount"]) <= set(names)
+
+
+@pytest.mark.parametrize("typ, value", [
+    (pa.list_(pa.int32()), [1, 2]),
+    (pa.struct([("a", pa.int32()), ("b", pa.string())]), {"a": 1, "b": "x"}),
+    (pa.map_(pa.string(), pa.int32()), [("k", 1)]),
+], ids=["list", "struct", "map"])
+def test_merge_on_tables_with_nested_columns(tmp_path, typ, value):
+    """pyarrow's join cannot carry list/struct/map columns; MERGE raised a bare ArrowInvalid on
+    any table holding one. Expected rows: the SQL MERGE semantics (matched row updated with its
+    nested value kept, unmatched source row inserted), read back by deltalake as the oracle."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("c", typ)])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"id": [1, 3], "v": [0, 0], "c": pa.array([value, None], typ)}, schema=schema))
+    source = pa.table({"id": [1, 2], "v": [10, 20], "c": pa.array([None, value], typ)}, schema=schema)
+    t.merge(source, "t.id = s.id", when_matched_update={"v": "s.v"}, when_not_matched_insert=True)
+    expected = [{"id": 1, "v": 10, "c": value}, {"id": 2, "v": 20, "c": value}, {"id": 3, "v": 0, "c": None}]
+    got = sorted(docc.Table(t.path).snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    oracle = sorted(deltalake.DeltaTable(t.path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert got == oracle
+    assert [(r["id"], r["v"]) for r in got] == [(1, 10), (2, 20), (3, 0)]
+    assert pa.array([r["c"] for r in got], typ).to_pylist() == pa.array([e["c"] for e in expected], typ).to_pylist()

@@ -321,12 +321,7 @@ def merge(
     tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
     tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
     src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", arange(source.num_rows, pa.int64()))
-    if keys:
-        joined = tgt.join(src, keys=[f"t.{t}" for t, _ in keys], right_keys=[f"s.{s}" for _, s in keys], join_type="inner", coalesce_keys=False)
-    else:
-        joined = tgt.append_column("__k", pa.repeat(pa.scalar(0, pa.int8()), tgt.num_rows)).join(
-            src.append_column("__k", pa.repeat(pa.scalar(0, pa.int8()), src.num_rows)), keys="__k", join_type="inner"
-        ).drop_columns(["__k"])
+    joined = _join(tgt, src, [f"t.{t}" for t, _ in keys], [f"s.{s}" for _, s in keys])
     resolve = cols.joined()
     for tree in residual:
         joined = joined.filter(_expr.mask(joined, tree, resolve))
@@ -376,6 +371,22 @@ def merge(
     lay.write(txn, concat(new_rows, lay.schema))
     params = {"predicate": on, "readPredicate": read_where or "true"}
     _stage(txn, "MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
+
+
+def _join(tgt: pa.Table, src: pa.Table, t_keys: List[str], s_keys: List[str]) -> pa.Table:
+    """Inner join of target and source rows on the keys (every pair without keys). Only the keys
+    and row numbers go through pyarrow's join, which cannot carry list, struct or map columns; the
+    rows are then taken by number."""
+    ti = tgt.select(t_keys).append_column("__ti", arange(tgt.num_rows, pa.int64()))
+    si = src.select(s_keys).append_column("__si", arange(src.num_rows, pa.int64()))
+    if t_keys:
+        pairs = ti.join(si, keys=t_keys, right_keys=s_keys, join_type="inner", coalesce_keys=False)
+    else:
+        ti = ti.append_column("__k", pa.repeat(pa.scalar(0, pa.int8()), ti.num_rows))
+        si = si.append_column("__k", pa.repeat(pa.scalar(0, pa.int8()), si.num_rows))
+        pairs = ti.join(si, keys="__k", join_type="inner")
+    left, right = tgt.take(pairs.column("__ti")), src.take(pairs.column("__si"))
+    return pa.Table.from_arrays(left.columns + right.columns, names=left.column_names + right.column_names)
 
 
 def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], target_only: List[str]) -> Optional[str]:

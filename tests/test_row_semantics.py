@@ -181,3 +181,22 @@ def test_nan_and_infinite_partition_values_are_kept_and_pruned_in_order(tmp_path
     rows = deltalake.DeltaTable(t.path).to_pyarrow_table().to_pylist()
     assert sorted(r["v"] for r in rows) == [1, 2, 3, 4]
     assert any(r["v"] == 2 and math.isnan(r["p"]) for r in rows)
+
+
+@pytest.mark.parametrize("where", [
+    "ts = TIMESTAMP '2024-01-01 00:00:00'",
+    "ts = '2024-01-01 00:00:00'",
+    "ts = '2024-01-01T00:00:00Z'",
+    "ts > TIMESTAMP '2023-12-31 23:59:59'",
+    "ts = TIMESTAMP '2024-01-01 01:00:00+01:00'",
+])
+def test_timestamp_literals_read_and_delete_alike(tmp_path, where):
+    """A timestamp literal without a zone offset is UTC for a zoned column in reads (the core) and
+    now in DML too, which raised a bare ArrowInvalid ("expected a zone offset")."""
+    typ = pa.timestamp("us", tz="UTC")
+    t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("ts", typ)]))
+    utc = datetime.timezone.utc
+    t.append(pa.table({"id": [1, 2], "ts": pa.array([datetime.datetime(2024, 1, 1, tzinfo=utc), datetime.datetime(2023, 1, 1, tzinfo=utc)], typ)}))
+    assert t.snapshot().to_pyarrow(where=where).column("id").to_pylist() == [1]
+    t.delete(where)
+    assert docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist() == [2]

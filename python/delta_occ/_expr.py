@@ -79,14 +79,30 @@ def _literal(n: dict, target: Optional[pa.DataType]) -> Any:
         return pa.scalar(datetime.date.fromisoformat(v))
     if kind in ("timestamp", "timestamp_ntz"):
         typ = pa.timestamp("us", tz="UTC" if kind == "timestamp" else None)
-        return pa.scalar(v).cast(typ)
+        try:
+            return _timestamp(v, typ)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise PredicateError(f"literal {v!r} cannot be read as {typ}: {e}", reason="bad literal") from e
     # string
     if target is not None and not (pa.types.is_string(target) or pa.types.is_large_string(target)):
         try:
+            if pa.types.is_timestamp(target):
+                return _timestamp(v, target)
             return pa.scalar(v).cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise PredicateError(f"literal {v!r} cannot be read as {target}: {e}", reason="bad literal") from e
     return pa.scalar(v)
+
+
+def _timestamp(text: str, typ: pa.DataType) -> pa.Scalar:
+    """A timestamp literal; one without a zone offset is read as UTC for a zoned type, as the
+    core reads it for file skipping and `to_pyarrow(where=...)`."""
+    try:
+        return pa.scalar(text).cast(typ)
+    except pa.ArrowInvalid:
+        if typ.tz is None:
+            raise
+        return pa.scalar(text).cast(pa.timestamp(typ.unit)).cast(typ)
 
 
 def as_expression(x: Any) -> pc.Expression:

@@ -324,3 +324,27 @@ def test_bad_operation_arguments_are_typed_errors(tmp_path, call):
     with pytest.raises(exc.InvalidArgumentError):
         call(t)
     assert docc.Table(str(tmp_path / "t")).version == 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda txn: txn.add_file(None, {}, 10),
+    lambda txn: txn.add_file("", {}, 10),
+    lambda txn: txn.add_file("x.parquet", {}, "big"),
+    lambda txn: txn.add_file("x.parquet", {}, 10, stats=[1, 2]),
+    lambda txn: txn.add_file("x.parquet", {}, 10, modification_time=-1),
+    lambda txn: txn.set_app_version("app", -5),
+    lambda txn: txn.set_app_version("app", 2**70),
+    lambda txn: txn.set_app_version("", 1),
+], ids=["path-none", "path-empty", "size-str", "stats-list", "mtime-negative", "app-negative", "app-huge", "app-empty"])
+def test_transaction_api_arguments_are_checked(tmp_path, call):
+    """Plain TypeError/OverflowError (or, for a None path, a file named "None") before."""
+    t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    txn = t.begin()
+    with pytest.raises(exc.InvalidArgumentError):
+        call(txn)
+
+
+def test_history_limit_must_be_an_int(tmp_path):
+    t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    with pytest.raises(exc.InvalidArgumentError, match="limit must be an int"):
+        t.history("1")

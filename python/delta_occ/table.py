@@ -167,8 +167,8 @@ class Table:
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """commitInfo of each commit, newest first, with ``version`` added."""
-        if limit is not None and limit < 0:
-            raise InvalidArgumentError("limit must be >= 0")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidArgumentError(f"limit must be an int >= 0 or None, got {limit!r}")
         out = []
         for version, info in self._h.history(limit):
             entry = json.loads(info) if info is not None else {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -17,6 +18,17 @@ if TYPE_CHECKING:
     from .table import Snapshot
 
 LevelLike = Union[str, IsolationLevel, None]
+
+
+def _int_arg(what: str, value: Any, low: int, high: int = 2**63 - 1) -> int:
+    """An integer argument in [low, high] (bool refused), or InvalidArgumentError naming it."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        n = None
+    if n is None or isinstance(value, bool) or not low <= n <= high:
+        raise InvalidArgumentError(f"{what} must be an integer from {low} to {high}, got {value!r}")
+    return n
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,11 +159,18 @@ class Transaction:
         """Stage an ``add`` of a data file already written under the table directory. ``path``
         is relative to the table root (or absolute inside it); ``partition_values`` use logical
         column names and string values (None for null)."""
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError(f"add_file: path must be a non-empty string, got {path!r}")
+        size = _int_arg("add_file: size", size, 0)
+        if modification_time is not None:
+            modification_time = _int_arg("add_file: modification_time", modification_time, 0)
         if isinstance(stats, Mapping):
             stats = json.dumps(stats)
+        elif stats is not None and not isinstance(stats, str):
+            raise InvalidArgumentError(f"add_file({path!r}): stats must be a JSON string or a mapping, got {type(stats).__name__}")
         pv = [(str(k), None if v is None else str(v)) for k, v in (partition_values or {}).items()]
         t = None if tags is None else {str(k): None if v is None else str(v) for k, v in tags.items()}
-        self._h.add_file(str(path), pv, int(size), stats, bool(data_change), t, modification_time)
+        self._h.add_file(path, pv, size, stats, bool(data_change), t, modification_time)
 
     def remove_file(self, path: str, data_change: bool = True) -> None:
         """Stage a ``remove`` of a live file. This does not record a read; ``scan`` does."""
@@ -162,13 +181,13 @@ class Transaction:
         the new DV is the union with the current one. Needs ``delta.enableDeletionVectors``."""
         if isinstance(positions, (pa.Array, pa.ChunkedArray)):
             positions = positions.to_pylist()
-        values = [int(p) for p in positions]
-        if any(p < 0 for p in values):
-            raise InvalidArgumentError("row positions must be >= 0")
+        values = [_int_arg("delete_rows: row position", p, 0, 2**64 - 1) for p in positions]
         self._h.delete_rows(str(path), values)
 
     def set_app_version(self, app_id: str, version: int) -> None:
-        self._h.set_app_version(app_id, int(version))
+        if not isinstance(app_id, str) or not app_id:
+            raise InvalidArgumentError(f"set_app_version: app_id must be a non-empty string, got {app_id!r}")
+        self._h.set_app_version(app_id, _int_arg("set_app_version: version", version, 0))
 
     def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None:
         """Stage a user domain (names starting with ``delta.`` are reserved)."""

@@ -348,3 +348,10 @@ def test_history_limit_must_be_an_int(tmp_path):
     t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
     with pytest.raises(exc.InvalidArgumentError, match="limit must be an int"):
         t.history("1")
+
+
+def test_partition_column_listed_twice(tmp_path):
+    """Before: "needs at least one column that is not a partition column", with one left."""
+    schema = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+    with pytest.raises(exc.InvalidArgumentError, match='partition column "a" is listed twice'):
+        docc.Table.create(str(tmp_path / "t"), schema, ["a", "a"])

@@ -273,7 +273,11 @@ pub(crate) fn check_columns(schema: &StructType, partition_by: &[String]) -> Res
             return Err(Error::invalid(format!("duplicate column name {:?} (names are case-insensitive)", f.name)));
         }
     }
+    let mut partitions = std::collections::HashSet::new();
     for p in partition_by {
+        if !partitions.insert(p.to_lowercase()) {
+            return Err(Error::invalid(format!("partition column {p:?} is listed twice")));
+        }
         let field = schema.field(p).ok_or_else(|| Error::invalid(format!("partition column {p:?} is not in the schema")))?;
         if !matches!(field.data_type, crate::schema::DataType::Primitive(_) | crate::schema::DataType::Decimal(..)) {
             return Err(Error::invalid(format!("partition column {p:?} must have a primitive type")));

@@ -226,9 +226,6 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
     return as_expression(build(tree))
 
 
-_CONDITION = "__condition"
-
-
 def evaluate(table: pa.Table, exprs: Dict[str, Any], what: Optional[str] = None) -> pa.Table:
     """Evaluate named expressions over a table (one row per input row). Evaluation errors become
     PredicateError naming `what` (default: the expressions' names)."""
@@ -238,7 +235,7 @@ def evaluate(table: pa.Table, exprs: Dict[str, Any], what: Optional[str] = None)
         return ds.dataset(table).to_table(columns=exprs)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         # Overflow in checked arithmetic, a string that is not a number, an unsupported cast...
-        what = what or ("the condition" if list(exprs) == [_CONDITION] else "the value of " + ", ".join(map(repr, exprs)))
+        what = what or "the value of " + ", ".join(map(repr, exprs))
         raise PredicateError(f"cannot evaluate {what} on the rows: {e}", reason="evaluation failed") from e
 
 
@@ -248,7 +245,7 @@ def mask(table: pa.Table, tree: Optional[dict], resolve: Resolver) -> pa.Array:
         return pa.repeat(True, table.num_rows)
     if table.num_rows == 0:
         return pa.array([], pa.bool_())
-    out = evaluate(table, {_CONDITION: to_expression(tree, resolve)}).column(_CONDITION)
+    out = evaluate(table, {"m": to_expression(tree, resolve)}, "the condition").column("m")
     if not pa.types.is_boolean(out.type):
         raise PredicateError("the condition is not a boolean expression", reason="not boolean")
     return pc.fill_null(out.combine_chunks(), False)

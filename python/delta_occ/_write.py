@@ -210,9 +210,14 @@ def partition_string(v: Any) -> Optional[str]:
         return v.isoformat()
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
-    if isinstance(v, float) and not math.isfinite(v):  # Spark's spelling of a double
-        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, float) and not math.isfinite(v):
+        return _non_finite(v)
     return str(v)
+
+
+def _non_finite(v: float) -> str:
+    """Spark's spelling of a NaN or infinite double (which Rust's float parser reads too)."""
+    return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
 
 
 def arange(n: int, type: pa.DataType = pa.uint64()) -> pa.Array:
@@ -234,7 +239,7 @@ def sql_literal(v: Any) -> str:
         return str(v)
     if isinstance(v, float):
         if not math.isfinite(v):  # SQL has no NaN/Infinity tokens; the core reads these strings as doubles
-            return "'NaN'" if math.isnan(v) else ("'Infinity'" if v > 0 else "'-Infinity'")
+            return f"'{_non_finite(v)}'"
         return repr(v)
     text = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
     return "'" + text.replace("'", "''") + "'"

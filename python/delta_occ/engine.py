@@ -13,7 +13,6 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import json
-import operator
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -22,6 +21,7 @@ import pyarrow.compute as pc
 from . import _core, _expr
 from ._write import ROW, Layout, arange, concat, partition_string, sql_literal
 from .exceptions import InvalidArgumentError, PredicateError
+from .transaction import int_arg
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
 PROVENANCE_TAG = "delta-occ.compactedFrom"
@@ -425,12 +425,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     if target_file_size is None:
         target = int(lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
     else:
-        try:
-            target = operator.index(target_file_size)  # any integer type (numpy too), not float
-        except TypeError:
-            target = 0
-        if isinstance(target_file_size, bool) or target <= 0:
-            raise InvalidArgumentError(f"target_file_size must be a positive integer (bytes), got {target_file_size!r}")
+        target = int_arg("target_file_size (bytes)", target_file_size, 1)
     files = txn.scan(where).to_pylist()
     groups: Dict[Any, List[dict]] = {}
     for f in files:

@@ -13,7 +13,7 @@ from ._read import read_snapshot
 from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
 from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
-from .transaction import CommitResult, LevelLike, Transaction, level_name
+from .transaction import CommitResult, LevelLike, Transaction, int_arg, level_name
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -167,8 +167,8 @@ class Table:
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """commitInfo of each commit, newest first, with ``version`` added."""
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidArgumentError(f"limit must be an int >= 0 or None, got {limit!r}")
+        if limit is not None:
+            limit = int_arg("limit", limit, 0)
         out = []
         for version, info in self._h.history(limit):
             entry = json.loads(info) if info is not None else {}

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 LevelLike = Union[str, IsolationLevel, None]
 
 
-def _int_arg(what: str, value: Any, low: int, high: int = 2**63 - 1) -> int:
+def int_arg(what: str, value: Any, low: int, high: int = 2**63 - 1) -> int:
     """An integer argument in [low, high] (bool refused), or InvalidArgumentError naming it."""
     try:
         n = operator.index(value)
@@ -161,9 +161,9 @@ class Transaction:
         column names and string values (None for null)."""
         if not isinstance(path, str) or not path:
             raise InvalidArgumentError(f"add_file: path must be a non-empty string, got {path!r}")
-        size = _int_arg("add_file: size", size, 0)
+        size = int_arg("add_file: size", size, 0)
         if modification_time is not None:
-            modification_time = _int_arg("add_file: modification_time", modification_time, 0)
+            modification_time = int_arg("add_file: modification_time", modification_time, 0)
         if isinstance(stats, Mapping):
             stats = json.dumps(stats)
         elif stats is not None and not isinstance(stats, str):
@@ -181,13 +181,13 @@ class Transaction:
         the new DV is the union with the current one. Needs ``delta.enableDeletionVectors``."""
         if isinstance(positions, (pa.Array, pa.ChunkedArray)):
             positions = positions.to_pylist()
-        values = [_int_arg("delete_rows: row position", p, 0, 2**64 - 1) for p in positions]
+        values = [int_arg("delete_rows: row position", p, 0, 2**64 - 1) for p in positions]
         self._h.delete_rows(str(path), values)
 
     def set_app_version(self, app_id: str, version: int) -> None:
         if not isinstance(app_id, str) or not app_id:
             raise InvalidArgumentError(f"set_app_version: app_id must be a non-empty string, got {app_id!r}")
-        self._h.set_app_version(app_id, _int_arg("set_app_version: version", version, 0))
+        self._h.set_app_version(app_id, int_arg("set_app_version: version", version, 0))
 
     def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None:
         """Stage a user domain (names starting with ``delta.`` are reserved)."""

@@ -743,6 +743,27 @@ def test_optimize_where_limits_to_partition(table, layout):
     assert_rows(path, rows, dv=is_dv(layout))
 
 
+@pytest.mark.parametrize("layout", ["flat", "p-dv"])
+@pytest.mark.parametrize("setup", ["compacted", "empty", "no-match"])
+def test_optimize_with_nothing_to_compact_writes_no_commit(table, layout, setup):
+    """delta-spark's OPTIMIZE commits only when it rewrote files; an empty commit would cost a
+    version and could even conflict (DeleteRead) with a concurrent delete."""
+    t, path, rows = _small_files_table(table, layout)
+    if setup == "compacted":
+        t.optimize()
+    where = "id < -1000" if setup == "no-match" else None
+    if setup == "empty":
+        t.delete()
+        t.optimize()
+        rows = []
+    version = t.version
+    r = t.optimize(where=where)
+    assert (r.committed, r.version, r.read_version, r.attempts) == (False, version, version, 0)
+    assert r.operation == "OPTIMIZE" and r.metrics["numFilesRemoved"] == "0"
+    assert docc.Table(path).version == version
+    assert_rows(path, rows, dv=is_dv(layout))
+
+
 # ---------------------------------------------------------------------------------------------
 # statistics written by the engine
 

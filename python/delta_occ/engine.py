@@ -416,11 +416,11 @@ def _sort_key(v: Any) -> Any:
 # -- optimize ---------------------------------------------------------------------------------------
 
 
-def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[str] = None) -> None:
+def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
     """Bin-packing compaction (dataChange=false): per partition, small files (and files with
     deletion vectors) are rewritten into files of about ``target_file_size`` bytes. Each output
     records its inputs in order (``add.tags``), so concurrent DML on DV tables is remapped
-    instead of conflicting (concurrency.md §4 rule 5)."""
+    instead of conflicting (concurrency.md §4 rule 5). Returns the number of bins staged."""
     lay = _layout(txn)
     if target_file_size is None:
         target = int(lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
@@ -458,6 +458,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
             txn.remove_file(f["path"], data_change=False)
     params = {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)}
     _stage(txn, "OPTIMIZE", params, {"numBins": len(bins), "numFilesRemoved": sum(len(b) for b in bins), "numOutputRows": rows_out})
+    return len(bins)
 
 
 __all__ = ["append", "overwrite", "delete", "update", "merge", "optimize", "PROVENANCE_TAG", "partition_string"]

@@ -53,6 +53,9 @@ class CommitResult:
     is_blind_append: bool = False
     checkpoint_written: bool = False
     checkpoint_error: Optional[str] = None
+    #: False when the operation found nothing to do and wrote no commit (``version`` is then the
+    #: version it read and ``attempts`` is 0): an OPTIMIZE with nothing to compact.
+    committed: bool = True
 
     @classmethod
     def _from_core(cls, d: Dict[str, Any]) -> "CommitResult":
@@ -258,11 +261,12 @@ class Transaction:
 
         engine.merge(self, source, on, **clauses)
 
-    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> None:
-        """Stage a bin-packing compaction (dataChange=false)."""
+    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
+        """Stage a bin-packing compaction (dataChange=false); returns the number of bins, 0 when
+        there is nothing to compact (committing then writes an empty commit)."""
         from . import engine
 
-        engine.optimize(self, target_file_size, where)
+        return engine.optimize(self, target_file_size, where)
 
     # -- end ---------------------------------------------------------------------------------
 

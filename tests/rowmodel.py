@@ -129,11 +129,11 @@ def table_rows(t: docc.Table) -> List[Dict[str, Any]]:
 
 def oracle_rows(t: docc.Table) -> List[Dict[str, Any]]:
     """The same table read by an independent reader: delta-kernel-rs when it has deletion
-    vectors (deltalake refuses those), deltalake otherwise."""
+    vectors or column mapping (deltalake 1.6 refuses those), deltalake otherwise."""
     import pathlib
 
     snap = t.snapshot()
-    if "deletionVectors" in (snap.protocol.get("reader_features") or []):
+    if {"deletionVectors", "columnMapping"} & set(snap.protocol.get("reader_features") or []):
         import delta_kernel_rust_sharing_wrapper as dk
 
         uri = pathlib.Path(t.path).resolve().as_uri() + "/"

@@ -231,6 +231,60 @@ def test_set_schema_keeps_column_mapping_ids(tmp_path):
         t.set_schema(pa.schema([("id", pa.int64())]))
 
 
+SCHEMA_CHANGES = {
+    # name: (new schema from SCHEMA, column mapping, expected error or None). Rules from
+    # protocol-notes.md (schema, column mapping) and Delta's type-widening feature list.
+    "add nullable column": (SCHEMA.append(pa.field("extra", pa.float64())), False, None),
+    "add NOT NULL column": (SCHEMA.append(pa.field("extra", pa.float64(), nullable=False)), False, ex.InvalidArgumentError),
+    "drop column": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), SCHEMA.field("s")]), False, ex.InvalidArgumentError),
+    "drop column with mapping": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), SCHEMA.field("s")]), True, None),
+    "rename by case": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), pa.field("X", pa.int64()), SCHEMA.field("s")]), False, ex.InvalidArgumentError),
+    "narrow type": (SCHEMA.set(2, pa.field("x", pa.int32())), False, ex.InvalidArgumentError),
+    "unrelated type": (SCHEMA.set(3, pa.field("s", pa.int64())), True, ex.InvalidArgumentError),
+    "widen type": (SCHEMA.set(1, pa.field("p", pa.int64())), False, ex.UnsupportedFeatureError),
+    "tighten nullability": (SCHEMA.set(2, pa.field("x", pa.int64(), nullable=False)), False, ex.InvalidArgumentError),
+}
+
+
+@pytest.mark.parametrize("case", list(SCHEMA_CHANGES))
+def test_set_schema_keeps_existing_files_readable(tmp_path, case):
+    schema, mapping, error = SCHEMA_CHANGES[case]
+    t, path = make(tmp_path, {"delta.columnMapping.mode": "name"} if mapping else None)
+    t.append(pa.table({"id": [1, 2], "p": pa.array([1, 1], pa.int32()), "x": [10, 20], "s": ["a", "b"]}))
+    version = t.version
+    if error is not None:
+        with pytest.raises(error) as info:
+            t.set_schema(schema)
+        assert path in str(info.value) or os.path.abspath(path) in str(info.value)
+        assert docc.Table(path).version == version
+        return
+    t.set_schema(schema)
+    got = docc.Table(path).snapshot().to_pyarrow()
+    assert got.schema.names == schema.names
+    expected = {n: [None, None] if n not in SCHEMA.names else {"id": [1, 2], "p": [1, 1], "x": [10, 20], "s": ["a", "b"]}[n] for n in schema.names}
+    assert got.sort_by("id").to_pydict() == expected
+    from rowmodel import oracle_rows
+
+    assert pa.Table.from_pylist(oracle_rows(docc.Table(path))).to_pydict() == expected
+
+
+def test_set_schema_keeps_field_metadata(tmp_path):
+    """A schema from Arrow cannot spell Delta field metadata: existing columns keep theirs."""
+    t, path = make(tmp_path)
+    log = os.path.join(path, "_delta_log", f"{t.version:020}.json")
+    lines = [json.loads(x) for x in open(log)]
+    meta = next(x["metaData"] for x in lines if "metaData" in x)
+    schema = json.loads(meta["schemaString"])
+    schema["fields"][2]["metadata"] = {"comment": "the x column"}
+    meta["schemaString"] = json.dumps(schema)
+    with open(log, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in lines) + "\n")
+    t = docc.Table(path)
+    t.set_schema(SCHEMA.append(pa.field("extra", pa.float64())))
+    fields = {f["name"]: f["metadata"] for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    assert fields["x"] == {"comment": "the x column"} and fields["extra"] == {}
+
+
 def test_schema_change_conflicts_with_concurrent_blind_append(tmp_path):
     """A schema change reads the whole table: a blind append that lands first conflicts even
     under WriteSerializable (§2: WriteSerializable + metadata change checks blind appends)."""

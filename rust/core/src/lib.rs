@@ -14,6 +14,7 @@ pub mod predicate;
 pub mod properties;
 pub mod protocol;
 pub mod schema;
+pub mod schema_change;
 pub mod snapshot;
 pub mod stats;
 pub mod table;

@@ -306,11 +306,11 @@ fn prepare_schema(schema_string: &str, mut props: BTreeMap<String, String>) -> R
     Ok((schema, props))
 }
 
-/// Keep the column-mapping ids and physical names of fields that already existed (matched by
-/// name, recursively), then give new fields fresh ones starting after `next_id`.
-pub(crate) fn carry_column_mapping(new: &mut Value, old: &StructType, next_id: &mut i64) {
+/// Give fields that already existed (matched by name, recursively) the Delta metadata the new
+/// schema does not set: column-mapping ids and physical names, identity, generation expressions,
+/// comments. A schema from Arrow cannot spell these, and losing them would change the table.
+pub(crate) fn carry_field_metadata(new: &mut Value, old: &StructType) {
     carry(new, &crate::schema::DataType::Struct(old.clone()));
-    assign_column_mapping(new, next_id);
 }
 
 fn carry(t: &mut Value, old: &crate::schema::DataType) {
@@ -325,10 +325,8 @@ fn carry(t: &mut Value, old: &crate::schema::DataType) {
                     if let Some(fo) = f.as_object_mut() {
                         let meta = fo.entry("metadata").or_insert_with(|| json!({}));
                         if let Some(m) = meta.as_object_mut() {
-                            for k in ["delta.columnMapping.id", "delta.columnMapping.physicalName"] {
-                                if let Some(v) = prev.metadata.get(k) {
-                                    m.insert(k.into(), v.clone());
-                                }
+                            for (k, v) in &prev.metadata {
+                                m.entry(k.clone()).or_insert_with(|| v.clone());
                             }
                         }
                         if let Some(ft) = fo.get_mut("type") {
@@ -355,7 +353,7 @@ fn carry(t: &mut Value, old: &crate::schema::DataType) {
     }
 }
 
-fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
+pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
     match t {
         Value::Object(o) => match o.get("type").and_then(Value::as_str) {
             Some("struct") => {

@@ -13,6 +13,7 @@ use crate::log::actions::{AddExtra, AddFile, DomainMetadata, Metadata, Partition
 use crate::predicate::Predicate;
 use crate::protocol;
 use crate::schema::{ColumnMappingMode, StructType};
+use crate::schema_change::Refusal;
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone)]
@@ -365,23 +366,35 @@ impl Transaction {
         self.stage_metadata(m)
     }
 
-    /// Replace the schema (a metadata change). Partition columns must stay; with column mapping,
-    /// new fields get ids and physical names.
+    /// Replace the schema (a metadata change). Partition columns must stay, and existing data
+    /// files must stay readable ([`crate::schema_change`]). Fields that already existed keep
+    /// their Delta metadata (column mapping, identity, generation, comments) unless the new
+    /// schema sets a key; with column mapping, new fields get ids and physical names.
     pub fn set_schema(&mut self, schema_json: &str) -> Result<()> {
         self.open()?;
         let mut m = self.current_metadata()?;
         let mut value: serde_json::Value =
             serde_json::from_str(schema_json).map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
         let mode = ColumnMappingMode::from_config(m.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+        let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
+        let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
+        crate::table::check_columns(&proposed, &m.partition_columns)?;
+        crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(|r| match r {
+            Refusal::Invalid(why) => Error::invalid(format!("set_schema on {} (version {}): {why}", self.root.display(), self.read_version)),
+            Refusal::Unsupported(why) => Error::UnsupportedFeature {
+                table: self.root.display().to_string(),
+                version: Some(self.read_version),
+                what: "schema change".into(),
+                detail: why,
+            },
+        })?;
+        crate::table::carry_field_metadata(&mut value, &old);
         if mode != ColumnMappingMode::None {
-            let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
             let mut next: i64 = m.configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse().ok()).unwrap_or(0);
-            crate::table::carry_column_mapping(&mut value, &old, &mut next);
+            crate::table::assign_column_mapping(&mut value, &mut next);
             m.configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
         }
         let text = value.to_string();
-        let schema = StructType::parse(&text).map_err(Error::invalid)?;
-        crate::table::check_columns(&schema, &m.partition_columns)?;
         m.schema_string = text;
         self.stage_metadata(m)
     }

@@ -121,10 +121,7 @@ pub fn read_large_commit(path: &Path, version: i64, size: u64) -> Result<Vec<Act
 }
 
 fn read_ranges(path: &Path, version: i64, size: u64, threads: usize, chunk: usize) -> Result<Vec<Actions>> {
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "commit file disappeared while reading the log"),
-        _ => Error::io(path, e),
-    })?;
+    let file = std::fs::File::open(path).map_err(|e| open_error(path, version, e))?;
     let n = threads.max(1) as u64;
     let commit = Arc::new(DeferredCommit { stats: Deferred::new(path, version, size), spans: (0..n).map(|_| OnceLock::new()).collect() });
     let ranges: Vec<usize> = (0..n as usize).collect();
@@ -286,11 +283,17 @@ fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result
 
 /// Read and parse a commit file from disk.
 pub fn read_commit(path: &Path, version: i64) -> Result<Actions> {
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+    let bytes = std::fs::read(path).map_err(|e| open_error(path, version, e))?;
+    parse_actions(&bytes, path, Some(version))
+}
+
+/// A commit listed in the log segment is gone: the log changed under the reader (corrupt for
+/// this snapshot), unlike other I/O errors.
+fn open_error(path: &Path, version: i64, e: std::io::Error) -> Error {
+    match e.kind() {
         std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "commit file disappeared while reading the log"),
         _ => Error::io(path, e),
-    })?;
-    parse_actions(&bytes, path, Some(version))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,190 @@
+//! Which schema replacements keep every existing data file readable under the new schema.
+//!
+//! A schema change rewrites no data, so the new schema must describe the old files: a column
+//! may be dropped (or renamed, which is a drop and an add) only with column mapping, because
+//! without it the name is the physical name and a later column of that name would read the old
+//! values; types may not change (type widening is a table feature delta-occ does not write); a
+//! column may not become NOT NULL; and a new column must be nullable, since old rows have none.
+
+use crate::schema::{DataType, StructField, StructType};
+
+/// Why replacing `old` by `new` is refused; `Ok` when it is allowed.
+pub fn check(old: &StructType, new: &StructType, column_mapping: bool) -> Result<(), Refusal> {
+    fields(old, new, column_mapping, "")
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// Never valid for the table's existing data.
+    Invalid(String),
+    /// Valid in Delta with a table feature delta-occ does not write (type widening).
+    Unsupported(String),
+}
+
+fn fields(old: &StructType, new: &StructType, column_mapping: bool, prefix: &str) -> Result<(), Refusal> {
+    for o in &old.fields {
+        let path = format!("{prefix}{}", o.name);
+        match new.fields.iter().find(|n| n.name == o.name) {
+            Some(n) => field(o, n, column_mapping, &path)?,
+            None if column_mapping => {}
+            None => {
+                let renamed = new.fields.iter().find(|n| n.name.eq_ignore_ascii_case(&o.name));
+                let what = match renamed {
+                    Some(n) => format!("renames column `{path}` to `{prefix}{}`", n.name),
+                    None => format!("drops column `{path}`"),
+                };
+                return Err(Refusal::Invalid(format!(
+                    "the new schema {what}; without column mapping (delta.columnMapping.mode = 'name') \
+                     data files store columns by name, so a column cannot be dropped or renamed"
+                )));
+            }
+        }
+    }
+    for n in new.fields.iter().filter(|n| !old.fields.iter().any(|o| o.name == n.name)) {
+        if !n.nullable {
+            return Err(Refusal::Invalid(format!(
+                "new column `{prefix}{}` is NOT NULL, but the rows already in the table have no value for it",
+                n.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn field(o: &StructField, n: &StructField, column_mapping: bool, path: &str) -> Result<(), Refusal> {
+    if o.nullable && !n.nullable {
+        return Err(Refusal::Invalid(format!("column `{path}` cannot become NOT NULL: existing rows may hold nulls")));
+    }
+    types(&o.data_type, &n.data_type, column_mapping, path)
+}
+
+fn types(o: &DataType, n: &DataType, column_mapping: bool, path: &str) -> Result<(), Refusal> {
+    match (o, n) {
+        (DataType::Struct(a), DataType::Struct(b)) => fields(a, b, column_mapping, &format!("{path}.")),
+        (DataType::Array(a, a_null), DataType::Array(b, b_null)) => {
+            if *a_null && !b_null {
+                return Err(Refusal::Invalid(format!("array column `{path}` cannot stop containing nulls")));
+            }
+            types(a, b, column_mapping, &format!("{path}.element"))
+        }
+        (DataType::Map(ak, av, a_null), DataType::Map(bk, bv, b_null)) => {
+            if *a_null && !b_null {
+                return Err(Refusal::Invalid(format!("map column `{path}` cannot stop containing null values")));
+            }
+            types(ak, bk, column_mapping, &format!("{path}.key"))?;
+            types(av, bv, column_mapping, &format!("{path}.value"))
+        }
+        _ if o == n => Ok(()),
+        _ if widens(o, n) => Err(Refusal::Unsupported(format!(
+            "changing column `{path}` from {} to {} needs type widening (the typeWidening table feature), \
+             which delta-occ does not write",
+            spell(o),
+            spell(n)
+        ))),
+        _ => Err(Refusal::Invalid(format!(
+            "column `{path}` cannot change type from {} to {}: the existing data files hold {} values",
+            spell(o),
+            spell(n),
+            spell(o)
+        ))),
+    }
+}
+
+/// Delta's type-widening changes (protocol typeWidening feature).
+fn widens(o: &DataType, n: &DataType) -> bool {
+    use DataType::{Decimal, Primitive};
+    let int_digits = |p: &str| match p {
+        "byte" => Some(3),
+        "short" => Some(5),
+        "integer" => Some(10),
+        "long" => Some(20),
+        _ => None,
+    };
+    match (o, n) {
+        (Primitive(a), Primitive(b)) => matches!(
+            (a.as_str(), b.as_str()),
+            ("byte", "short" | "integer" | "long" | "double")
+                | ("short", "integer" | "long" | "double")
+                | ("integer", "long" | "double")
+                | ("float", "double")
+                | ("date", "timestamp_ntz")
+        ),
+        (Primitive(a), Decimal(p, s)) => int_digits(a).is_some_and(|d| *p as i32 - *s as i32 >= d),
+        (Decimal(p1, s1), Decimal(p2, s2)) => p2 >= p1 && s2 >= s1 && (*p2 as i32 - *s2 as i32) >= (*p1 as i32 - *s1 as i32),
+        _ => false,
+    }
+}
+
+/// A type as Delta spells it in messages.
+pub fn spell(t: &DataType) -> String {
+    match t {
+        DataType::Primitive(p) => p.clone(),
+        DataType::Decimal(p, s) => format!("decimal({p},{s})"),
+        DataType::Array(e, _) => format!("array<{}>", spell(e)),
+        DataType::Map(k, v, _) => format!("map<{},{}>", spell(k), spell(v)),
+        DataType::Struct(s) => {
+            let inner: Vec<String> = s.fields.iter().map(|f| format!("{}:{}", f.name, spell(&f.data_type))).collect();
+            format!("struct<{}>", inner.join(","))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(fields: &str) -> StructType {
+        StructType::parse(&format!(r#"{{"type":"struct","fields":[{fields}]}}"#)).unwrap()
+    }
+
+    fn f(name: &str, ty: &str, nullable: bool) -> String {
+        let ty = if ty.starts_with('{') { ty.to_string() } else { format!("{ty:?}") };
+        format!(r#"{{"name":"{name}","type":{ty},"nullable":{nullable},"metadata":{{}}}}"#)
+    }
+
+    fn verdict(old: &[String], new: &[String], mapping: bool) -> &'static str {
+        match check(&schema(&old.join(",")), &schema(&new.join(",")), mapping) {
+            Ok(()) => "ok",
+            Err(Refusal::Invalid(_)) => "invalid",
+            Err(Refusal::Unsupported(_)) => "unsupported",
+        }
+    }
+
+    #[test]
+    fn table_of_changes() {
+        let a = || f("a", "long", true);
+        let nested = |inner: &str| f("s", &format!(r#"{{"type":"struct","fields":[{inner}]}}"#), true);
+        let cases: Vec<(&str, Vec<String>, Vec<String>, bool, &str)> = vec![
+            ("same", vec![a()], vec![a()], false, "ok"),
+            ("add nullable", vec![a()], vec![a(), f("b", "string", true)], false, "ok"),
+            ("add not null", vec![a()], vec![a(), f("b", "string", false)], false, "invalid"),
+            ("drop", vec![a(), f("b", "string", true)], vec![a()], false, "invalid"),
+            ("drop with mapping", vec![a(), f("b", "string", true)], vec![a()], true, "ok"),
+            ("rename by case", vec![a()], vec![f("A", "long", true)], false, "invalid"),
+            ("relax nullability", vec![f("a", "long", false)], vec![a()], false, "ok"),
+            ("tighten nullability", vec![a()], vec![f("a", "long", false)], false, "invalid"),
+            ("int to long", vec![f("a", "integer", true)], vec![a()], false, "unsupported"),
+            ("long to int", vec![a()], vec![f("a", "integer", true)], false, "invalid"),
+            ("long to string", vec![a()], vec![f("a", "string", true)], false, "invalid"),
+            ("decimal widening", vec![f("a", "decimal(10,2)", true)], vec![f("a", "decimal(12,3)", true)], false, "unsupported"),
+            ("decimal scale only", vec![f("a", "decimal(10,2)", true)], vec![f("a", "decimal(10,3)", true)], false, "invalid"),
+            ("int to decimal(10,0)", vec![f("a", "integer", true)], vec![f("a", "decimal(10,0)", true)], false, "unsupported"),
+            ("int to decimal(9,0)", vec![f("a", "integer", true)], vec![f("a", "decimal(9,0)", true)], false, "invalid"),
+            ("nested add", vec![nested(&f("x", "long", true))], vec![nested(&[f("x", "long", true), f("y", "long", true)].join(","))], false, "ok"),
+            ("nested drop", vec![nested(&[f("x", "long", true), f("y", "long", true)].join(","))], vec![nested(&f("x", "long", true))], false, "invalid"),
+            ("nested type", vec![nested(&f("x", "long", true))], vec![nested(&f("x", "string", true))], true, "invalid"),
+        ];
+        for (name, old, new, mapping, want) in cases {
+            assert_eq!(verdict(&old, &new, mapping), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn messages_name_the_column_and_types() {
+        let err = check(&schema(&f("a", "long", true)), &schema(&f("a", "string", true)), false).unwrap_err();
+        assert_eq!(
+            err,
+            Refusal::Invalid("column `a` cannot change type from long to string: the existing data files hold long values".into())
+        );
+    }
+}

@@ -2,12 +2,11 @@
 //! column statistics. The answer "may match" is true whenever the evaluator cannot prove that no
 //! row of the file satisfies the predicate.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use serde_json::value::RawValue;
 
 use super::expr::{compare, like, like_prefix, CmpOp, ColumnRef, Expr};
+use super::stats_layout::{Bounds, Located};
 use crate::log::actions::PartitionValues;
 use crate::partition::{self, Scalar};
 use crate::schema::DataType;
@@ -49,31 +48,41 @@ pub fn domains(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>,
     s.domains
 }
 
-/// Buffers reused across files when judging many of them (no allocation per file).
+/// Buffers reused across files when judging many of them (no allocation per file). One
+/// `Scratch` serves one column list: the stats layout it learns refers to those columns.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    /// Per referenced column: byte ranges of its min, max and nullCount in the stats text.
-    bounds: Vec<[Option<(usize, usize)>; 3]>,
+    located: Located,
     domains: Vec<Domain>,
 }
 
 /// [`domains`] into reused buffers.
 pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool, s: &'s mut Scratch) -> &'s [Domain] {
     let stats = stats.filter(|_| with_stats && columns.iter().any(|c| !c.partition));
-    let parsed = stats.and_then(|text| RawStats::parse(text, columns, &mut s.bounds).map(|r| (text, r)));
+    let parsed = stats.filter(|text| s.located.locate(text, columns));
     s.domains.clear();
     for (i, c) in columns.iter().enumerate() {
         let d = if c.partition {
             partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown)
         } else {
-            match &parsed {
-                Some((text, r)) => Domain::Range(r.column(text, &s.bounds[i], c)),
+            match parsed {
+                Some(text) => Domain::Range(column_stats(text, &s.located.bounds[i], s.located.num_records, c)),
                 None => Domain::Unknown,
             }
         };
         s.domains.push(d);
     }
     &s.domains
+}
+
+fn column_stats(text: &str, bounds: &Bounds, num_records: Option<i64>, c: &ColumnRef) -> ColumnStats {
+    let raw = |k: usize| bounds[k].map(|(a, b)| &text[a..b]);
+    ColumnStats {
+        min: raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
+        max: raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max)),
+        null_count: raw(2).and_then(|r| r.parse::<i64>().ok()),
+        num_records,
+    }
 }
 
 /// Can some row of a file with these column domains satisfy `expr`?
@@ -258,138 +267,6 @@ fn operand(e: &Expr, values: &[Scalar]) -> Option<Scalar> {
         Expr::Column(i) => Some(values[*i].clone()),
         Expr::Literal(v) => Some(v.clone()),
         _ => None,
-    }
-}
-
-/// The stats of the columns a predicate needs, located in the JSON text in one pass: no map
-/// built, other columns skipped, the byte ranges of the needed values kept in a reused buffer.
-struct RawStats {
-    num_records: Option<i64>,
-}
-
-impl RawStats {
-    fn parse(text: &str, names: &[ColumnRef], bounds: &mut Vec<[Option<(usize, usize)>; 3]>) -> Option<Self> {
-        bounds.clear();
-        bounds.resize(names.len(), [None; 3]);
-        let mut de = serde_json::Deserializer::from_str(text);
-        let mut out = RawStats { num_records: None };
-        let seed = TopSeed { names, base: text.as_ptr() as usize, num_records: &mut out.num_records, bounds };
-        serde::de::DeserializeSeed::deserialize(seed, &mut de).ok()?;
-        Some(out)
-    }
-
-    fn column(&self, text: &str, bounds: &[Option<(usize, usize)>; 3], c: &ColumnRef) -> ColumnStats {
-        let raw = |k: usize| bounds[k].map(|(a, b)| &text[a..b]);
-        ColumnStats {
-            min: raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
-            max: raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max)),
-            null_count: raw(2).and_then(|r| r.parse::<i64>().ok()),
-            num_records: self.num_records,
-        }
-    }
-}
-
-struct TopSeed<'s> {
-    names: &'s [ColumnRef],
-    /// Address of the text's first byte: value ranges are offsets from it.
-    base: usize,
-    num_records: &'s mut Option<i64>,
-    bounds: &'s mut Vec<[Option<(usize, usize)>; 3]>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for TopSeed<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for TopSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a stats object")
-    }
-    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
-        while let Some(Key(k)) = m.next_key()? {
-            let slot = match &*k {
-                "numRecords" => {
-                    *self.num_records = m.next_value::<Option<i64>>()?;
-                    continue;
-                }
-                "minValues" => 0,
-                "maxValues" => 1,
-                "nullCount" => 2,
-                _ => {
-                    m.next_value::<serde::de::IgnoredAny>()?;
-                    continue;
-                }
-            };
-            m.next_value_seed(ColsSeed { names: self.names, slot, base: self.base, out: self.bounds })?;
-        }
-        Ok(())
-    }
-}
-
-struct ColsSeed<'s> {
-    names: &'s [ColumnRef],
-    slot: usize,
-    base: usize,
-    out: &'s mut Vec<[Option<(usize, usize)>; 3]>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for ColsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for ColsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an object of column statistics")
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
-        while let Some(Key(k)) = m.next_key()? {
-            match self.names.iter().position(|c| !c.partition && c.physical == *k) {
-                Some(i) => {
-                    let raw = m.next_value::<&'de RawValue>()?.get();
-                    let start = raw.as_ptr() as usize - self.base;
-                    self.out[i][self.slot] = Some((start, start + raw.len()));
-                }
-                None => {
-                    m.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A map key borrowed from the text unless it holds escapes (serde's `Cow<str>` always copies).
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> serde::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> serde::de::Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(v.to_string())))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod eval;
 pub mod expr;
 pub mod parse;
+pub mod stats_layout;
 pub mod value;
 
 use crate::error::Result;
@@ -121,12 +122,16 @@ impl<'a> FileJudge<'a> {
 
     /// [`Predicate::file_may_match`], with the judge's `use_stats`.
     pub fn may_match(&mut self, file: &'a AddFile) -> bool {
-        let tuple = match self.by_tuple.get(&file.partition_values.id()) {
-            Some(v) => *v,
-            None => {
-                let v = self.tuple_verdict(file);
-                self.by_tuple.insert(file.partition_values.id(), v);
-                v
+        let tuple = if !self.by_partition() && self.pred.partition_expr.is_none() {
+            true // no partition-only conjunct: every tuple passes
+        } else {
+            match self.by_tuple.get(&file.partition_values.id()) {
+                Some(v) => *v,
+                None => {
+                    let v = self.tuple_verdict(file);
+                    self.by_tuple.insert(file.partition_values.id(), v);
+                    v
+                }
             }
         };
         if self.by_partition() || !tuple {

@@ -40,6 +40,7 @@ impl Located {
         self.num_records = None;
         let key = (columns.as_ptr() as usize, columns.len());
         if self.layout_for == key && self.layout.usable && self.layout.matches(text, &mut self.bounds, &mut self.num_records) {
+            self.layout.adopt_if_drifted(text);
             return true;
         }
         for b in &mut self.bounds {
@@ -51,6 +52,9 @@ impl Located {
         let seed = Top { names: columns, base: text.as_ptr() as usize, out: self };
         let ok = seed.deserialize(&mut serde_json::Deserializer::from_str(text)).is_ok();
         self.layout.usable &= ok;
+        if self.layout.usable {
+            self.layout.classify();
+        }
         ok
     }
 }
@@ -61,6 +65,164 @@ struct Layout {
     text: String,
     slots: Vec<Slot>,
     usable: bool,
+    same_length: SameLength,
+    /// Where the last text matched by [`matches_shifted`](Layout::matches_shifted) has each
+    /// slot's value.
+    found: Vec<(usize, usize)>,
+    /// Texts in a row that only the shifted match took: after [`ADOPT_AFTER`] of them the
+    /// learned text is replaced by the latest one, so the same-length path follows value
+    /// lengths as they drift (ids and counters grow a digit now and then).
+    shifted_in_a_row: u32,
+}
+
+const ADOPT_AFTER: u32 = 8;
+
+/// For a text as long as the learned one with every value in the same place (numbers of the
+/// same shape, strings of the same length; common for ids, timestamps and dates), one pass of
+/// word-wide checks.
+#[derive(Debug, Default)]
+struct SameLength {
+    words: Vec<WordCheck>,
+    /// The same checks two words at a time, for SSE2.
+    #[cfg(target_arch = "x86_64")]
+    blocks: Vec<BlockCheck>,
+    /// Whether some value is a string.
+    strings: bool,
+    /// First digits of multi-digit integer parts: JSON forbids a leading zero there.
+    nonzero: Vec<usize>,
+    /// The bound slots' ranges: `(column, stat, start, end)`.
+    bounds: Vec<(usize, usize, usize, usize)>,
+    /// The range of `numRecords` when every `numRecords` value is a plain integer of at most 18
+    /// digits, so a candidate's digits there always make a long.
+    plain_records: Option<(usize, usize)>,
+}
+
+/// One 8-byte word of the learned text (zero-padded past its end) and which of its bytes must
+/// be equal in the candidate, which must be digits, which plain string content.
+#[derive(Debug, Clone, Copy)]
+struct WordCheck {
+    text: u64,
+    equal: u64,
+    digit: u64,
+    plain: u64,
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+impl SameLength {
+    /// Whether `s` (as long as the learned text) breaks a check.
+    fn violated(&self, s: &[u8]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return if self.strings { sse2::violated::<true>(&self.blocks, s) } else { sse2::violated::<false>(&self.blocks, s) };
+        #[cfg(not(target_arch = "x86_64"))]
+        return self.violated_swar(s);
+    }
+
+    /// [`violated`](Self::violated) a word at a time in plain integer arithmetic. It may also
+    /// flag a text that a check near a non-ASCII byte would pass: that text then takes the
+    /// shifted path.
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    fn violated_swar(&self, s: &[u8]) -> bool {
+        fn all<const STRINGS: bool>(words: &[WordCheck], s: &[u8]) -> u64 {
+            let full = s.len() / 8;
+            let mut violations = 0;
+            for (i, check) in words[..full].iter().enumerate() {
+                violations |= check.violations::<STRINGS>(u64::from_le_bytes(s[8 * i..8 * i + 8].try_into().expect("8 bytes")));
+            }
+            if full < words.len() {
+                violations |= words[full].violations::<STRINGS>(word(s, 8 * full));
+            }
+            violations
+        }
+        0 != if self.strings { all::<true>(&self.words, s) } else { all::<false>(&self.words, s) }
+    }
+}
+
+/// Two [`WordCheck`]s side by side: one 16-byte block of the learned text and its masks.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct BlockCheck {
+    text: [u64; 2],
+    equal: [u64; 2],
+    digit: [u64; 2],
+    plain: [u64; 2],
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+
+    use super::BlockCheck;
+
+    /// Whether `s` breaks a check of `blocks` (exact: every byte is tested on its own).
+    pub(super) fn violated<const STRINGS: bool>(blocks: &[BlockCheck], s: &[u8]) -> bool {
+        let full = s.len() / 16;
+        assert!(full <= blocks.len() && s.len().div_ceil(16) == blocks.len());
+        // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`,
+        // inside `tail`, or inside a 16-aligned `BlockCheck` field.
+        unsafe {
+            let mut acc = _mm_setzero_si128();
+            for (i, b) in blocks[..full].iter().enumerate() {
+                acc = _mm_or_si128(acc, violations::<STRINGS>(_mm_loadu_si128(s.as_ptr().add(16 * i).cast()), b));
+            }
+            if full < blocks.len() {
+                let mut tail = [0u8; 16];
+                tail[..s.len() - 16 * full].copy_from_slice(&s[16 * full..]);
+                acc = _mm_or_si128(acc, violations::<STRINGS>(_mm_loadu_si128(tail.as_ptr().cast()), &blocks[full]));
+            }
+            _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) != 0xffff
+        }
+    }
+
+    /// Per byte of `a`, nonzero where it breaks the block's checks.
+    #[inline(always)]
+    unsafe fn violations<const STRINGS: bool>(a: __m128i, b: &BlockCheck) -> __m128i {
+        let load = |x: &[u64; 2]| _mm_load_si128(x.as_ptr().cast());
+        let within = |lo: u8, hi: u8| {
+            _mm_and_si128(_mm_cmpeq_epi8(_mm_max_epu8(a, _mm_set1_epi8(lo as i8)), a), _mm_cmpeq_epi8(_mm_min_epu8(a, _mm_set1_epi8(hi as i8)), a))
+        };
+        let changed = _mm_and_si128(_mm_xor_si128(a, load(&b.text)), load(&b.equal));
+        let out = _mm_or_si128(changed, _mm_andnot_si128(within(b'0', b'9'), load(&b.digit)));
+        if !STRINGS {
+            return out;
+        }
+        let special = _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(b'"' as i8)), _mm_cmpeq_epi8(a, _mm_set1_epi8(b'\\' as i8)));
+        let plain = _mm_andnot_si128(special, within(0x20, 0xff));
+        _mm_or_si128(out, _mm_andnot_si128(plain, load(&b.plain)))
+    }
+}
+
+impl WordCheck {
+    /// Nonzero when word `a` of a candidate breaks the check. A flag may also be raised for a
+    /// byte just above one that breaks it, which only sends the text down the shifted path.
+    /// `STRINGS` false skips the string-content test, for texts whose values are all numbers.
+    #[inline]
+    fn violations<const STRINGS: bool>(&self, a: u64) -> u64 {
+        let x = a ^ (ONES * u64::from(b'0'));
+        let not_digit = (x.wrapping_add(ONES * 0x76) | x) & HIGH;
+        let fixed = ((a ^ self.text) & self.equal) | (not_digit & self.digit);
+        if !STRINGS {
+            return fixed;
+        }
+        let below_space = a.wrapping_sub(ONES * 0x20) & !a & HIGH;
+        let not_plain = zero_bytes(a ^ (ONES * u64::from(b'"'))) | zero_bytes(a ^ (ONES * u64::from(b'\\'))) | below_space;
+        fixed | (not_plain & self.plain)
+    }
+}
+
+/// The high bit of every byte of `x` that is zero (and maybe of a byte above one that is).
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(ONES) & !x & HIGH
+}
+
+/// The word of `b` at byte `at`, zero-padded past the end.
+fn word(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    let n = (b.len() - at).min(8);
+    w[..n].copy_from_slice(&b[at..at + n]);
+    u64::from_le_bytes(w)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -94,6 +256,10 @@ impl Layout {
         self.text.push_str(text);
         self.slots.clear();
         self.usable = true;
+        self.shifted_in_a_row = 0;
+        self.same_length.words.clear();
+        #[cfg(target_arch = "x86_64")]
+        self.same_length.blocks.clear();
     }
 
     /// Record a scalar value met while serde parses the learned text, or mark the layout
@@ -112,13 +278,124 @@ impl Layout {
         self.slots.push(Slot { start, end: start + raw.len(), kind, role });
     }
 
+    /// Build the [`SameLength`] checks of the learned text.
+    fn classify(&mut self) {
+        let t = self.text.as_bytes();
+        let m = &mut self.same_length;
+        m.words.clear();
+        m.words.extend((0..t.len()).step_by(8).map(|at| WordCheck { text: word(t, at), equal: !0, digit: 0, plain: 0 }));
+        m.nonzero.clear();
+        m.strings = false;
+        m.bounds.clear();
+        m.plain_records = None;
+        let mut records = self.slots.iter().filter(|x| x.role == Role::NumRecords).peekable();
+        if records.peek().is_some() && records.clone().all(|x| x.end - x.start <= 18 && t[x.start..x.end].iter().all(u8::is_ascii_digit)) {
+            m.plain_records = records.last().map(|x| (x.start, x.end));
+        }
+        for slot in &self.slots {
+            if let Role::Bound { column, stat } = slot.role {
+                m.bounds.push((column, stat, slot.start, slot.end));
+            }
+            let interior = match slot.kind {
+                Kind::Number => {
+                    let int = slot.start + usize::from(t[slot.start] == b'-');
+                    if int + 1 < slot.end && t[int + 1].is_ascii_digit() {
+                        m.nonzero.push(int);
+                    }
+                    slot.start..slot.end
+                }
+                Kind::String => {
+                    m.strings = true;
+                    slot.start + 1..slot.end - 1
+                }
+                Kind::Literal => continue,
+            };
+            for p in interior {
+                let (w, bits) = (&mut m.words[p / 8], 0xffu64 << (8 * (p % 8)));
+                match slot.kind {
+                    // A number's sign, point and exponent stay fixed bytes.
+                    Kind::Number if !t[p].is_ascii_digit() => continue,
+                    Kind::Number => w.digit |= bits,
+                    _ => w.plain |= bits,
+                }
+                w.equal &= !bits;
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let pad = WordCheck { text: 0, equal: !0, digit: 0, plain: 0 };
+            m.blocks.clear();
+            m.blocks.extend(m.words.chunks(2).map(|w| {
+                let (a, b) = (w[0], *w.get(1).unwrap_or(&pad));
+                BlockCheck { text: [a.text, b.text], equal: [a.equal, b.equal], digit: [a.digit, b.digit], plain: [a.plain, b.plain] }
+            }));
+        }
+    }
+
+    /// Replace the learned text by `text`, which [`matches_shifted`](Self::matches_shifted)
+    /// has just matched: the same fragments with values of the same kinds, so the slots keep
+    /// their kinds and roles and move to where `text` has its values.
+    fn adopt_if_drifted(&mut self, text: &str) {
+        if self.shifted_in_a_row < ADOPT_AFTER {
+            return;
+        }
+        self.shifted_in_a_row = 0;
+        self.text.clear();
+        self.text.push_str(text);
+        for (slot, &(start, end)) in self.slots.iter_mut().zip(&self.found) {
+            slot.start = start;
+            slot.end = end;
+        }
+        self.classify();
+    }
+
+    /// [`matches`](Self::matches) for a text of the learned length with every value in place.
+    fn matches_in_place(&self, s: &[u8], bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
+        let m = &self.same_length;
+        if s.len() != self.text.len() || m.words.is_empty() {
+            return false;
+        }
+        if m.violated(s) || m.nonzero.iter().any(|&p| s[p] == b'0') {
+            return false;
+        }
+        *num_records = match m.plain_records {
+            Some((start, end)) => Some(s[start..end].iter().fold(0, |n, d| n * 10 + i64::from(d - b'0'))),
+            None => {
+                let mut records = None;
+                for slot in self.slots.iter().filter(|x| x.role == Role::NumRecords) {
+                    match num_records_value(&s[slot.start..slot.end]) {
+                        Some(n) => records = n,
+                        None => return false,
+                    }
+                }
+                records
+            }
+        };
+        for &(column, stat, start, end) in &m.bounds {
+            bounds[column][stat] = Some((start, end));
+        }
+        true
+    }
+
     /// Match `text` against the layout, filling `bounds` and `num_records` as serde would.
-    fn matches(&self, text: &str, bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
+    fn matches(&mut self, text: &str, bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
+        if self.matches_in_place(text.as_bytes(), bounds, num_records) {
+            self.shifted_in_a_row = 0;
+            return true;
+        }
+        let ok = self.matches_shifted(text, bounds, num_records);
+        self.shifted_in_a_row += u32::from(ok);
+        ok
+    }
+
+    /// [`matches`](Self::matches) for values of any length: fragment by fragment.
+    fn matches_shifted(&mut self, text: &str, bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
         let (t, s) = (self.text.as_bytes(), text.as_bytes());
         let (mut tp, mut sp) = (0, 0);
+        self.found.clear();
         for slot in &self.slots {
             let fragment = &t[tp..slot.start];
-            if !s[sp..].starts_with(fragment) {
+            if !starts_with(&s[sp..], fragment) {
                 return false;
             }
             sp += fragment.len();
@@ -135,19 +412,17 @@ impl Layout {
                 },
                 Kind::Literal => {
                     let literal = &t[slot.start..slot.end];
-                    if !s[sp..].starts_with(literal) {
+                    if !starts_with(&s[sp..], literal) {
                         return false;
                     }
                     sp + literal.len()
                 }
             };
+            self.found.push((sp, end));
             match slot.role {
-                Role::NumRecords => match &text[sp..end] {
-                    "null" => *num_records = None,
-                    n => match n.parse() {
-                        Ok(n) => *num_records = Some(n),
-                        Err(_) => return false,
-                    },
+                Role::NumRecords => match num_records_value(&s[sp..end]) {
+                    Some(n) => *num_records = n,
+                    None => return false,
                 },
                 Role::Bound { column, stat } => bounds[column][stat] = Some((sp, end)),
                 Role::Ignored => {}
@@ -157,6 +432,46 @@ impl Layout {
         }
         t[tp..] == s[sp..]
     }
+}
+
+/// `s` starts with `prefix`, compared a word at a time inline: fragments are a few dozen bytes,
+/// too short for a `memcmp` call to pay off.
+#[inline]
+fn starts_with(s: &[u8], prefix: &[u8]) -> bool {
+    let n = prefix.len();
+    if s.len() < n {
+        return false;
+    }
+    let load = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    if n < 8 {
+        return s[..n].iter().zip(prefix).all(|(a, b)| a == b);
+    }
+    let mut at = 0;
+    while at + 8 <= n {
+        if load(s, at) != load(prefix, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // The last partial word, overlapping the one before.
+    at == n || load(s, n - 8) == load(prefix, n - 8)
+}
+
+/// The value of a `numRecords` token: `Some(None)` for null; `None` when it is not a long (serde
+/// then rejects the stats too).
+fn num_records_value(raw: &[u8]) -> Option<Option<i64>> {
+    if raw == b"null" {
+        return Some(None);
+    }
+    let (negative, digits) = match raw.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, raw),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return std::str::from_utf8(raw).ok()?.parse().ok().map(Some);
+    }
+    let n = digits.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    Some(Some(if negative { -n } else { n }))
 }
 
 /// The end (after the closing quote) of a string token starting at `at`, when it holds no
@@ -378,7 +693,8 @@ mod tests {
                 let mut cols = Vec::new();
                 for c in ["x", "s", "p", "a\\\"b", "z"] {
                     if rng.below(4) != 0 {
-                        cols.push(format!("\"{c}\":{}{}", sp(rng), value(rng)));
+                        let v = if c == "s" && rng.below(2) == 0 { format!("\"{}\"", rng.pick(&["abc", "hello world", "2024-01-01"])) } else { value(rng) };
+                        cols.push(format!("\"{c}\":{}{v}", sp(rng)));
                     }
                 }
                 format!("{{{}}}", cols.join(&format!(",{}", sp(rng))))
@@ -415,25 +731,62 @@ mod tests {
         out
     }
 
+    /// Same length, bytes swapped in place: digits for digits (leading zeros included), and
+    /// letters (mostly inside string values) for letters or for bytes a string must not hold
+    /// unescaped.
+    fn swap_in_place(rng: &mut Rng, text: &str) -> String {
+        let (mut out, mut in_value, mut after_colon) = (String::new(), false, false);
+        for c in text.chars() {
+            let odds = if in_value { 4 } else { 300 };
+            out.push(match c {
+                '0'..='9' if rng.below(3) == 0 => (b'0' + rng.below(10) as u8) as char,
+                'a'..='z' if rng.below(odds) == 0 => rng.pick(&["q", "\"", "\\", ",", "}", "\n", "\u{1}", "0", " "]).chars().next().unwrap(),
+                _ => c,
+            });
+            if c == '"' {
+                in_value = !in_value && after_colon;
+            }
+            if !c.is_whitespace() {
+                after_colon = c == ':';
+            }
+        }
+        out
+    }
+
     #[test]
     fn layout_path_locates_exactly_what_serde_does() {
         let cols = columns();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let (mut via_layout, mut total) = (0, 0);
+        let (mut via_layout, mut in_place, mut total, mut same_length, mut swar_agrees) = (0, 0, 0, 0, 0);
         for _ in 0..3000 {
             let base = stats(&mut rng);
             let mut l = Located::default();
             for _ in 0..16 {
-                let text = if rng.below(8) == 0 { stats(&mut rng) } else { revalue(&mut rng, &base) };
+                let text = match rng.below(8) {
+                    _ if l.layout.text.is_empty() => base.clone(),
+                    0 => stats(&mut rng),
+                    1..=3 => swap_in_place(&mut rng, &base),
+                    _ => revalue(&mut rng, &base),
+                };
                 let reused = l.layout.usable && l.layout_for == (cols.as_ptr() as usize, cols.len());
                 let expected = by_serde(&text, &cols);
+                in_place += usize::from(reused && l.layout.matches_in_place(text.as_bytes(), &mut vec![[None; 3]; cols.len()], &mut None));
+                if reused && text.len() == l.layout.text.len() {
+                    let m = &l.layout.same_length;
+                    // The portable check never passes a text the exact one fails.
+                    assert!(m.violated(text.as_bytes()) <= m.violated_swar(text.as_bytes()), "{text:?}");
+                    swar_agrees += usize::from(m.violated(text.as_bytes()) == m.violated_swar(text.as_bytes()));
+                    same_length += 1;
+                }
                 let got = view(&mut l, &text, &cols);
                 assert_eq!(got, expected, "{text:?}");
                 total += 1;
                 via_layout += usize::from(reused && got.0 && l.layout.text != text);
             }
         }
-        assert!(via_layout > total / 4, "the layout path must be exercised: {via_layout} of {total}");
+        assert!(in_place > total / 40, "the same-length path must be exercised: {in_place} of {total}");
+        assert!(swar_agrees * 10 > same_length * 9, "the portable check agrees nearly always: {swar_agrees} of {same_length}");
+        assert!(via_layout > total / 6, "the layout path must be exercised: {via_layout} of {total}");
     }
 
     #[test]
@@ -448,6 +801,51 @@ mod tests {
             assert_eq!(view(&mut l, &t, &cols), by_serde(&t, &cols));
         }
         assert!(!l.layout.matches(&text(1).replace("100", "1.5"), &mut vec![[None; 3]; cols.len()], &mut None));
+    }
+
+    /// Values that grow a digit now and then (row ids, counters): the learned text follows them,
+    /// so most texts take the same-length path, and every text still locates what serde does.
+    #[test]
+    fn learned_text_follows_drifting_lengths() {
+        let cols = columns();
+        let mut l = Located::default();
+        let text = |n: u64| format!(r#"{{"numRecords":{},"minValues":{{"x":{n},"s":"k{}"}},"maxValues":{{"x":{},"s":"z"}},"nullCount":{{"x":0}}}}"#, n % 97 + 1, n % 10, n * 3 + 7);
+        let (mut in_place, mut total) = (0, 0);
+        for n in (1..200_000).step_by(37) {
+            let t = text(n);
+            let reused = !l.layout.text.is_empty();
+            in_place += usize::from(reused && l.layout.matches_in_place(t.as_bytes(), &mut vec![[None; 3]; cols.len()], &mut None));
+            assert_eq!(view(&mut l, &t, &cols), by_serde(&t, &cols), "{t}");
+            total += 1;
+        }
+        assert!(in_place > total * 3 / 4, "the learned text must follow the lengths: {in_place} of {total}");
+    }
+
+    #[test]
+    fn starts_with_is_slice_starts_with() {
+        let hay = b"{\"numRecords\": 100, \"minValues\": {\"id\": 5}}";
+        for n in 0..hay.len() {
+            for from in 0..hay.len() {
+                let mut prefix = hay[from..(from + n).min(hay.len())].to_vec();
+                assert_eq!(starts_with(&hay[from..], &prefix), hay[from..].starts_with(&prefix));
+                if let Some(last) = prefix.last_mut() {
+                    *last ^= 1;
+                    assert!(!starts_with(&hay[from..], &prefix));
+                }
+                assert_eq!(starts_with(&hay[..n], &hay[..(n + 1).min(hay.len())]), n == hay.len());
+            }
+        }
+    }
+
+    #[test]
+    fn num_records_like_serde() {
+        for raw in ["0", "-0", "7", "-12", "100", "999999999999999999", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1.5", "1e3", "null", "true", "\"5\"", ""] {
+            let serde = match raw {
+                "null" => Some(None),
+                n => n.parse::<i64>().ok().map(Some),
+            };
+            assert_eq!(num_records_value(raw.as_bytes()), serde, "{raw}");
+        }
     }
 
     #[test]

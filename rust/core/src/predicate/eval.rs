@@ -54,6 +54,53 @@ pub fn domains(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>,
 pub struct Scratch {
     located: Located,
     domains: Vec<Domain>,
+    /// Per column, which of min, max and nullCount [`may_match`] can use (bits 0, 1, 2); empty
+    /// means all. A stat left out only makes the file "may match" where it would not have been.
+    needs: Vec<u8>,
+}
+
+const MIN: u8 = 1;
+const MAX: u8 = 2;
+const NULLS: u8 = 4;
+
+impl Scratch {
+    /// Buffers for judging files against `expr` over `columns` columns, parsing only the stats
+    /// `expr` can use.
+    pub fn for_expr(expr: &Expr, columns: usize) -> Self {
+        let mut needs = vec![0; columns];
+        stats_needed(expr, &mut needs);
+        Scratch { needs, ..Default::default() }
+    }
+}
+
+/// Mark in `needs` the stats [`may_match`] reads for `expr`; it must mirror that function.
+fn stats_needed(expr: &Expr, needs: &mut [u8]) {
+    match expr {
+        Expr::And(v) | Expr::Or(v) => v.iter().for_each(|e| stats_needed(e, needs)),
+        Expr::Column(i) => needs[*i] |= MIN | MAX | NULLS,
+        Expr::Cmp(op, l, r) => {
+            if let (Expr::Column(i), Expr::Literal(v)) = (&**l, &**r) {
+                needs[*i] |= NULLS
+                    | match op {
+                        _ if *v == Scalar::Null => 0,
+                        CmpOp::Lt | CmpOp::Le => MIN,
+                        CmpOp::Gt | CmpOp::Ge => MAX,
+                        CmpOp::Eq | CmpOp::NullSafeEq | CmpOp::Ne => MIN | MAX,
+                    };
+            }
+        }
+        Expr::IsNull(e, _) => {
+            if let Expr::Column(i) = &**e {
+                needs[*i] |= NULLS;
+            }
+        }
+        Expr::In(e, ..) | Expr::Like { expr: e, .. } => {
+            if let Expr::Column(i) = &**e {
+                needs[*i] |= MIN | MAX | NULLS;
+            }
+        }
+        Expr::Literal(_) | Expr::Opaque { .. } => {}
+    }
 }
 
 /// [`domains`] into reused buffers.
@@ -66,7 +113,10 @@ pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Opti
             partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown)
         } else {
             match parsed {
-                Some(text) => Domain::Range(column_stats(text, &s.located.bounds[i], s.located.num_records, c)),
+                Some(text) => {
+                    let needs = s.needs.get(i).copied().unwrap_or(MIN | MAX | NULLS);
+                    Domain::Range(column_stats(text, &s.located.bounds[i], s.located.num_records, c, needs))
+                }
                 None => Domain::Unknown,
             }
         };
@@ -75,8 +125,8 @@ pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Opti
     &s.domains
 }
 
-fn column_stats(text: &str, bounds: &Bounds, num_records: Option<i64>, c: &ColumnRef) -> ColumnStats {
-    let raw = |k: usize| bounds[k].map(|(a, b)| &text[a..b]);
+fn column_stats(text: &str, bounds: &Bounds, num_records: Option<i64>, c: &ColumnRef, needs: u8) -> ColumnStats {
+    let raw = |k: usize| bounds[k].filter(|_| needs & (1 << k) != 0).map(|(a, b)| &text[a..b]);
     ColumnStats {
         min: raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
         max: raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max)),

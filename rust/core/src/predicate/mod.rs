@@ -108,7 +108,8 @@ pub struct FileJudge<'a> {
 
 impl<'a> FileJudge<'a> {
     pub fn new(pred: &'a Predicate, use_stats: bool) -> Self {
-        FileJudge { pred, use_stats, by_tuple: Default::default(), by_key: Default::default(), scratch: Default::default() }
+        let scratch = eval::Scratch::for_expr(&pred.expr, pred.columns.len());
+        FileJudge { pred, use_stats, by_tuple: Default::default(), by_key: Default::default(), scratch }
     }
 
     pub fn predicate(&self) -> &'a Predicate {
@@ -294,6 +295,48 @@ mod tests {
             assert!(pred(text).file_may_match(&file(Some("1"), None), true) || text.starts_with("p = 2 OR") || text.contains("p = 1 AND") , "{text} without stats");
         }
         assert!(pred("x > 100").file_may_match(&f, false), "stats off means may match");
+    }
+
+    /// A judge parses only the stats its predicate can use; its verdicts equal those from every
+    /// stat parsed, file by file.
+    #[test]
+    fn judge_parses_only_needed_stats_without_changing_verdicts() {
+        let texts = [
+            "x > 5", "x >= 10", "x < 3", "x <= 1", "x = 4", "x <> 4", "x <=> NULL", "x = NULL", "x IS NULL",
+            "x IS NOT NULL", "x IN (1, 20)", "x NOT IN (1, 2)", "s LIKE 'b%'", "s > 'c'", "NOT (x > 5)",
+            "p = 1 AND x > 7", "p = 2 OR x < 2", "x BETWEEN 3 AND 6", "(x > 8 OR s = 'apple') AND t < TIMESTAMP '2024-01-01 00:00:00'",
+            "abs(x) > 3", "x + 1 > 3", "x > 5 AND x < 3",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut below = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let files: Vec<AddFile> = (0..400)
+            .map(|_| {
+                let (lo, records) = (below(10), below(4));
+                let nulls = below(records + 1);
+                let opt = |v: String, below: &mut dyn FnMut(u64) -> u64| if below(5) == 0 { "null".to_string() } else { v };
+                let stats = format!(
+                    r#"{{"numRecords":{records},"minValues":{{"x":{},"s":"{}"}},"maxValues":{{"x":{},"s":"{}","t":"2023-12-31T23:59:59.999Z"}},"nullCount":{{"x":{},"s":0}}}}"#,
+                    opt(lo.to_string(), &mut below),
+                    ["apple", "b", "cherry"][below(3) as usize],
+                    opt((lo + below(5)).to_string(), &mut below),
+                    ["banana", "d", "zz"][below(3) as usize],
+                    opt(nulls.to_string(), &mut below),
+                );
+                file(Some(&below(3).to_string()), Some(&stats))
+            })
+            .collect();
+        for text in texts {
+            let p = pred(text);
+            let mut judge = FileJudge::new(&p, true);
+            for f in &files {
+                assert_eq!(judge.may_match(f), p.file_may_match(f, true), "{text} on {:?}", f.stats);
+            }
+        }
     }
 
     #[test]

@@ -111,6 +111,22 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
 impl SameLength {
+    /// The checks of the learned text's 16 bytes from `at` (zero past its end, `len`).
+    #[cfg(target_arch = "x86_64")]
+    fn block_at(&self, at: usize, len: usize) -> BlockCheck {
+        let mut b = BlockCheck { text: [0; 2], equal: [!0; 2], digit: [0; 2], plain: [0; 2] };
+        for (k, p) in (at..(at + 16).min(len)).enumerate() {
+            let w = &self.words[p / 8];
+            let byte = |x: u64| (x >> (8 * (p % 8))) & 0xff;
+            let (half, shift) = (k / 8, 8 * (k % 8));
+            b.text[half] |= byte(w.text) << shift;
+            b.equal[half] &= !(0xff << shift) | (byte(w.equal) << shift);
+            b.digit[half] |= byte(w.digit) << shift;
+            b.plain[half] |= byte(w.plain) << shift;
+        }
+        b
+    }
+
     /// Whether `s` (as long as the learned text) breaks a check.
     fn violated(&self, s: &[u8]) -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -156,21 +172,29 @@ mod sse2 {
 
     use super::BlockCheck;
 
-    /// Whether `s` breaks a check of `blocks` (exact: every byte is tested on its own).
+    /// Whether `s` breaks a check of `blocks` (exact: every byte is tested on its own). The
+    /// blocks cover `s` at 16-byte steps; when its length is not a multiple of 16, the last one
+    /// covers its last 16 bytes (overlapping the one before), or all of a shorter `s`
+    /// zero-padded.
     pub(super) fn violated<const STRINGS: bool>(blocks: &[BlockCheck], s: &[u8]) -> bool {
         let full = s.len() / 16;
         assert!(full <= blocks.len() && s.len().div_ceil(16) == blocks.len());
         // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`,
-        // inside `tail`, or inside a 16-aligned `BlockCheck` field.
+        // inside `short`, or inside a 16-aligned `BlockCheck` field.
         unsafe {
             let mut acc = _mm_setzero_si128();
             for (i, b) in blocks[..full].iter().enumerate() {
                 acc = _mm_or_si128(acc, violations::<STRINGS>(_mm_loadu_si128(s.as_ptr().add(16 * i).cast()), b));
             }
             if full < blocks.len() {
-                let mut tail = [0u8; 16];
-                tail[..s.len() - 16 * full].copy_from_slice(&s[16 * full..]);
-                acc = _mm_or_si128(acc, violations::<STRINGS>(_mm_loadu_si128(tail.as_ptr().cast()), &blocks[full]));
+                let last = if full > 0 {
+                    _mm_loadu_si128(s.as_ptr().add(s.len() - 16).cast())
+                } else {
+                    let mut short = [0u8; 16];
+                    short[..s.len()].copy_from_slice(s);
+                    _mm_loadu_si128(short.as_ptr().cast())
+                };
+                acc = _mm_or_si128(acc, violations::<STRINGS>(last, &blocks[full]));
             }
             _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) != 0xffff
         }
@@ -323,12 +347,10 @@ impl Layout {
         }
         #[cfg(target_arch = "x86_64")]
         {
-            let pad = WordCheck { text: 0, equal: !0, digit: 0, plain: 0 };
-            m.blocks.clear();
-            m.blocks.extend(m.words.chunks(2).map(|w| {
-                let (a, b) = (w[0], *w.get(1).unwrap_or(&pad));
-                BlockCheck { text: [a.text, b.text], equal: [a.equal, b.equal], digit: [a.digit, b.digit], plain: [a.plain, b.plain] }
-            }));
+            let len = t.len();
+            let starts = (0..len / 16).map(|b| 16 * b).chain((len % 16 != 0).then_some(len.saturating_sub(16)));
+            let blocks = starts.map(|at| m.block_at(at, len)).collect();
+            m.blocks = blocks;
         }
     }
 

@@ -107,32 +107,35 @@ fn stats_needed(expr: &Expr, needs: &mut [u8]) {
 pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool, s: &'s mut Scratch) -> &'s [Domain] {
     let stats = stats.filter(|_| with_stats && columns.iter().any(|c| !c.partition));
     let parsed = stats.filter(|text| s.located.locate(text, columns));
-    s.domains.clear();
+    s.domains.resize_with(columns.len(), || Domain::Unknown);
     for (i, c) in columns.iter().enumerate() {
-        let d = if c.partition {
-            partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown)
-        } else {
-            match parsed {
-                Some(text) => {
-                    let needs = s.needs.get(i).copied().unwrap_or(MIN | MAX | NULLS);
-                    Domain::Range(column_stats(text, &s.located.bounds[i], s.located.num_records, c, needs))
-                }
-                None => Domain::Unknown,
-            }
+        let d = &mut s.domains[i];
+        if c.partition {
+            *d = partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown);
+            continue;
+        }
+        let Some(text) = parsed else {
+            *d = Domain::Unknown;
+            continue;
         };
-        s.domains.push(d);
+        // Filled field by field where the column had stats before: one file after another,
+        // building a whole new domain on the stack and moving it cost more than the parse.
+        if !matches!(d, Domain::Range(_)) {
+            *d = Domain::Range(ColumnStats::default());
+        }
+        let Domain::Range(cs) = d else { unreachable!("set just above") };
+        let needs = s.needs.get(i).copied().unwrap_or(MIN | MAX | NULLS);
+        fill_column_stats(cs, text, &s.located.bounds[i], s.located.num_records, c, needs);
     }
     &s.domains
 }
 
-fn column_stats(text: &str, bounds: &Bounds, num_records: Option<i64>, c: &ColumnRef, needs: u8) -> ColumnStats {
+fn fill_column_stats(cs: &mut ColumnStats, text: &str, bounds: &Bounds, num_records: Option<i64>, c: &ColumnRef, needs: u8) {
     let raw = |k: usize| bounds[k].filter(|_| needs & (1 << k) != 0).map(|(a, b)| &text[a..b]);
-    ColumnStats {
-        min: raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min)),
-        max: raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max)),
-        null_count: raw(2).and_then(|r| r.parse::<i64>().ok()),
-        num_records,
-    }
+    cs.min = raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min));
+    cs.max = raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max));
+    cs.null_count = raw(2).and_then(|r| r.parse::<i64>().ok());
+    cs.num_records = num_records;
 }
 
 /// Can some row of a file with these column domains satisfy `expr`?

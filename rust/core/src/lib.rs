@@ -21,6 +21,9 @@ pub mod table;
 pub mod transaction;
 pub mod uri;
 
+#[cfg(test)]
+mod test_rng;
+
 pub use error::{Error, Result};
 pub use isolation::IsolationLevel;
 pub use snapshot::Snapshot;

@@ -312,17 +312,7 @@ mod tests {
     use crate::log::json;
     use crate::schema::{ColumnMappingMode, StructType};
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn winner(version: i64, rng: &mut Rng) -> WinningCommit {
         let mut text = String::new();

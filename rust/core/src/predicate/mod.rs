@@ -307,27 +307,21 @@ mod tests {
             "p = 1 AND x > 7", "p = 2 OR x < 2", "x BETWEEN 3 AND 6", "(x > 8 OR s = 'apple') AND t < TIMESTAMP '2024-01-01 00:00:00'",
             "abs(x) > 3", "x + 1 > 3", "x > 5 AND x < 3",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut below = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::test_rng::Rng(0x2545_f491_4f6c_dd1d);
         let files: Vec<AddFile> = (0..400)
             .map(|_| {
-                let (lo, records) = (below(10), below(4));
-                let nulls = below(records + 1);
-                let opt = |v: String, below: &mut dyn FnMut(u64) -> u64| if below(5) == 0 { "null".to_string() } else { v };
+                let (lo, records) = (rng.below(10), rng.below(4));
+                let nulls = rng.below(records + 1);
+                let opt = |v: String, rng: &mut crate::test_rng::Rng| if rng.below(5) == 0 { "null".to_string() } else { v };
                 let stats = format!(
                     r#"{{"numRecords":{records},"minValues":{{"x":{},"s":"{}"}},"maxValues":{{"x":{},"s":"{}","t":"2023-12-31T23:59:59.999Z"}},"nullCount":{{"x":{},"s":0}}}}"#,
-                    opt(lo.to_string(), &mut below),
-                    ["apple", "b", "cherry"][below(3) as usize],
-                    opt((lo + below(5)).to_string(), &mut below),
-                    ["banana", "d", "zz"][below(3) as usize],
-                    opt(nulls.to_string(), &mut below),
+                    opt(lo.to_string(), &mut rng),
+                    ["apple", "b", "cherry"][rng.below(3) as usize],
+                    opt((lo + rng.below(5)).to_string(), &mut rng),
+                    ["banana", "d", "zz"][rng.below(3) as usize],
+                    opt(nulls.to_string(), &mut rng),
                 );
-                file(Some(&below(3).to_string()), Some(&stats))
+                file(Some(&rng.below(3).to_string()), Some(&stats))
             })
             .collect();
         for text in texts {

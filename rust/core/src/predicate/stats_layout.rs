@@ -653,20 +653,7 @@ mod tests {
     use super::*;
     use crate::schema::DataType;
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[self.below(xs.len() as u64) as usize]
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn columns() -> Vec<ColumnRef> {
         let c = |name: &str, partition| ColumnRef {

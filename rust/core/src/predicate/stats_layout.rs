@@ -40,7 +40,6 @@ impl Located {
         self.num_records = None;
         let key = (columns.as_ptr() as usize, columns.len());
         if self.layout_for == key && self.layout.usable && self.layout.matches(text, &mut self.bounds, &mut self.num_records) {
-            self.layout.adopt_if_drifted(text);
             return true;
         }
         for b in &mut self.bounds {
@@ -92,9 +91,19 @@ struct SameLength {
     nonzero: Vec<usize>,
     /// The bound slots' ranges: `(column, stat, start, end)`.
     bounds: Vec<(usize, usize, usize, usize)>,
-    /// The range of `numRecords` when every `numRecords` value is a plain integer of at most 18
-    /// digits, so a candidate's digits there always make a long.
-    plain_records: Option<(usize, usize)>,
+    /// The `numRecords` slots' ranges, in order (a repeated key: the last one counts).
+    records: Vec<(usize, usize)>,
+    /// Per byte of the learned text, what a candidate must have there.
+    class: Vec<ByteClass>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ByteClass {
+    /// The learned text's byte.
+    Fixed,
+    Digit,
+    /// String content without quote, backslash or control character.
+    Plain,
 }
 
 /// One 8-byte word of the learned text (zero-padded past its end) and which of its bytes must
@@ -111,20 +120,21 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
 impl SameLength {
-    /// The checks of the learned text's 16 bytes from `at` (zero past its end, `len`).
-    #[cfg(target_arch = "x86_64")]
-    fn block_at(&self, at: usize, len: usize) -> BlockCheck {
-        let mut b = BlockCheck { text: [0; 2], equal: [!0; 2], digit: [0; 2], plain: [0; 2] };
-        for (k, p) in (at..(at + 16).min(len)).enumerate() {
-            let w = &self.words[p / 8];
-            let byte = |x: u64| (x >> (8 * (p % 8))) & 0xff;
-            let (half, shift) = (k / 8, 8 * (k % 8));
-            b.text[half] |= byte(w.text) << shift;
-            b.equal[half] &= !(0xff << shift) | (byte(w.equal) << shift);
-            b.digit[half] |= byte(w.digit) << shift;
-            b.plain[half] |= byte(w.plain) << shift;
+    /// The checks of the learned text's 8 bytes from `at` (`text`); past its end the candidate is
+    /// zero-padded like the learned text, so those bytes must be equal.
+    fn check_at(&self, text: &[u8], at: usize) -> WordCheck {
+        let mut w = WordCheck { text: 0, equal: !0, digit: 0, plain: 0 };
+        for (k, p) in (at..(at + 8).min(text.len())).enumerate() {
+            let bits = 0xffu64 << (8 * k);
+            w.text |= u64::from(text[p]) << (8 * k);
+            match self.class[p] {
+                ByteClass::Fixed => continue,
+                ByteClass::Digit => w.digit |= bits,
+                ByteClass::Plain => w.plain |= bits,
+            }
+            w.equal &= !bits;
         }
-        b
+        w
     }
 
     /// Whether `s` (as long as the learned text) breaks a check.
@@ -306,50 +316,50 @@ impl Layout {
     fn classify(&mut self) {
         let t = self.text.as_bytes();
         let m = &mut self.same_length;
-        m.words.clear();
-        m.words.extend((0..t.len()).step_by(8).map(|at| WordCheck { text: word(t, at), equal: !0, digit: 0, plain: 0 }));
+        m.class.clear();
+        m.class.resize(t.len(), ByteClass::Fixed);
         m.nonzero.clear();
         m.strings = false;
         m.bounds.clear();
-        m.plain_records = None;
-        let mut records = self.slots.iter().filter(|x| x.role == Role::NumRecords).peekable();
-        if records.peek().is_some() && records.clone().all(|x| x.end - x.start <= 18 && t[x.start..x.end].iter().all(u8::is_ascii_digit)) {
-            m.plain_records = records.last().map(|x| (x.start, x.end));
-        }
+        m.records.clear();
         for slot in &self.slots {
-            if let Role::Bound { column, stat } = slot.role {
-                m.bounds.push((column, stat, slot.start, slot.end));
+            match slot.role {
+                Role::Bound { column, stat } => m.bounds.push((column, stat, slot.start, slot.end)),
+                Role::NumRecords => m.records.push((slot.start, slot.end)),
+                Role::Ignored => {}
             }
-            let interior = match slot.kind {
+            match slot.kind {
                 Kind::Number => {
                     let int = slot.start + usize::from(t[slot.start] == b'-');
                     if int + 1 < slot.end && t[int + 1].is_ascii_digit() {
                         m.nonzero.push(int);
                     }
-                    slot.start..slot.end
+                    // A number's sign, point and exponent stay fixed bytes.
+                    for p in (slot.start..slot.end).filter(|&p| t[p].is_ascii_digit()) {
+                        m.class[p] = ByteClass::Digit;
+                    }
                 }
                 Kind::String => {
                     m.strings = true;
-                    slot.start + 1..slot.end - 1
+                    m.class[slot.start + 1..slot.end - 1].fill(ByteClass::Plain);
                 }
-                Kind::Literal => continue,
-            };
-            for p in interior {
-                let (w, bits) = (&mut m.words[p / 8], 0xffu64 << (8 * (p % 8)));
-                match slot.kind {
-                    // A number's sign, point and exponent stay fixed bytes.
-                    Kind::Number if !t[p].is_ascii_digit() => continue,
-                    Kind::Number => w.digit |= bits,
-                    _ => w.plain |= bits,
-                }
-                w.equal &= !bits;
+                Kind::Literal => {}
             }
         }
+        let words: Vec<WordCheck> = (0..t.len()).step_by(8).map(|at| m.check_at(t, at)).collect();
+        m.words = words;
         #[cfg(target_arch = "x86_64")]
         {
+            // 16-byte steps; a last block over the last 16 bytes (overlapping the one before),
+            // or over all of a shorter text.
             let len = t.len();
             let starts = (0..len / 16).map(|b| 16 * b).chain((len % 16 != 0).then_some(len.saturating_sub(16)));
-            let blocks = starts.map(|at| m.block_at(at, len)).collect();
+            let blocks = starts
+                .map(|at| {
+                    let (a, b) = (m.check_at(t, at), m.check_at(t, at + 8));
+                    BlockCheck { text: [a.text, b.text], equal: [a.equal, b.equal], digit: [a.digit, b.digit], plain: [a.plain, b.plain] }
+                })
+                .collect();
             m.blocks = blocks;
         }
     }
@@ -357,11 +367,7 @@ impl Layout {
     /// Replace the learned text by `text`, which [`matches_shifted`](Self::matches_shifted)
     /// has just matched: the same fragments with values of the same kinds, so the slots keep
     /// their kinds and roles and move to where `text` has its values.
-    fn adopt_if_drifted(&mut self, text: &str) {
-        if self.shifted_in_a_row < ADOPT_AFTER {
-            return;
-        }
-        self.shifted_in_a_row = 0;
+    fn adopt(&mut self, text: &str) {
         self.text.clear();
         self.text.push_str(text);
         for (slot, &(start, end)) in self.slots.iter_mut().zip(&self.found) {
@@ -380,19 +386,14 @@ impl Layout {
         if m.violated(s) || m.nonzero.iter().any(|&p| s[p] == b'0') {
             return false;
         }
-        *num_records = match m.plain_records {
-            Some((start, end)) => Some(s[start..end].iter().fold(0, |n, d| n * 10 + i64::from(d - b'0'))),
-            None => {
-                let mut records = None;
-                for slot in self.slots.iter().filter(|x| x.role == Role::NumRecords) {
-                    match num_records_value(&s[slot.start..slot.end]) {
-                        Some(n) => records = n,
-                        None => return false,
-                    }
-                }
-                records
+        let mut records = None;
+        for &(start, end) in &m.records {
+            match num_records_value(&s[start..end]) {
+                Some(n) => records = n,
+                None => return false,
             }
-        };
+        }
+        *num_records = records;
         for &(column, stat, start, end) in &m.bounds {
             bounds[column][stat] = Some((start, end));
         }
@@ -405,9 +406,15 @@ impl Layout {
             self.shifted_in_a_row = 0;
             return true;
         }
-        let ok = self.matches_shifted(text, bounds, num_records);
-        self.shifted_in_a_row += u32::from(ok);
-        ok
+        if !self.matches_shifted(text, bounds, num_records) {
+            return false;
+        }
+        self.shifted_in_a_row += 1;
+        if self.shifted_in_a_row >= ADOPT_AFTER {
+            self.shifted_in_a_row = 0;
+            self.adopt(text);
+        }
+        true
     }
 
     /// [`matches`](Self::matches) for values of any length: fragment by fragment.
@@ -482,17 +489,23 @@ fn starts_with(s: &[u8], prefix: &[u8]) -> bool {
 /// The value of a `numRecords` token: `Some(None)` for null; `None` when it is not a long (serde
 /// then rejects the stats too).
 fn num_records_value(raw: &[u8]) -> Option<Option<i64>> {
-    if raw == b"null" {
-        return Some(None);
-    }
     let (negative, digits) = match raw.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, raw),
     };
-    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
-        return std::str::from_utf8(raw).ok()?.parse().ok().map(Some);
+    // Up to 18 digits cannot overflow; anything else (null, longer, not an integer) is rare.
+    let slow = || if raw == b"null" { Some(None) } else { std::str::from_utf8(raw).ok()?.parse().ok().map(Some) };
+    if digits.is_empty() || digits.len() > 18 {
+        return slow();
     }
-    let n = digits.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    let mut n = 0i64;
+    for &d in digits {
+        let v = d.wrapping_sub(b'0');
+        if v > 9 {
+            return slow();
+        }
+        n = n * 10 + i64::from(v);
+    }
     Some(Some(if negative { -n } else { n }))
 }
 
@@ -561,10 +574,7 @@ impl<'de> Visitor<'de> for Top<'_> {
             let stat = match &*k {
                 "numRecords" => {
                     let raw = m.next_value::<&'de RawValue>()?.get();
-                    self.out.num_records = match raw {
-                        "null" => None,
-                        n => Some(n.parse().map_err(|_| serde::de::Error::custom("numRecords is not a long"))?),
-                    };
+                    self.out.num_records = num_records_value(raw.as_bytes()).ok_or_else(|| serde::de::Error::custom("numRecords is not a long"))?;
                     self.out.layout.value(raw, self.base, Role::NumRecords);
                     continue;
                 }

@@ -80,6 +80,9 @@ class TransactionHandle:
     ) -> None: ...
     def remove_file(self, path: str, data_change: bool = True) -> None: ...
     def delete_rows(self, path: str, positions: List[int]) -> None: ...
+    def delete_rows_arrow(self, paths: List[str], batch: Tuple[object, object]) -> None:
+        """DV deletes of many files from Arrow capsules of a struct (``file`` int32 index into
+        ``paths``, ``row`` int64/uint64), imported without copying."""
     def set_app_version(self, app_id: str, version: int) -> None: ...
     def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None: ...
     def set_properties(self, props: Dict[str, str]) -> None: ...
@@ -145,6 +148,12 @@ class SnapshotHandle:
         """Arrow PyCapsules of the typed partition values, in ``files()`` order."""
     def data_files(self) -> List[Tuple[str, str, bool]]:
         """``(absolute data path, log path, has_dv)`` in ``files()`` order."""
+    def scan_plan(self, paths: List[str]) -> Tuple[object, object]:
+        """Arrow capsules: per live file ``file`` (plan number), ``path``, ``abs_path``, ``key``
+        (Spark's ``_metadata.file_path``), ``size``, ``num_records``, ``dv_cardinality`` and the
+        typed partition columns."""
+    def dv_positions(self, paths: List[str]) -> Tuple[object, object]:
+        """Arrow capsules of every DV-deleted row of ``paths``: ``file`` (index), ``row``."""
     def deleted_rows(self, path: str) -> bytes:
         """Deleted row positions of a live file as little-endian u64 bytes."""
     def keep_mask(self, path: str, num_rows: int) -> bytes:
@@ -154,6 +163,9 @@ class SnapshotHandle:
     def app_transactions(self) -> Dict[str, int]: ...
     def domain_metadata(self) -> Dict[str, str]: ...
     def tombstones(self) -> List[Tuple[str, Optional[str], Optional[int]]]: ...
+
+def spark_file_keys(paths: List[str]) -> List[str]:
+    """The key Spark reports as ``_metadata.file_path`` for each absolute local path."""
 
 def parse_isolation_level(text: str) -> str:
     """Canonical name of an isolation level given in any letter case."""

@@ -31,6 +31,22 @@ def int_arg(what: str, value: Any, low: int, high: int = 2**63 - 1) -> int:
     return n
 
 
+def _int_array(values: Any, what: str) -> pa.Array:
+    """One contiguous integer array (pyarrow, numpy, or a list) without nulls."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    elif not isinstance(values, pa.Array):
+        try:
+            values = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+            raise InvalidArgumentError(f"delete_rows: {what} must be integers: {e}") from e
+    if not pa.types.is_integer(values.type) and values.type != pa.null():
+        raise InvalidArgumentError(f"delete_rows: {what} must be integers, got {values.type}")
+    if values.null_count:
+        raise InvalidArgumentError(f"delete_rows: {what} must not hold nulls")
+    return values
+
+
 @dataclasses.dataclass(frozen=True)
 class CommitResult:
     """What one commit did.
@@ -179,13 +195,33 @@ class Transaction:
         """Stage a ``remove`` of a live file. This does not record a read; ``scan`` does."""
         self._h.remove_file(str(path), bool(data_change))
 
-    def delete_rows(self, path: str, positions: Union[Iterable[int], pa.Array]) -> None:
+    def delete_rows(self, path: str, positions: Union[Iterable[int], pa.Array, Any]) -> None:
         """Delete rows (0-based physical positions) of a live file through its deletion vector;
-        the new DV is the union with the current one. Needs ``delta.enableDeletionVectors``."""
-        if isinstance(positions, (pa.Array, pa.ChunkedArray)):
-            positions = positions.to_pylist()
+        the new DV is the union with the current one. Needs ``delta.enableDeletionVectors``.
+        ``positions`` may be a pyarrow or numpy integer array: it then goes to the core without
+        a Python int per position."""
+        if isinstance(positions, (pa.Array, pa.ChunkedArray)) or hasattr(positions, "__array__"):
+            rows = pa.chunked_array([positions]) if not isinstance(positions, pa.ChunkedArray) else positions
+            self.delete_rows_batch([str(path)], pa.repeat(pa.scalar(0, pa.int32()), len(rows)), rows)
+            return
         values = [int_arg("delete_rows: row position", p, 0, 2**64 - 1) for p in positions]
         self._h.delete_rows(str(path), values)
+
+    def delete_rows_batch(self, paths: Sequence[str], files: Any, rows: Any) -> None:
+        """Delete rows of many files at once: row ``rows[k]`` of ``paths[files[k]]``. ``files``
+        (int32 indices) and ``rows`` (int64 or uint64 positions) are pyarrow or numpy arrays of
+        equal length, handed to the core zero-copy."""
+        files, rows = _int_array(files, "files"), _int_array(rows, "rows")
+        if len(files) != len(rows):
+            raise InvalidArgumentError(f"delete_rows_batch: {len(files)} file indices but {len(rows)} row positions")
+        if not pa.types.is_int32(files.type):
+            files = files.cast(pa.int32())
+        if not (pa.types.is_int64(rows.type) or pa.types.is_uint64(rows.type)):
+            if not pa.types.is_integer(rows.type):
+                raise InvalidArgumentError(f"delete_rows: row positions must be integers, got {rows.type}")
+            rows = rows.cast(pa.int64())
+        batch = pa.StructArray.from_arrays([files, rows], names=["file", "row"])
+        self._h.delete_rows_arrow([str(p) for p in paths], batch.__arrow_c_array__())
 
     def set_app_version(self, app_id: str, version: int) -> None:
         if not isinstance(app_id, str) or not app_id:

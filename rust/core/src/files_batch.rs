@@ -9,6 +9,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
 
 use crate::error::{Error, Result};
+use crate::log::actions::AddFile;
 use crate::partition::Scalar;
 use crate::schema::DataType;
 use crate::snapshot::Snapshot;
@@ -19,23 +20,25 @@ fn arrow_err(e: arrow_schema::ArrowError) -> Error {
 }
 
 pub fn files_batches(snap: &Snapshot) -> Result<Vec<RecordBatch>> {
-    let all: Vec<&crate::log::actions::AddFile> = snap.files().iter().collect();
+    let all: Vec<&AddFile> = snap.files().iter().collect();
     files_batches_of(snap, &all)
 }
 
 /// `files()` for a subset of the live files (a scan's result): one batch per slice, built on all
 /// cores and handed over as they are (concatenating would copy every column once more); at
 /// least one batch, so the schema is always there.
-pub fn files_batches_of(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<Vec<RecordBatch>> {
+pub fn files_batches_of(snap: &Snapshot, files: &[&AddFile]) -> Result<Vec<RecordBatch>> {
     let threads = crate::parallel::threads_for(files.len(), 50_000);
     if threads <= 1 {
         return Ok(vec![slice_batch(snap, files)?]);
     }
     let slices: Vec<_> = files.chunks(files.len().div_ceil(threads)).collect();
-    crate::parallel::map(&slices, |s| slice_batch(snap, s)).into_iter().collect()
+    crate::parallel::map(&slices, |s| slice_batch(snap, s))
+        .into_iter()
+        .collect()
 }
 
-fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Result<RecordBatch> {
+fn slice_batch(snap: &Snapshot, files: &[&AddFile]) -> Result<RecordBatch> {
     let n = files.len();
     let mut path = StringBuilder::with_capacity(n, n * 64);
     let mut pv = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
@@ -116,7 +119,12 @@ fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Resu
         Arc::new(dv_size.finish()),
         Arc::new(dv_card.finish()),
     ];
-    let dv = StructArray::try_new(dv_fields.clone(), dv_children, Some(NullBuffer::from(dv_valid))).map_err(arrow_err)?;
+    let dv = StructArray::try_new(
+        dv_fields.clone(),
+        dv_children,
+        Some(NullBuffer::from(dv_valid)),
+    )
+    .map_err(arrow_err)?;
     let pv = pv.finish();
     let tags = tags.finish();
     let columns: Vec<(&str, ArrayRef)> = vec![
@@ -135,9 +143,19 @@ fn slice_batch(snap: &Snapshot, files: &[&crate::log::actions::AddFile]) -> Resu
     ];
     let fields: Vec<Field> = columns
         .iter()
-        .map(|(name, a)| Field::new(*name, a.data_type().clone(), *name != "path" && *name != "size"))
+        .map(|(name, a)| {
+            Field::new(
+                *name,
+                a.data_type().clone(),
+                *name != "path" && *name != "size",
+            )
+        })
         .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns.into_iter().map(|c| c.1).collect()).map_err(arrow_err)
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|c| c.1).collect(),
+    )
+    .map_err(arrow_err)
 }
 
 /// The Arrow type delta-occ uses for a Delta primitive partition type.
@@ -165,12 +183,21 @@ fn arrow_type(t: &DataType) -> Option<ArrowType> {
 
 /// One typed column per partition column (logical names), one row per file of `files_batch`.
 pub fn partition_batch(snap: &Snapshot) -> Result<RecordBatch> {
-    let files = snap.files();
+    let all: Vec<&AddFile> = snap.files().iter().collect();
+    partition_batch_of(snap, &all)
+}
+
+/// The typed partition values of `files`, in their order.
+pub fn partition_batch_of(snap: &Snapshot, files: &[&AddFile]) -> Result<RecordBatch> {
     let mut fields = Vec::new();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for col in &snap.partition_columns {
-        let ty = arrow_type(&col.data_type)
-            .ok_or_else(|| Error::invalid(format!("partition column {} has unsupported type {:?}", col.name, col.data_type)))?;
+        let ty = arrow_type(&col.data_type).ok_or_else(|| {
+            Error::invalid(format!(
+                "partition column {} has unsupported type {:?}",
+                col.name, col.data_type
+            ))
+        })?;
         let mut builder = make_builder(&ty, files.len());
         for f in files {
             append(builder.as_mut(), &ty, snap.typed_partition_value(f, col)?)?;
@@ -179,16 +206,20 @@ pub fn partition_batch(snap: &Snapshot) -> Result<RecordBatch> {
         arrays.push(builder.finish());
     }
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(files.len()));
-    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options).map_err(arrow_err)
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+        .map_err(arrow_err)
 }
 
 fn append(b: &mut dyn ArrayBuilder, ty: &ArrowType, v: Scalar) -> Result<()> {
     macro_rules! typed {
         ($builder:ty) => {
-            b.as_any_mut().downcast_mut::<$builder>().expect("builder matches its type")
+            b.as_any_mut()
+                .downcast_mut::<$builder>()
+                .expect("builder matches its type")
         };
     }
-    let mismatch = |v: &Scalar| Error::invalid(format!("partition value {v:?} does not fit {ty:?}"));
+    let mismatch =
+        |v: &Scalar| Error::invalid(format!("partition value {v:?} does not fit {ty:?}"));
     match (ty, v) {
         (ArrowType::Utf8, Scalar::String(s)) => typed!(StringBuilder).append_value(s),
         (ArrowType::Utf8, Scalar::Null) => typed!(StringBuilder).append_null(),
@@ -207,8 +238,12 @@ fn append(b: &mut dyn ArrayBuilder, ty: &ArrowType, v: Scalar) -> Result<()> {
         (ArrowType::Timestamp(..), Scalar::Timestamp(t) | Scalar::TimestampNtz(t)) => {
             typed!(TimestampMicrosecondBuilder).append_value(t)
         }
-        (ArrowType::Timestamp(..), Scalar::Null) => typed!(TimestampMicrosecondBuilder).append_null(),
-        (ArrowType::Decimal128(..), Scalar::Decimal(x, _)) => typed!(Decimal128Builder).append_value(x),
+        (ArrowType::Timestamp(..), Scalar::Null) => {
+            typed!(TimestampMicrosecondBuilder).append_null()
+        }
+        (ArrowType::Decimal128(..), Scalar::Decimal(x, _)) => {
+            typed!(Decimal128Builder).append_value(x)
+        }
         (ArrowType::Decimal128(..), Scalar::Null) => typed!(Decimal128Builder).append_null(),
         (ArrowType::Binary, Scalar::Binary(x)) => typed!(BinaryBuilder).append_value(x),
         (ArrowType::Binary, Scalar::Null) => typed!(BinaryBuilder).append_null(),
@@ -221,7 +256,9 @@ fn long(v: Scalar) -> Result<Option<i64>> {
     match v {
         Scalar::Long(x) => Ok(Some(x)),
         Scalar::Null => Ok(None),
-        other => Err(Error::invalid(format!("expected an integer partition value, found {other:?}"))),
+        other => Err(Error::invalid(format!(
+            "expected an integer partition value, found {other:?}"
+        ))),
     }
 }
 
@@ -230,7 +267,157 @@ fn make_builder(ty: &ArrowType, n: usize) -> Box<dyn ArrayBuilder> {
         ArrowType::Timestamp(TimeUnit::Microsecond, tz) => {
             Box::new(TimestampMicrosecondBuilder::with_capacity(n).with_timezone_opt(tz.clone()))
         }
-        ArrowType::Decimal128(p, s) => Box::new(Decimal128Builder::with_capacity(n).with_precision_and_scale(*p, *s).expect("valid decimal")),
+        ArrowType::Decimal128(p, s) => Box::new(
+            Decimal128Builder::with_capacity(n)
+                .with_precision_and_scale(*p, *s)
+                .expect("valid decimal"),
+        ),
         other => arrow_array::builder::make_builder(other, n),
     }
+}
+
+/// What an engine that reads files itself (Spark) needs of `paths` (live files of `snap`): per file
+/// its number in this plan (`file`), log path, absolute path, the key Spark reports as
+/// `_metadata.file_path`, size, `numRecords` (null without stats), DV cardinality, then the typed
+/// partition columns. Unknown paths are an error naming the version.
+pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
+    let files = live_files(snap, paths)?;
+    let n = files.len();
+    let mut file = Int32Builder::with_capacity(n);
+    let mut path = StringBuilder::with_capacity(n, n * 64);
+    let mut abs = StringBuilder::with_capacity(n, n * 96);
+    let mut key = StringBuilder::with_capacity(n, n * 100);
+    let mut size = Int64Builder::with_capacity(n);
+    let mut num_records = Int64Builder::with_capacity(n);
+    let mut dv_cardinality = Int64Builder::with_capacity(n);
+    for (i, f) in files.iter().enumerate() {
+        let data = snap.data_path(f)?;
+        let data = data
+            .to_str()
+            .ok_or_else(|| Error::invalid(format!("data path {} is not UTF-8", data.display())))?;
+        file.append_value(
+            i32::try_from(i)
+                .map_err(|_| Error::invalid("more than 2^31 files in one scan plan"))?,
+        );
+        path.append_value(&f.path);
+        abs.append_value(data);
+        key.append_value(crate::uri::spark_file_key(data));
+        size.append_value(f.size);
+        num_records.append_option(stats::num_records(f.stats_text()?.as_deref()));
+        dv_cardinality.append_value(f.deletion_vector.as_ref().map_or(0, |d| d.cardinality));
+    }
+    let mut fields = vec![
+        Field::new("file", ArrowType::Int32, false),
+        Field::new("path", ArrowType::Utf8, false),
+        Field::new("abs_path", ArrowType::Utf8, false),
+        Field::new("key", ArrowType::Utf8, false),
+        Field::new("size", ArrowType::Int64, false),
+        Field::new("num_records", ArrowType::Int64, true),
+        Field::new("dv_cardinality", ArrowType::Int64, false),
+    ];
+    let mut arrays: Vec<ArrayRef> = vec![
+        Arc::new(file.finish()),
+        Arc::new(path.finish()),
+        Arc::new(abs.finish()),
+        Arc::new(key.finish()),
+        Arc::new(size.finish()),
+        Arc::new(num_records.finish()),
+        Arc::new(dv_cardinality.finish()),
+    ];
+    let parts = partition_batch_of(snap, &files)?;
+    fields.extend(parts.schema().fields().iter().map(|f| f.as_ref().clone()));
+    arrays.extend(parts.columns().iter().cloned());
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(n));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+        .map_err(arrow_err)
+}
+
+/// The rows deleted by the DVs of `paths`, all files in one batch: `file` (index into `paths`),
+/// `row` (0-based position, int64 as Spark's `_metadata.row_index`), ascending per file.
+pub fn dv_positions(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
+    let files = live_files(snap, paths)?;
+    let mut file = Int32Builder::new();
+    let mut row = Int64Builder::new();
+    for (i, f) in files.iter().enumerate() {
+        if f.deletion_vector.is_none() {
+            continue;
+        }
+        for p in snap.deleted_rows_of(f)?.0.iter() {
+            file.append_value(i as i32);
+            row.append_value(
+                i64::try_from(p)
+                    .map_err(|_| Error::dv(f.path.to_string(), format!("row {p} exceeds 2^63")))?,
+            );
+        }
+    }
+    let schema = Schema::new(vec![
+        Field::new("file", ArrowType::Int32, false),
+        Field::new("row", ArrowType::Int64, false),
+    ]);
+    RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(file.finish()), Arc::new(row.finish())],
+    )
+    .map_err(arrow_err)
+}
+
+fn live_files<'a>(snap: &'a Snapshot, paths: &[String]) -> Result<Vec<&'a AddFile>> {
+    paths
+        .iter()
+        .map(|p| {
+            snap.file(p).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{p} is not a live file of version {}",
+                    snap.version()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Split a struct array of (`file` int32, `row` int64 or uint64) into positions per file index
+/// (`files` of them), checking every index and position.
+pub fn positions_per_file(batch: &dyn arrow_array::Array, files: usize) -> Result<Vec<Vec<u64>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
+    let bad = |what: String| Error::invalid(format!("row positions batch: {what}"));
+    let s = batch.as_struct_opt().ok_or_else(|| {
+        bad(format!(
+            "expected a struct of (file, row), got {:?}",
+            batch.data_type()
+        ))
+    })?;
+    let col = |name: &str| {
+        s.column_by_name(name)
+            .ok_or_else(|| bad(format!("no `{name}` column")))
+    };
+    let file = col("file")?
+        .as_primitive_opt::<Int32Type>()
+        .ok_or_else(|| bad("`file` must be int32".into()))?;
+    let row = col("row")?;
+    let rows: Vec<u64> = if let Some(r) = row.as_primitive_opt::<Int64Type>() {
+        r.values()
+            .iter()
+            .map(|&v| u64::try_from(v).map_err(|_| bad(format!("negative row position {v}"))))
+            .collect::<Result<_>>()?
+    } else if let Some(r) = row.as_primitive_opt::<UInt64Type>() {
+        r.values().to_vec()
+    } else {
+        return Err(bad(format!(
+            "`row` must be int64 or uint64, got {:?}",
+            row.data_type()
+        )));
+    };
+    if arrow_array::Array::null_count(file) > 0 || row.null_count() > 0 {
+        return Err(bad("null file index or row position".into()));
+    }
+    let mut out = vec![Vec::new(); files];
+    for (&f, p) in file.values().iter().zip(rows) {
+        let slot = usize::try_from(f)
+            .ok()
+            .and_then(|i| out.get_mut(i))
+            .ok_or_else(|| bad(format!("file index {f} outside 0..{files}")))?;
+        slot.push(p);
+    }
+    Ok(out)
 }

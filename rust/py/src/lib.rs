@@ -14,28 +14,45 @@ use errors::IntoPy;
 /// Canonical spelling of an isolation level name (any letter case); ValueError-compatible error.
 #[pyfunction]
 fn parse_isolation_level(text: &str) -> PyResult<&'static str> {
-    delta_occ_core::IsolationLevel::parse(text).py_err().map(|l| l.as_str())
+    delta_occ_core::IsolationLevel::parse(text)
+        .py_err()
+        .map(|l| l.as_str())
 }
 
 /// Parse commit-file bytes; returns the number of actions. For tests and tools.
 #[pyfunction]
 fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
     let data = data.to_vec();
-    py.detach(move || delta_occ_core::log::json::parse_actions(&data, std::path::Path::new("<bytes>"), None))
-        .py_err()
-        .map(|a| a.len())
+    py.detach(move || {
+        delta_occ_core::log::json::parse_actions(&data, std::path::Path::new("<bytes>"), None)
+    })
+    .py_err()
+    .map(|a| a.len())
 }
 
 /// A SQL value expression as a JSON tree (the embedded engine evaluates it on rows).
 #[pyfunction]
 fn expression_json(text: &str) -> PyResult<String> {
-    delta_occ_core::predicate::value::expression_json(text).py_err().map(|v| v.to_string())
+    delta_occ_core::predicate::value::expression_json(text)
+        .py_err()
+        .map(|v| v.to_string())
 }
 
 /// The top-level AND conjuncts of a SQL condition: (SQL text, JSON tree) pairs.
 #[pyfunction]
 fn conjuncts_json(text: &str) -> PyResult<Vec<(String, String)>> {
-    delta_occ_core::predicate::value::conjuncts_json(text).py_err().map(|v| v.into_iter().map(|(s, j)| (s, j.to_string())).collect())
+    delta_occ_core::predicate::value::conjuncts_json(text)
+        .py_err()
+        .map(|v| v.into_iter().map(|(s, j)| (s, j.to_string())).collect())
+}
+
+/// The key Spark reports as `_metadata.file_path` for each absolute local path.
+#[pyfunction]
+fn spark_file_keys(paths: Vec<String>) -> Vec<String> {
+    paths
+        .iter()
+        .map(|p| delta_occ_core::uri::spark_file_key(p))
+        .collect()
 }
 
 #[pymodule]
@@ -48,6 +65,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
     m.add_function(wrap_pyfunction!(expression_json, m)?)?;
     m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
+    m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
     m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;
     m.add_function(wrap_pyfunction!(dv::write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(dv::serialize_bitmap, m)?)?;

@@ -42,7 +42,11 @@ impl SnapshotHandle {
 
     #[getter]
     fn partition_columns(&self) -> Vec<String> {
-        self.inner.partition_columns.iter().map(|c| c.name.clone()).collect()
+        self.inner
+            .partition_columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
     }
 
     #[getter]
@@ -103,12 +107,32 @@ impl SnapshotHandle {
     }
 
     fn files<'py>(&self, py: Python<'py>) -> PyResult<Vec<Capsules<'py>>> {
-        let batches = py.detach(|| files_batch::files_batches(&self.inner)).py_err()?;
+        let batches = py
+            .detach(|| files_batch::files_batches(&self.inner))
+            .py_err()?;
         batches_to_capsules(py, batches)
     }
 
     fn partition_values<'py>(&self, py: Python<'py>) -> PyResult<Capsules<'py>> {
-        let batch = py.detach(|| files_batch::partition_batch(&self.inner)).py_err()?;
+        let batch = py
+            .detach(|| files_batch::partition_batch(&self.inner))
+            .py_err()?;
+        batch_to_capsules(py, batch)
+    }
+
+    /// The scan plan of live files for an engine that reads them itself (see `files_batch::scan_plan`).
+    fn scan_plan<'py>(&self, py: Python<'py>, paths: Vec<String>) -> PyResult<Capsules<'py>> {
+        let batch = py
+            .detach(|| files_batch::scan_plan(&self.inner, &paths))
+            .py_err()?;
+        batch_to_capsules(py, batch)
+    }
+
+    /// Deleted positions of many files in one batch: `file` (index into `paths`), `row`.
+    fn dv_positions<'py>(&self, py: Python<'py>, paths: Vec<String>) -> PyResult<Capsules<'py>> {
+        let batch = py
+            .detach(|| files_batch::dv_positions(&self.inner, &paths))
+            .py_err()?;
         batch_to_capsules(py, batch)
     }
 
@@ -119,20 +143,31 @@ impl SnapshotHandle {
             .iter()
             .map(|f| {
                 let p = self.inner.data_path(f).py_err()?;
-                Ok((p.display().to_string(), f.path.to_string(), f.deletion_vector.is_some()))
+                Ok((
+                    p.display().to_string(),
+                    f.path.to_string(),
+                    f.deletion_vector.is_some(),
+                ))
             })
             .collect()
     }
 
     /// Deleted row positions of a live file as little-endian u64 bytes.
     fn deleted_rows<'py>(&self, py: Python<'py>, path: String) -> PyResult<Bound<'py, PyBytes>> {
-        let positions = py.detach(|| self.inner.deleted_rows(&path).map(|b| b.to_vec())).py_err()?;
+        let positions = py
+            .detach(|| self.inner.deleted_rows(&path).map(|b| b.to_vec()))
+            .py_err()?;
         Ok(PyBytes::new(py, &le_bytes(&positions)))
     }
 
     /// Packed validity bits (LSB first) of `num_rows` rows: 1 = row kept, 0 = deleted by the DV.
     /// A DV that deletes a row beyond `num_rows` is a DeletionVectorError.
-    fn keep_mask<'py>(&self, py: Python<'py>, path: String, num_rows: u64) -> PyResult<Bound<'py, PyBytes>> {
+    fn keep_mask<'py>(
+        &self,
+        py: Python<'py>,
+        path: String,
+        num_rows: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let mask = py
             .detach(|| -> delta_occ_core::Result<Vec<u8>> {
                 let deleted = self.inner.deleted_rows(&path)?;
@@ -158,20 +193,38 @@ impl SnapshotHandle {
         py.detach(|| {
             let s = &self.inner;
             let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
-            let p = delta_occ_core::predicate::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)?;
+            let p = delta_occ_core::predicate::Predicate::parse(
+                &predicate, &s.schema, s.mapping, &parts,
+            )?;
             let mut judge = delta_occ_core::predicate::FileJudge::new(&p, true);
-            let hits = s.files().iter().enumerate().filter(|(_, f)| judge.may_match(f)).map(|(i, _)| i).collect();
+            let hits = s
+                .files()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| judge.may_match(f))
+                .map(|(i, _)| i)
+                .collect();
             Ok((hits, p.to_json().to_string()))
         })
         .py_err()
     }
 
     fn app_transactions(&self) -> BTreeMap<String, i64> {
-        self.inner.state.txns.iter().map(|(k, t)| (k.clone(), t.version)).collect()
+        self.inner
+            .state
+            .txns
+            .iter()
+            .map(|(k, t)| (k.clone(), t.version))
+            .collect()
     }
 
     fn domain_metadata(&self) -> BTreeMap<String, String> {
-        self.inner.state.domains.iter().map(|(k, d)| (k.clone(), d.configuration.clone())).collect()
+        self.inner
+            .state
+            .domains
+            .iter()
+            .map(|(k, d)| (k.clone(), d.configuration.clone()))
+            .collect()
     }
 
     /// `[(log path, dv unique id or None, deletion timestamp or None)]`.

@@ -22,7 +22,9 @@ pub struct TransactionHandle {
 
 impl TransactionHandle {
     pub fn new(txn: Transaction) -> Self {
-        TransactionHandle { inner: Mutex::new(txn) }
+        TransactionHandle {
+            inner: Mutex::new(txn),
+        }
     }
 
     fn txn(&self) -> MutexGuard<'_, Transaction> {
@@ -72,7 +74,11 @@ impl TransactionHandle {
 
     /// Record the read and return the matching live files as a `files()` batch.
     #[pyo3(signature = (predicate=None))]
-    fn scan<'py>(&self, py: Python<'py>, predicate: Option<String>) -> PyResult<Vec<Capsules<'py>>> {
+    fn scan<'py>(
+        &self,
+        py: Python<'py>,
+        predicate: Option<String>,
+    ) -> PyResult<Vec<Capsules<'py>>> {
         let batches = py
             .detach(|| {
                 let mut t = self.txn();
@@ -87,10 +93,17 @@ impl TransactionHandle {
 
     /// Parse and resolve a predicate without recording anything; returns its description
     /// (`partition_only`, `has_data_conjuncts`, `columns`) or raises PredicateError.
-    fn explain_predicate<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyDict>> {
+    fn explain_predicate<'py>(
+        &self,
+        py: Python<'py>,
+        text: String,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let p = self.txn().parse_predicate(&text).py_err()?;
         let d = PyDict::new(py);
-        d.set_item("columns", p.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>())?;
+        d.set_item(
+            "columns",
+            p.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        )?;
         d.set_item("has_partition_conjuncts", p.partition_expr.is_some())?;
         d.set_item("has_data_conjuncts", p.has_data_conjuncts)?;
         d.set_item("deterministic", p.is_deterministic())?;
@@ -117,7 +130,17 @@ impl TransactionHandle {
         tags: Option<BTreeMap<String, Option<String>>>,
         modification_time: Option<i64>,
     ) -> PyResult<()> {
-        self.txn().add_file(path, partition_values, size, stats, data_change, tags, modification_time).py_err()
+        self.txn()
+            .add_file(
+                path,
+                partition_values,
+                size,
+                stats,
+                data_change,
+                tags,
+                modification_time,
+            )
+            .py_err()
     }
 
     #[pyo3(signature = (path, data_change=true))]
@@ -126,7 +149,33 @@ impl TransactionHandle {
     }
 
     fn delete_rows(&self, py: Python<'_>, path: &str, positions: Vec<u64>) -> PyResult<()> {
-        py.detach(|| self.txn().delete_rows(path, &positions)).py_err()
+        py.detach(|| self.txn().delete_rows(path, &positions))
+            .py_err()
+    }
+
+    /// Stage DV deletes of many files from one Arrow batch (`__arrow_c_array__` of a struct with
+    /// `file`: int32 index into `paths`, `row`: int64/uint64 position), without a Python int per
+    /// position.
+    fn delete_rows_arrow(
+        &self,
+        py: Python<'_>,
+        paths: Vec<String>,
+        batch: (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>),
+    ) -> PyResult<()> {
+        let array = crate::arrow::array_from_capsules(&batch.0, &batch.1)?;
+        let per_file = py
+            .detach(|| files_batch::positions_per_file(array.as_ref(), paths.len()))
+            .py_err()?;
+        py.detach(|| {
+            let mut t = self.txn();
+            for (path, rows) in paths.iter().zip(&per_file) {
+                if !rows.is_empty() {
+                    t.delete_rows(path, rows)?;
+                }
+            }
+            Ok(())
+        })
+        .py_err()
     }
 
     fn set_app_version(&self, app_id: &str, version: i64) -> PyResult<()> {
@@ -134,8 +183,15 @@ impl TransactionHandle {
     }
 
     #[pyo3(signature = (domain, configuration, removed=false))]
-    fn set_domain_metadata(&self, domain: &str, configuration: &str, removed: bool) -> PyResult<()> {
-        self.txn().set_domain_metadata(domain, configuration, removed).py_err()
+    fn set_domain_metadata(
+        &self,
+        domain: &str,
+        configuration: &str,
+        removed: bool,
+    ) -> PyResult<()> {
+        self.txn()
+            .set_domain_metadata(domain, configuration, removed)
+            .py_err()
     }
 
     fn set_properties(&self, props: BTreeMap<String, String>) -> PyResult<()> {
@@ -159,7 +215,12 @@ impl TransactionHandle {
         writer_features: Option<Vec<String>>,
     ) -> PyResult<()> {
         self.txn()
-            .set_protocol(Protocol { min_reader_version, min_writer_version, reader_features, writer_features })
+            .set_protocol(Protocol {
+                min_reader_version,
+                min_writer_version,
+                reader_features,
+                writer_features,
+            })
             .py_err()
     }
 
@@ -184,14 +245,22 @@ impl TransactionHandle {
         let invalid = |m: String| crate::errors::to_py(delta_occ_core::error::Error::invalid(m));
         let mut opts = CommitOptions::default();
         if let Some(n) = max_attempts {
-            opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| invalid(format!("max_attempts must be an integer from 1 to {}, got {n}", u32::MAX)))?;
+            opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                invalid(format!(
+                    "max_attempts must be an integer from 1 to {}, got {n}",
+                    u32::MAX
+                ))
+            })?;
         }
         // Budgets beyond about 31 years are refused rather than overflowing a Duration or Instant.
         let seconds = |s: f64, min_ok: bool, name: &str| {
             if min_ok && s.is_finite() && s <= 1e9 {
                 Duration::try_from_secs_f64(s).map_err(|e| invalid(format!("{name}: {e}")))
             } else {
-                Err(invalid(format!("{name} must be a number of seconds {}, at most 1e9, got {s}", if name == "time_budget" { "> 0" } else { ">= 0" })))
+                Err(invalid(format!(
+                    "{name} must be a number of seconds {}, at most 1e9, got {s}",
+                    if name == "time_budget" { "> 0" } else { ">= 0" }
+                )))
             }
         };
         if let Some(s) = time_budget {
@@ -200,7 +269,9 @@ impl TransactionHandle {
         if let Some(s) = row_level_budget {
             opts.row_level_budget = seconds(s, s >= 0.0, "row_level_budget")?;
         }
-        let result = py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts)).py_err()?;
+        let result = py
+            .detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts))
+            .py_err()?;
         result_dict(py, &result)
     }
 
@@ -208,7 +279,9 @@ impl TransactionHandle {
     /// conflict a commit would hit. Returns counts, timings and the per-winner explanations.
     #[pyo3(signature = (through=None))]
     fn validate<'py>(&self, py: Python<'py>, through: Option<i64>) -> PyResult<Bound<'py, PyDict>> {
-        let v = py.detach(|| committer::validate(&self.txn(), through)).py_err()?;
+        let v = py
+            .detach(|| committer::validate(&self.txn(), through))
+            .py_err()?;
         let d = PyDict::new(py);
         d.set_item("winners", v.winners)?;
         d.set_item("actions", v.actions)?;

@@ -34,3 +34,37 @@ def copy_golden(name: str, dest: pathlib.Path) -> pathlib.Path:
     target = dest / name.replace("/", "__")
     shutil.copytree(GOLDEN / name, target)
     return target
+
+
+def _spark_missing() -> "str | None":
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install '.[test]' installs it)"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime (java on PATH or JAVA_HOME) for Spark"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for every Spark test: 2 cores, fast JVM start, a non-UTC session
+    time zone (so that nothing may depend on it), no UI."""
+    reason = _spark_missing()
+    if reason:
+        pytest.skip(reason)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("delta-occ-tests")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "America/New_York")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

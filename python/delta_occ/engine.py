@@ -392,20 +392,33 @@ def _join(tgt: pa.Table, src: pa.Table, t_keys: List[str], s_keys: List[str]) ->
 def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], target_only: List[str]) -> Optional[str]:
     """The target rows MERGE must read: key values present in the source (a list for partition
     columns and small sources, a range otherwise) and the target-only conjuncts."""
-    terms = list(f"({t})" for t in target_only)
+    summaries = []
     for t_col, s_col in keys:
-        values = pc.unique(pc.drop_null(source.column(s_col))).to_pylist()
-        if not values:
-            return "FALSE"
+        col = source.column(s_col)
+        values = pc.unique(pc.drop_null(col)).to_pylist()
         if t_col in lay.partition_columns or len(values) <= _MERGE_IN_LIST_LIMIT:
+            summaries.append((t_col, values, None, None))
+            continue
+        mm = pc.min_max(col)
+        hi = mm["max"].as_py()
+        if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+            hi = float("nan")  # min_max skips NaN, which is above every value (Spark's order)
+        summaries.append((t_col, None, mm["min"].as_py(), hi))
+    return narrowed_predicate(summaries, target_only)
+
+
+def narrowed_predicate(summaries: List[Tuple[str, Optional[List[Any]], Any, Any]], target_only: List[str]) -> Optional[str]:
+    """MERGE's read predicate from a summary of the source keys: per target key column either the
+    distinct non-null values or (when there are too many) their min and max; with the condition's
+    target-only conjuncts. Shared by every engine so that they record the same read."""
+    terms = list(f"({t})" for t in target_only)
+    for t_col, values, lo, hi in summaries:
+        if values is not None:
+            if not values:
+                return "FALSE"
             terms.append(f"`{t_col}` IN ({', '.join(sql_literal(v) for v in sorted(values, key=_sort_key))})")
         else:
-            col = source.column(s_col)
-            mm = pc.min_max(col)
-            hi = mm["max"].as_py()
-            if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
-                hi = float("nan")  # min_max skips NaN, which is above every value (Spark's order)
-            terms.append(f"`{t_col}` BETWEEN {sql_literal(mm['min'].as_py())} AND {sql_literal(hi)}")
+            terms.append(f"`{t_col}` BETWEEN {sql_literal(lo)} AND {sql_literal(hi)}")
     return " AND ".join(terms) if terms else None
 
 
@@ -416,17 +429,15 @@ def _sort_key(v: Any) -> Any:
 # -- optimize ---------------------------------------------------------------------------------------
 
 
-def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
-    """Bin-packing compaction (dataChange=false): per partition, small files (and files with
-    deletion vectors) are rewritten into files of about ``target_file_size`` bytes. Each output
-    records its inputs in order (``add.tags``), so concurrent DML on DV tables is remapped
-    instead of conflicting (concurrency.md §4 rule 5). Returns the number of bins staged."""
-    lay = _layout(txn)
+def target_size(lay: Layout, target_file_size: Optional[int]) -> int:
     if target_file_size is None:
-        target = int(lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
-    else:
-        target = int_arg("target_file_size (bytes)", target_file_size, 1)
-    files = txn.scan(where).to_pylist()
+        return int(lay.snapshot.properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
+    return int_arg("target_file_size (bytes)", target_file_size, 1)
+
+
+def plan_bins(files: List[dict], target: int) -> List[List[dict]]:
+    """Bin-packing: per partition, the small files (and files with DVs) in bins of about
+    ``target`` bytes; a bin of one file without a DV is left alone."""
     groups: Dict[Any, List[dict]] = {}
     for f in files:
         key = tuple(f["partition_values"] or [])  # a map column: (key, value) pairs
@@ -444,7 +455,17 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
                 current, size = [], 0
         if current:
             bins.append(current)
-    bins = [b for b in bins if len(b) > 1 or (b[0]["dv_cardinality"] or 0) > 0]
+    return [b for b in bins if len(b) > 1 or (b[0]["dv_cardinality"] or 0) > 0]
+
+
+def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
+    """Bin-packing compaction (dataChange=false): per partition, small files (and files with
+    deletion vectors) are rewritten into files of about ``target_file_size`` bytes. Each output
+    records its inputs in order (``add.tags``), so concurrent DML on DV tables is remapped
+    instead of conflicting (concurrency.md §4 rule 5). Returns the number of bins staged."""
+    lay = _layout(txn)
+    target = target_size(lay, target_file_size)
+    bins = plan_bins(txn.scan(where).to_pylist(), target)
     rows_out = 0
     for b in bins:
         parts = [lay.read_rows(f["path"]) for f in b]

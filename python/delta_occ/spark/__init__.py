@@ -1,0 +1,324 @@
+"""PySpark integration (api.md "PySpark"): Spark executors read and write parquet, the Python
+driver runs the Delta transaction through the same Rust core and conflict checker as the embedded
+engine. No delta-spark JARs, no Python UDFs (nothing starts a Python worker on executors), no
+JVM internals.
+
+``pip install 'delta-occ[spark]'`` installs pyspark; ``import delta_occ`` works without it.
+"""
+
+from __future__ import annotations
+
+try:
+    import pyspark  # noqa: F401
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError("delta_occ.spark needs pyspark: pip install 'delta-occ[spark]'") from e
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Union
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from .. import _core
+from .._schema import arrow_schema_to_delta
+from .._write import Layout
+from ..exceptions import InvalidArgumentError
+from ..isolation import IsolationLevel
+from ..table import PathLike, Snapshot, Table, _location
+from ..transaction import CommitResult, LevelLike, Transaction
+from . import _dml
+from ._columns import to_column
+from ._scan import ScanPlan, check_columns, predicate, read_plan, referenced
+from ._write import Job
+
+
+def _read(spark: SparkSession, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]] = None) -> DataFrame:
+    """Rows of ``snap`` matching ``where`` with DVs applied (``paths``: the files to read, when
+    a transaction's scan already chose them)."""
+    h = snap._h
+    selected_files, tree = predicate(h, where)
+    if paths is None:
+        all_paths = snap.files().column("path")
+        paths = all_paths.to_pylist() if selected_files is None else all_paths.take(pa.array(selected_files, pa.int64())).to_pylist()
+    plan = ScanPlan(h, paths)
+    wanted = check_columns(plan.logical, columns)
+    names = wanted if wanted is not None else [f.name for f in plan.logical.fields]
+    needed = names + [c for c in (referenced(tree) if tree else []) if c not in names]
+    df = read_plan(spark, plan, needed)
+    if tree is not None:
+        df = df.filter(to_column(tree, plan.logical))
+    return df.select(*[df[c] for c in names]) if needed != names else df
+
+
+class SparkTransaction:
+    """A driver-side transaction over several Spark steps: ``read`` records what it reads,
+    ``append`` / ``overwrite`` / ``delete`` / ``update`` / ``merge`` / ``optimize`` run their Spark
+    jobs now and stage the result; ``commit`` checks and rebases in the core without running a
+    job again. Operations in one transaction must touch different existing files (a second
+    operation does not see the first one's uncommitted changes). Work that does not commit
+    leaves no file referenced and deletes its output directories."""
+
+    def __init__(self, table: "SparkTable", txn: Transaction) -> None:
+        self.spark = table.spark
+        self.table = table
+        self.txn = txn
+        self.snap_handle = txn.snapshot._h
+        self.lay = Layout(txn.snapshot)
+        self.job = Job(self.lay.root)
+        self.touched: Set[str] = set()
+        self._ops: List[tuple] = []
+        self.result: Optional[CommitResult] = None
+
+    def __repr__(self) -> str:
+        return f"SparkTransaction(read_version={self.read_version}, state={self.state!r}, operations={[o[0] for o in self._ops]})"
+
+    @property
+    def read_version(self) -> int:
+        return self.txn.read_version
+
+    @property
+    def state(self) -> str:
+        return self.txn.state
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        return self.txn.isolation_level
+
+    # -- bookkeeping used by the operations ----------------------------------------------------
+
+    def record(self, operation: str, parameters: Dict[str, Any], metrics: Dict[str, int]) -> None:
+        self._ops.append((operation, parameters, metrics))
+
+    def check_untouched(self, paths: Sequence[str]) -> None:
+        both = self.touched.intersection(paths)
+        if both:
+            raise InvalidArgumentError(
+                f"an earlier operation of this transaction already changes {sorted(both)[:3]}; operations in one "
+                "transaction must touch different files (commit and begin a new transaction)"
+            )
+
+    def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except BaseException:
+            self.abort()
+            raise
+
+    # -- reads and operations ------------------------------------------------------------------
+
+    def read(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
+        """Record a read of the rows matching ``where`` (as ``Transaction.scan``) and return them."""
+        paths = self.txn.scan(where).column("path").to_pylist()
+        return _read(self.spark, self.txn.snapshot, where, columns, paths)
+
+    def append(self, df: DataFrame) -> None:
+        self._run(_dml.append, df)
+
+    def overwrite(self, df: DataFrame, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+        self._run(_dml.overwrite, df, replace_where, bool(dynamic_partitions))
+
+    def delete(self, where: Optional[str] = None) -> None:
+        self._run(_dml.delete, where)
+
+    def update(self, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
+        self._run(_dml.update, where, set)
+
+    def merge(self, source: DataFrame, on: str, **clauses: Any) -> None:
+        self._run(_dml.merge, source, on, **clauses)
+
+    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
+        return int(self._run(_dml.optimize, target_file_size, where))
+
+    # -- end -----------------------------------------------------------------------------------
+
+    def commit(self) -> CommitResult:
+        """Check against concurrent commits, rebase where the rules allow, commit. A conflict
+        raises the typed exception after removing this transaction's output."""
+        if len(self._ops) == 1:
+            operation, params, metrics = self._ops[0]
+        elif self._ops:
+            operation = "WRITE"
+            params = {"operations": [{"operation": o, **p} for o, p, _ in self._ops]}
+            metrics = {}
+            for _, _, m in self._ops:
+                for k, v in m.items():
+                    metrics[k] = metrics.get(k, 0) + v
+        else:
+            operation, params, metrics = "WRITE", {}, {}
+        self.txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
+        try:
+            self.result = self.txn.commit(operation, params)
+        except BaseException:
+            self.job.cleanup()
+            raise
+        self.table.table.refresh()
+        return self.result
+
+    def abort(self) -> None:
+        """Drop the staged actions and delete the files this transaction wrote."""
+        if self.txn.state == "open":
+            self.txn.abort()
+        self.job.cleanup()
+
+    def __enter__(self) -> "SparkTransaction":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif self.state == "open":
+            self.commit()
+
+
+class SparkTable:
+    """A Delta table read and written through a SparkSession, committed by delta-occ."""
+
+    def __init__(self, spark: SparkSession, path: PathLike) -> None:
+        if not isinstance(spark, SparkSession):
+            raise InvalidArgumentError(f"spark must be a pyspark SparkSession, got {type(spark).__name__}")
+        self.spark = spark
+        self.table = Table(path)
+
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession,
+        path: PathLike,
+        schema: Union[StructType, pa.Schema],
+        partition_by: Sequence[str] = (),
+        properties: Optional[Mapping[str, str]] = None,
+        name: Optional[str] = None,
+    ) -> "SparkTable":
+        """Create the table (version 0). ``schema`` is a Spark StructType or a pyarrow Schema."""
+        if isinstance(schema, StructType):
+            schema_json = schema.json()
+        else:
+            schema_json = arrow_schema_to_delta(schema)
+        if isinstance(partition_by, str):
+            partition_by = [partition_by]
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        handle = _core.TableHandle.create(_location(path), schema_json, list(partition_by), props, name)
+        st = cls.__new__(cls)
+        st.spark = spark
+        st.table = Table._wrap(handle)
+        return st
+
+    def __repr__(self) -> str:
+        return f"SparkTable({self.path!r}, version={self.version})"
+
+    @property
+    def path(self) -> str:
+        return self.table.path
+
+    @property
+    def version(self) -> int:
+        return self.table.version
+
+    def refresh(self) -> int:
+        return self.table.refresh()
+
+    def snapshot(self, version: Optional[int] = None) -> Snapshot:
+        return self.table.snapshot(version)
+
+    def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        return self.table.history(limit)
+
+    def to_df(self, version: Optional[int] = None, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
+        """The rows of the latest (or ``version``) snapshot as a DataFrame: only files that may
+        match ``where`` are read, DVs are applied, partition columns filled, logical names; the
+        rows are exactly those ``Snapshot.to_pyarrow(where=...)`` returns."""
+        return _read(self.spark, self.table.snapshot(version), where, columns)
+
+    def begin(
+        self,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+        **options: Any,
+    ) -> SparkTransaction:
+        """A driver-side transaction on the latest snapshot (options as ``Table.begin``)."""
+        return SparkTransaction(self, self.table.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts, **options))
+
+    def _one(self, op: str, args: tuple, kwargs: Dict[str, Any], isolation_level: LevelLike, row_level: bool, max_attempts: Optional[int]) -> CommitResult:
+        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
+        getattr(txn, op)(*args, **kwargs)
+        return txn.commit()
+
+    def append(self, df: DataFrame, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
+        """Blind append of a DataFrame (never conflicts with other appends)."""
+        return self._one("append", (df,), {}, isolation_level, row_level, max_attempts)
+
+    def overwrite(
+        self,
+        df: DataFrame,
+        replace_where: Optional[str] = None,
+        *,
+        dynamic_partitions: bool = False,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """As ``Table.overwrite``: all rows, those matching ``replace_where``, or the partitions in ``df``."""
+        return self._one("overwrite", (df, replace_where), {"dynamic_partitions": dynamic_partitions}, isolation_level, row_level, max_attempts)
+
+    def delete(self, where: Optional[str] = None, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
+        return self._one("delete", (where,), {}, isolation_level, row_level, max_attempts)
+
+    def update(
+        self, where: Optional[str], set: Mapping[str, str], *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None  # noqa: A002
+    ) -> CommitResult:
+        return self._one("update", (where, set), {}, isolation_level, row_level, max_attempts)
+
+    def merge(
+        self,
+        source: DataFrame,
+        on: str,
+        *,
+        source_alias: str = "s",
+        target_alias: str = "t",
+        when_matched_update: Optional[Mapping[str, str]] = None,
+        when_matched_delete: Union[bool, str] = False,
+        when_not_matched_insert: Union[bool, Mapping[str, str]] = False,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """MERGE INTO this table USING ``source`` ON ``on`` (the keywords of ``Table.merge``)."""
+        clauses = dict(
+            source_alias=source_alias,
+            target_alias=target_alias,
+            when_matched_update=when_matched_update,
+            when_matched_delete=when_matched_delete,
+            when_not_matched_insert=when_not_matched_insert,
+        )
+        return self._one("merge", (source, on), clauses, isolation_level, row_level, max_attempts)
+
+    def optimize(
+        self,
+        target_file_size: Optional[int] = None,
+        where: Optional[str] = None,
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
+        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
+        if txn.optimize(target_file_size, where):
+            return txn.commit()
+        txn.abort()
+        zero = ("numBins", "numFilesRemoved", "numOutputRows")
+        return CommitResult(
+            version=txn.read_version,
+            attempts=0,
+            isolation_level=IsolationLevel.SNAPSHOT_ISOLATION,
+            read_version=txn.read_version,
+            rebased_over=[],
+            rows_resolved=0,
+            operation="OPTIMIZE",
+            metrics={k: "0" for k in zero},
+            committed=False,
+        )
+
+
+__all__ = ["SparkTable", "SparkTransaction"]

@@ -1,0 +1,266 @@
+"""Writing rows from Spark: every job writes into its own new directory under the table (two jobs
+sharing an output directory clash in `_temporary`), the driver lists what the job wrote, reads
+each footer for Delta statistics and stages the adds. Partition values come from the data
+(canonicalised on the driver exactly as the embedded engine does), never from directory names,
+which cannot tell NULL from "" and depend on the session time zone."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import uuid
+from functools import reduce
+from typing import Any, Dict, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .._write import _STRING_PREFIX, Layout, _stat_value, partition_string
+from ..exceptions import InvalidArgumentError, UnsupportedFeatureError
+from ._columns import col, logical_schema, physical_schema
+from ._scan import session_conf
+
+GROUP = "__delta_occ_group"
+_WRITE_CONF = {
+    # Spark's default INT96 timestamps carry no statistics.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+}
+
+
+class Job:
+    """The output directories of one operation; removed again when the operation does not commit."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.dirs: List[str] = []
+        self.rows = 0  # rows in the files staged so far
+        self.written: List[int] = []  # the group of each file staged, in order
+
+    def new_dir(self) -> str:
+        d = os.path.join(self.root, f"spark-{uuid.uuid4().hex}")
+        self.dirs.append(d)
+        return d
+
+    def cleanup(self) -> None:
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        self.dirs = []
+
+
+def conform(df: DataFrame, lay: Layout) -> DataFrame:
+    """Columns of the table schema by name (case-insensitive), cast to the table types; missing
+    nullable columns become NULL; unknown columns and NULLs in NOT NULL columns are errors."""
+    if not isinstance(df, DataFrame):
+        raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
+    schema = logical_schema(json_schema(lay))
+    lower = {n.lower(): n for n in df.columns}
+    known = {f.name.lower() for f in schema.fields}
+    extra = [n for n in df.columns if n.lower() not in known]
+    if extra:
+        raise InvalidArgumentError(f"column(s) {extra} are not in the table schema {schema.names} (change the schema first)")
+    out: List[Column] = []
+    for f in schema.fields:
+        name = lower.get(f.name.lower())
+        if name is None:
+            if not f.nullable:
+                raise InvalidArgumentError(f"column {f.name!r} is NOT NULL and missing from the data")
+            out.append(F.lit(None).cast(f.dataType).alias(f.name))
+            continue
+        c = col(name).cast(f.dataType)
+        if not f.nullable:
+            c = F.when(c.isNull(), F.raise_error(F.lit(f"delta-occ: column {f.name!r} is NOT NULL but the data holds a null"))).otherwise(c)
+        out.append(c.alias(f.name))
+    return df.select(*out)
+
+
+def json_schema(lay: Layout) -> str:
+    return lay.snapshot._h.schema_json
+
+
+def check_writable(lay: Layout) -> None:
+    if lay.unenforced:
+        raise UnsupportedFeatureError(
+            f"delta-occ cannot write rows to {lay.root}: it does not enforce "
+            f"{'; '.join(lay.unenforced)} (deleting rows works; other writers can write)",
+            what="data rules",
+        )
+
+
+def write(
+    spark: SparkSession,
+    lay: Layout,
+    txn: Any,
+    job: Job,
+    df: DataFrame,
+    *,
+    data_change: bool = True,
+    rewrite: bool = False,
+) -> Tuple[List[str], Optional[pa.Table]]:
+    """Write conformed rows (logical names) and stage one add per file. Returns the paths and,
+    on a partitioned table, the distinct partition tuples written (typed, as Arrow)."""
+    if data_change and not rewrite:
+        check_writable(lay)
+    parts = lay.partition_columns
+    if not parts:
+        return write_groups(spark, lay, txn, job, df, None, {0: ({}, None)}, data_change), None
+    tuples = df.select(*[col(c) for c in parts]).distinct().toArrow()
+    if tuples.num_rows == 0:
+        return [], tuples
+    groups = {i: ({c: partition_string(tuples.column(c)[i].as_py()) for c in parts}, None) for i in range(tuples.num_rows)}
+    keys = tuples.rename_columns([f"__delta_occ_p{j}" for j in range(len(parts))]).append_column(GROUP, pa.array(range(tuples.num_rows), pa.int32()))
+    keys_df = spark.createDataFrame(keys)
+    cond = reduce(lambda a, b: a & b, [col(c).eqNullSafe(col(f"__delta_occ_p{j}")) for j, c in enumerate(parts)])
+    joined = df.join(F.broadcast(keys_df), on=cond, how="left")
+    # The data was evaluated twice (tuples, then rows): a nondeterministic source must not lose rows.
+    group = F.when(F.col(GROUP).isNull(), F.raise_error(F.lit("delta-occ: the data changed between its two reads (nondeterministic source?); cache it first"))).otherwise(F.col(GROUP))
+    joined = joined.select(*[col(c) for c in df.columns], group.alias(GROUP))
+    return write_groups(spark, lay, txn, job, joined, GROUP, groups, data_change), tuples
+
+
+def write_groups(
+    spark: SparkSession,
+    lay: Layout,
+    txn: Any,
+    job: Job,
+    df: DataFrame,
+    group_col: Optional[str],
+    groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]],
+    data_change: bool,
+) -> List[str]:
+    """Write `df` (logical names, plus `group_col` when given) with one output directory per
+    group; `groups` maps a group number to its partition values and add tags."""
+    out_dir = job.new_dir()
+    phys = physical_schema(json_schema(lay), lay.mode)
+    logical = logical_schema(json_schema(lay))
+    cols: List[Column] = []
+    for lf, pf in zip(logical.fields, phys.fields):
+        if lf.name in lay.partition_columns:
+            continue
+        c = col(lf.name)
+        if pf.dataType != lf.dataType:
+            c = c.cast(pf.dataType)
+        cols.append(c.alias(pf.name, metadata=pf.metadata) if pf.metadata else c.alias(pf.name))
+    if group_col is not None:
+        cols.append(F.col(group_col))
+    writer = df.select(*cols).write.mode("errorifexists")
+    if group_col is not None:
+        writer = writer.partitionBy(group_col)
+    with session_conf(spark, **_WRITE_CONF):
+        writer.parquet("file://" + out_dir)
+    return stage_written(lay, txn, job, out_dir, group_col, groups, data_change)
+
+
+def stage_written(
+    lay: Layout,
+    txn: Any,
+    job: Job,
+    out_dir: str,
+    group_col: Optional[str],
+    groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]],
+    data_change: bool,
+) -> List[str]:
+    paths = []
+    for dirpath, dirnames, filenames in os.walk(out_dir):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            if name.startswith(("_", ".")) or name.endswith(".crc"):
+                os.remove(full)  # _SUCCESS and checksums: nobody reads them
+                continue
+            group = 0
+            if group_col is not None:
+                leaf = os.path.basename(dirpath)
+                if not leaf.startswith(group_col + "="):
+                    raise InvalidArgumentError(f"unexpected file {full} in the job's output")
+                group = int(leaf.split("=", 1)[1])
+            values, tags = groups[group]
+            stats, rows = footer_stats(full)
+            if rows == 0:
+                os.remove(full)  # Spark writes one empty file for an empty DataFrame
+                continue
+            rel = os.path.relpath(full, lay.root).replace(os.sep, "/")
+            txn.add_file(rel, values, os.path.getsize(full), stats, data_change=data_change, tags=tags)
+            paths.append(rel)
+            job.rows += rows
+            job.written.append(group)
+    return paths
+
+
+# -- statistics from parquet footers -------------------------------------------------------------
+
+
+def _leaves(t: pa.DataType) -> int:
+    if pa.types.is_struct(t):
+        return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _leaves(t.key_type) + _leaves(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaves(t.value_type)
+    return 1
+
+
+def _nested(t: pa.DataType) -> bool:
+    return _leaves(t) != 1 or pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t)
+
+
+def footer_stats(path: str) -> Tuple[str, int]:
+    """Delta stats of a parquet file from its footer alone: numRecords, and per top-level
+    primitive column nullCount and, where sound, minValues / maxValues. Rules (the embedded
+    writer's): no bounds for booleans, binary and decimals; a float column with NaN (parquet-mr
+    records NaN as a bound) gets none, an infinite bound is left out (JSON has neither); a string
+    min is cut to 32 characters and a longer max left out; timestamps at millisecond precision."""
+    import json
+
+    md = pq.read_metadata(path)
+    schema = md.schema.to_arrow_schema()
+    mins: Dict[str, Any] = {}
+    maxs: Dict[str, Any] = {}
+    nulls: Dict[str, Any] = {}
+    leaf = 0
+    for f in schema:
+        j, leaf = leaf, leaf + _leaves(f.type)
+        if _nested(f.type):
+            continue
+        lo = hi = None
+        bounded, counted, nc = True, True, 0
+        for r in range(md.num_row_groups):
+            rg = md.row_group(r)
+            st = rg.column(j).statistics
+            if st is None or not st.has_null_count:
+                counted = False
+            else:
+                nc += st.null_count
+            if st is not None and st.has_null_count and st.null_count == rg.num_rows:
+                continue  # all NULL: no bound needed
+            if st is None or not st.has_min_max:
+                bounded = False
+                continue
+            a, b = st.min, st.max
+            lo = a if lo is None or a < lo else lo
+            hi = b if hi is None or b > hi else hi
+            if isinstance(a, float) and (math.isnan(a) or math.isnan(b)):
+                bounded = False
+        if counted:
+            nulls[f.name] = nc
+        t = f.type
+        if not bounded or lo is None or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
+            continue
+        if isinstance(lo, bytes) or isinstance(hi, bytes):
+            continue
+        if isinstance(lo, str):
+            lo = lo[:_STRING_PREFIX]
+            if len(hi) > _STRING_PREFIX:
+                hi = None
+        if not (isinstance(lo, float) and math.isinf(lo)):
+            mins[f.name] = _stat_value(lo)
+        if hi is not None and not (isinstance(hi, float) and math.isinf(hi)):
+            maxs[f.name] = _stat_value(hi)
+    stats = {"numRecords": md.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    return json.dumps(stats, allow_nan=False), md.num_rows
+
+
+__all__ = ["Job", "conform", "write", "write_groups", "footer_stats", "GROUP"]

@@ -13,7 +13,9 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError("delta_occ.spark needs pyspark: pip install 'delta-occ[spark]'") from e
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Union
+import contextlib
+import time
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -68,6 +70,9 @@ class SparkTransaction:
         self.touched: Set[str] = set()
         self._ops: List[tuple] = []
         self.result: Optional[CommitResult] = None
+        #: Seconds spent in Spark jobs that find rows ("spark") and on the driver staging and
+        #: committing ("driver"); for benchmarks and for users sizing their jobs.
+        self.timings: Dict[str, float] = {"spark": 0.0, "driver": 0.0}
 
     def __repr__(self) -> str:
         return f"SparkTransaction(read_version={self.read_version}, state={self.state!r}, operations={[o[0] for o in self._ops]})"
@@ -88,6 +93,14 @@ class SparkTransaction:
 
     def record(self, operation: str, parameters: Dict[str, Any], metrics: Dict[str, int]) -> None:
         self._ops.append((operation, parameters, metrics))
+
+    @contextlib.contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[what] += time.perf_counter() - start
 
     def check_untouched(self, paths: Sequence[str]) -> None:
         both = self.touched.intersection(paths)
@@ -147,7 +160,8 @@ class SparkTransaction:
             operation, params, metrics = "WRITE", {}, {}
         self.txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
         try:
-            self.result = self.txn.commit(operation, params)
+            with self.timed("driver"):
+                self.result = self.txn.commit(operation, params)
         except BaseException:
             self.job.cleanup()
             raise

@@ -100,8 +100,10 @@ def _remove_matching(ctx: "SparkTransaction", where: Optional[str]) -> int:
         return sum(_live_rows(plan))
     cond = _where_column(tree, plan)
     rows = read_plan(ctx.spark, plan, referenced(tree), positions=True)
-    hits = rows.filter(cond).select(FILE, ROW).toArrow()
-    rewrite = _stage_hits(ctx, plan, hits)
+    with ctx.timed("spark"):
+        hits = rows.filter(cond).select(FILE, ROW).toArrow()
+    with ctx.timed("driver"):
+        rewrite = _stage_hits(ctx, plan, hits)
     if rewrite:
         keep = read_plan(ctx.spark, plan, positions=True).filter(_in_files(rewrite) & ~cond).drop(FILE, ROW)
         write(ctx.spark, ctx.lay, ctx.txn, ctx.job, keep, rewrite=True)

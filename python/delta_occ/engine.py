@@ -252,6 +252,27 @@ class _MergeColumns:
         return resolve
 
 
+def split_merge_condition(on: str, cols: _MergeColumns) -> Tuple[List[Tuple[str, str]], List[Tuple[str, dict]], List[dict]]:
+    """The ON condition's conjuncts: equality keys (target column, source column), target-only
+    conjuncts (SQL text, tree) and the rest (trees)."""
+    keys: List[Tuple[str, str]] = []
+    target_only: List[Tuple[str, dict]] = []
+    residual: List[dict] = []
+    for sql, tree_text in _core.conjuncts_json(on):
+        tree = json.loads(tree_text)
+        sides = [cols.side(p) for p in _expr.columns_of(tree)]
+        if tree.get("op") == "=" and all("col" in a for a in tree["args"]):
+            a, b = cols.side(tree["args"][0]["col"]), cols.side(tree["args"][1]["col"])
+            if {a[0], b[0]} == {"t", "s"}:
+                keys.append((a[1], b[1]) if a[0] == "t" else (b[1], a[1]))
+                continue
+        if sides and all(s == "t" for s, _ in sides):
+            target_only.append((sql, tree))
+            continue
+        residual.append(tree)
+    return keys, target_only, residual
+
+
 def _find(schema: pa.Schema, name: str) -> Optional[str]:
     if name in schema.names:
         return name
@@ -286,22 +307,7 @@ def merge(
     if not (when_matched_update or when_matched_delete or when_not_matched_insert):
         raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
     cols = _MergeColumns(lay.schema, source.schema, target_alias, source_alias)
-    keys: List[Tuple[str, str]] = []
-    target_only: List[str] = []
-    residual: List[dict] = []
-    for sql, tree_text in _core.conjuncts_json(on):
-        tree = json.loads(tree_text)
-        sides = [cols.side(p) for p in _expr.columns_of(tree)]
-        if tree.get("op") == "=" and all("col" in a for a in tree["args"]):
-            a, b = cols.side(tree["args"][0]["col"]), cols.side(tree["args"][1]["col"])
-            if {a[0], b[0]} == {"t", "s"}:
-                t_col, s_col = (a[1], b[1]) if a[0] == "t" else (b[1], a[1])
-                keys.append((t_col, s_col))
-                continue
-        if sides and all(s == "t" for s, _ in sides):
-            target_only.append((sql, tree))
-            continue
-        residual.append(tree)
+    keys, target_only, residual = split_merge_condition(on, cols)
 
     # Cast source keys to the target types so the join and the narrowing compare like with like.
     for t_col, s_col in keys:

@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .. import _core, _expr
+from .. import _expr
 from .. import engine as _engine
 from .._write import partition_string
 from ..exceptions import InvalidArgumentError, PredicateError
@@ -230,18 +230,8 @@ def merge(
         raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
     src_schema = _arrow_schema(source)
     cols = _engine._MergeColumns(lay.schema, src_schema, target_alias, source_alias)
-    keys: List[Tuple[str, str]] = []
-    target_only: List[str] = []
-    for sql, tree_text in _core.conjuncts_json(on):
-        tree = json.loads(tree_text)
-        sides = [cols.side(p) for p in _expr.columns_of(tree)]
-        if tree.get("op") == "=" and all("col" in a for a in tree["args"]):
-            a, b = cols.side(tree["args"][0]["col"]), cols.side(tree["args"][1]["col"])
-            if {a[0], b[0]} == {"t", "s"}:
-                keys.append((a[1], b[1]) if a[0] == "t" else (b[1], a[1]))
-                continue
-        if sides and all(s == "t" for s, _ in sides):
-            target_only.append(sql)
+    keys, target_only_pairs, _ = _engine.split_merge_condition(on, cols)
+    target_only = [sql for sql, _ in target_only_pairs]
     read_where = _engine.narrowed_predicate([_key_summary(ctx, source, t, s) for t, s in keys], target_only)
     plan, _ = _plan(ctx, read_where)
     names = [f.name for f in lay.schema]

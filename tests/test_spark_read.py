@@ -147,7 +147,11 @@ def test_golden_dv_table_through_spark(spark, g, tmp_path):
 
 # -- the path key ----------------------------------------------------------------------------------
 
-AWKWARD = " %#?[]{}=+*&$,;:@!~'()\"<>`^|\\é中\u00a0\u3000\u0085\t" + string.ascii_letters + string.digits + "-_."
+# No ':' here: Hadoop's Path cannot take a path component holding ':' next to glob characters
+# ("Relative path in absolute URI: p=:%5B", found by this test). Table writers escape ':' in
+# partition directories (the embedded engine and Hive-style names write %3A), and Spark jobs write
+# under spark-<uuid>/, so table files never have one.
+AWKWARD = " %#?[]{}=+*&$,;@!~'()\"<>`^|\\é中\u00a0\u3000\u0085\t" + string.ascii_letters + string.digits + "-_."
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

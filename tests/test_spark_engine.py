@@ -321,3 +321,19 @@ def test_optimize_nothing_to_do_writes_no_commit(spark, bases, tmp_path):
     st.optimize()
     r = st.optimize()
     assert r.committed is False and r.version == st.version
+
+
+def test_spark_written_nan_files_keep_no_float_bounds(spark, tmp_path):
+    """parquet-mr records NaN as a bound (issue 15 facts): footer statistics of a Spark-written
+    file with NaN anywhere must carry no min/max for that column, so `x > 100` still finds the
+    NaN rows (NaN is above every value in Spark's order) by file skipping and by the checker."""
+    st = SparkTable.create(spark, tmp_path / "t", SCHEMA)
+    xs = [1.0, float("nan"), 2.0, float("-inf"), 3.0]
+    st.append(spark.createDataFrame(table_of([{**row(i), "x": x} for i, x in enumerate(xs)]).select(["id", "x"])).coalesce(1))
+    stats = [json.loads(s) for s in docc.Table(tmp_path / "t").snapshot().files().column("stats").to_pylist()]
+    assert len(stats) == 1
+    assert "x" not in stats[0]["maxValues"] and "x" not in stats[0]["minValues"]
+    assert stats[0]["nullCount"]["x"] == 0 and stats[0]["numRecords"] == 5
+    assert (stats[0]["minValues"]["id"], stats[0]["maxValues"]["id"]) == (0, 4)  # other bounds kept
+    assert st.to_df(where="x > 100").toArrow().column("id").to_pylist() == [1]
+    assert docc.Table(tmp_path / "t").snapshot().to_pyarrow(where="x > 100").column("id").to_pylist() == [1]

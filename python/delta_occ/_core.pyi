@@ -164,6 +164,10 @@ class SnapshotHandle:
     def domain_metadata(self) -> Dict[str, str]: ...
     def tombstones(self) -> List[Tuple[str, Optional[str], Optional[int]]]: ...
 
+def parquet_footer_stats(path: str) -> Tuple[str, int]:
+    """Delta stats JSON and row count of a parquet file from its footer (no data read): the
+    NaN, infinity, 32-character prefix and millisecond-timestamp rules. GIL released."""
+
 def spark_file_keys(paths: List[str]) -> List[str]:
     """The key Spark reports as ``_metadata.file_path`` for each absolute local path."""
 

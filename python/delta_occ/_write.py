@@ -275,13 +275,13 @@ def stats_json(data: pa.Table) -> str:
         if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi) or pc.any(pc.is_nan(col)).as_py()):
             continue
         if isinstance(lo, str):
-            lo = lo[:_STRING_PREFIX]
+            lo = lo[:_STRING_PREFIX]  # a prefix of the min is still a lower bound
             if len(hi) > _STRING_PREFIX:
-                continue  # a truncated max is not an upper bound; leave it out
+                hi = None  # a truncated max is not an upper bound; leave it out
         # JSON has no infinities: an infinite bound is left out (unknown), the other one kept.
         if not (isinstance(lo, float) and math.isinf(lo)):
             mins[f.name] = _stat_value(lo)
-        if not (isinstance(hi, float) and math.isinf(hi)):
+        if hi is not None and not (isinstance(hi, float) and math.isinf(hi)):
             maxs[f.name] = _stat_value(hi)
     stats = {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
     return json.dumps(stats, allow_nan=False)

@@ -6,7 +6,6 @@ which cannot tell NULL from "" and depend on the session time zone."""
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import uuid
@@ -14,11 +13,11 @@ from functools import reduce
 from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .._write import _STRING_PREFIX, Layout, _stat_value, partition_string
+from .. import _core
+from .._write import Layout, partition_string
 from ..exceptions import InvalidArgumentError, UnsupportedFeatureError
 from ._columns import col, logical_schema, physical_schema
 from ._scan import session_conf
@@ -190,77 +189,9 @@ def stage_written(
     return paths
 
 
-# -- statistics from parquet footers -------------------------------------------------------------
-
-
-def _leaves(t: pa.DataType) -> int:
-    if pa.types.is_struct(t):
-        return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_map(t):
-        return _leaves(t.key_type) + _leaves(t.item_type)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _leaves(t.value_type)
-    return 1
-
-
-def _nested(t: pa.DataType) -> bool:
-    return _leaves(t) != 1 or pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t)
-
-
 def footer_stats(path: str) -> Tuple[str, int]:
-    """Delta stats of a parquet file from its footer alone: numRecords, and per top-level
-    primitive column nullCount and, where sound, minValues / maxValues. Rules (the embedded
-    writer's): no bounds for booleans, binary and decimals; a float column with NaN (parquet-mr
-    records NaN as a bound) gets none, an infinite bound is left out (JSON has neither); a string
-    min is cut to 32 characters and a longer max left out; timestamps at millisecond precision."""
-    import json
-
-    md = pq.read_metadata(path)
-    schema = md.schema.to_arrow_schema()
-    mins: Dict[str, Any] = {}
-    maxs: Dict[str, Any] = {}
-    nulls: Dict[str, Any] = {}
-    leaf = 0
-    for f in schema:
-        j, leaf = leaf, leaf + _leaves(f.type)
-        if _nested(f.type):
-            continue
-        lo = hi = None
-        bounded, counted, nc = True, True, 0
-        for r in range(md.num_row_groups):
-            rg = md.row_group(r)
-            st = rg.column(j).statistics
-            if st is None or not st.has_null_count:
-                counted = False
-            else:
-                nc += st.null_count
-            if st is not None and st.has_null_count and st.null_count == rg.num_rows:
-                continue  # all NULL: no bound needed
-            if st is None or not st.has_min_max:
-                bounded = False
-                continue
-            a, b = st.min, st.max
-            lo = a if lo is None or a < lo else lo
-            hi = b if hi is None or b > hi else hi
-            if isinstance(a, float) and (math.isnan(a) or math.isnan(b)):
-                bounded = False
-        if counted:
-            nulls[f.name] = nc
-        t = f.type
-        if not bounded or lo is None or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
-            continue
-        if isinstance(lo, bytes) or isinstance(hi, bytes):
-            continue
-        if isinstance(lo, str):
-            lo = lo[:_STRING_PREFIX]
-            if len(hi) > _STRING_PREFIX:
-                hi = None
-        if not (isinstance(lo, float) and math.isinf(lo)):
-            mins[f.name] = _stat_value(lo)
-        if hi is not None and not (isinstance(hi, float) and math.isinf(hi)):
-            maxs[f.name] = _stat_value(hi)
-    stats = {"numRecords": md.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    return json.dumps(stats, allow_nan=False), md.num_rows
+    """Delta stats of a written file from its footer, by the core (``parquet_stats.rs``)."""
+    return _core.parquet_footer_stats(path)
 
 
 __all__ = ["Job", "conform", "write", "write_groups", "footer_stats", "GROUP"]

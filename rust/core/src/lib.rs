@@ -9,6 +9,7 @@ pub mod files_batch;
 pub mod isolation;
 pub mod log;
 pub mod parallel;
+pub mod parquet_stats;
 pub mod partition;
 pub mod predicate;
 pub mod properties;

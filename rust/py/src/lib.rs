@@ -46,6 +46,13 @@ fn conjuncts_json(text: &str) -> PyResult<Vec<(String, String)>> {
         .map(|v| v.into_iter().map(|(s, j)| (s, j.to_string())).collect())
 }
 
+/// Delta stats (JSON text) and the row count of a parquet file, from its footer alone.
+#[pyfunction]
+fn parquet_footer_stats(py: Python<'_>, path: std::path::PathBuf) -> PyResult<(String, i64)> {
+    py.detach(|| delta_occ_core::parquet_stats::footer_stats(&path))
+        .py_err()
+}
+
 /// The key Spark reports as `_metadata.file_path` for each absolute local path.
 #[pyfunction]
 fn spark_file_keys(paths: Vec<String>) -> Vec<String> {
@@ -66,6 +73,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expression_json, m)?)?;
     m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
     m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;
     m.add_function(wrap_pyfunction!(dv::write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(dv::serialize_bitmap, m)?)?;

@@ -186,6 +186,7 @@ class Layout:
         full = os.path.join(self.root, rel)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         pq.write_table(physical, full, compression="snappy")
+        txn._own_file(full)
         txn.add_file(rel, partition, os.path.getsize(full), stats_json(physical), data_change=data_change, tags=tags)
         return rel
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from . import _core
 from ._schema import arrow_schema_to_delta
-from .exceptions import InvalidArgumentError
+from .exceptions import DeltaOccError, InvalidArgumentError
 from .isolation import IsolationLevel
 
 if TYPE_CHECKING:
@@ -117,6 +118,9 @@ class Transaction:
         self._parameters: Dict[str, Any] = {}
         self._layout: Any = None
         self.result: Optional[CommitResult] = None
+        #: Data files the embedded engine wrote for this transaction: removed again when it does
+        #: not commit, so failed work leaves no orphans behind.
+        self._own_files: List[str] = []
 
     def __repr__(self) -> str:
         return f"Transaction(read_version={self.read_version}, state={self.state!r}, isolation_level={self.isolation_level.value})"
@@ -316,7 +320,13 @@ class Transaction:
             operation = self._operation or "WRITE"
             if parameters is None and self._operation is not None:
                 parameters = self._parameters
-        d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
+        try:
+            d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
+        except DeltaOccError:
+            # The core raises only when no attempt landed (it resolves unknown outcomes by the
+            # commit's txnId), so the files this transaction wrote are referenced by nobody.
+            self._remove_own_files()
+            raise
         self.result = CommitResult._from_core(d)
         if self._table is not None:
             self._table.refresh()  # the handle sees its own commit
@@ -330,8 +340,23 @@ class Transaction:
         return self._h.validate(through)
 
     def abort(self) -> None:
-        """Drop the staged actions. Files already written stay unreferenced."""
+        """Drop the staged actions and remove the data files the embedded engine wrote for them
+        (files added through ``add_file`` by other writers are theirs to clean up)."""
+        was_open = self.state == "open"
         self._h.abort()
+        if was_open:
+            self._remove_own_files()
+
+    def _own_file(self, path: str) -> None:
+        self._own_files.append(path)
+
+    def _remove_own_files(self) -> None:
+        for f in self._own_files:
+            try:
+                os.remove(f)
+            except FileNotFoundError:
+                pass
+        self._own_files = []
 
     def __enter__(self) -> "Transaction":
         return self

@@ -24,12 +24,12 @@ from pyspark.sql.types import StructType
 from .. import _core
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
-from ..exceptions import InvalidArgumentError
+from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
 from ..table import PathLike, Snapshot, Table, _location
 from ..transaction import CommitResult, LevelLike, Transaction
 from . import _dml
-from ._columns import to_column
+from ._columns import logical_schema, to_column
 from ._scan import ScanPlan, check_columns, predicate, read_plan, referenced
 from ._write import Job
 
@@ -66,6 +66,8 @@ class SparkTransaction:
         self.txn = txn
         self.snap_handle = txn.snapshot._h
         self.lay = Layout(txn.snapshot)
+        #: The table schema as Spark types with logical names.
+        self.logical = logical_schema(self.snap_handle.schema_json)
         self.job = Job(self.lay.root)
         self.touched: Set[str] = set()
         self._ops: List[tuple] = []
@@ -162,7 +164,9 @@ class SparkTransaction:
         try:
             with self.timed("driver"):
                 self.result = self.txn.commit(operation, params)
-        except BaseException:
+        except DeltaOccError:
+            # Raised only when no attempt landed: nothing references this transaction's output.
+            # (Not on KeyboardInterrupt: a commit that landed must keep its files.)
             self.job.cleanup()
             raise
         self.table.table.refresh()

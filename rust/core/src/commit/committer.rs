@@ -3,7 +3,7 @@
 //! bounded attempts, a time budget, and exponential backoff with jitter.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,6 +100,8 @@ struct Materialized {
     adds: Vec<AddFile>,
     removes: Vec<RemoveFile>,
     metrics: BTreeMap<String, String>,
+    /// The DV file this materialization wrote (referenced only if its attempt lands).
+    dv_file: Option<PathBuf>,
 }
 
 pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
@@ -116,7 +118,31 @@ pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<Stri
     result
 }
 
+/// The commit loop, removing the DV files that no landed commit references: those of attempts
+/// that were rebased, and all of them when the commit fails (a conflict, a permanent I/O error,
+/// retries exhausted). Every error here means that no attempt landed.
 fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
+    let mut written: Vec<PathBuf> = Vec::new();
+    let result = run_attempts(txn, operation, parameters, opts, &mut written);
+    let keep = result.as_ref().ok().and_then(|r| r.dv_file.clone());
+    for f in written.iter().filter(|f| Some(*f) != keep.as_ref()) {
+        let _ = std::fs::remove_file(f);
+    }
+    result.map(|r| r.result)
+}
+
+struct Landed {
+    result: CommitResult,
+    dv_file: Option<PathBuf>,
+}
+
+fn run_attempts(
+    txn: &Transaction,
+    operation: &str,
+    parameters: &BTreeMap<String, String>,
+    opts: &CommitOptions,
+    written: &mut Vec<PathBuf>,
+) -> Result<Landed> {
     let table = txn.root.display().to_string();
     let prepared = prepare(txn)?;
     let dir = log_dir(&txn.root);
@@ -138,6 +164,7 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
         tried.push(attempt_version);
         if actions.is_none() {
             let mut m = materialize(&txn.root, rebased.as_ref().unwrap_or(&prepared.staged))?;
+            written.extend(m.dv_file.clone());
             for (k, v) in &txn.operation_metrics {
                 m.metrics.entry(k.clone()).or_insert_with(|| v.clone());
             }
@@ -155,6 +182,11 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
                 Some(Some(id)) if id == prepared.txn_id => true,
                 Some(_) => false,
                 None => {
+                    // Nothing was published. A permission, read-only or full-disk error will not
+                    // go away by retrying: say so now, not after max_attempts back-offs.
+                    if matches!(&e, Error::Io { source, .. } if log_store::is_permanent(source)) {
+                        return Err(e);
+                    }
                     if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
                         return Err(give_up(&table, attempt, started, tried, format!("last error: {e}")));
                     }
@@ -164,13 +196,15 @@ fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>
             },
         };
         if landed {
-            return Ok(finish(txn, &prepared, rows_resolved, m, operation, attempt_version, attempt, rebased_over, checks));
+            let dv_file = m.dv_file.clone();
+            return Ok(Landed { result: finish(txn, &prepared, rows_resolved, m, operation, attempt_version, attempt, rebased_over, checks), dv_file });
         }
         // Collision: check every commit that appeared since the last check, in order.
         let winners = read_winners(txn, checked_upto + 1, None)?;
         if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
             // An earlier attempt whose outcome looked unknown did land.
-            return Ok(finish(txn, &prepared, rows_resolved, m, operation, w.version, attempt, rebased_over, checks));
+            let dv_file = m.dv_file.clone();
+            return Ok(Landed { result: finish(txn, &prepared, rows_resolved, m, operation, w.version, attempt, rebased_over, checks), dv_file });
         }
         let deadline = Instant::now() + opts.row_level_budget;
         let st = rebased.as_ref().unwrap_or(&prepared.staged);
@@ -445,6 +479,10 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
     refs.extend(own.iter().map(|(_, b)| *b));
     let descriptors = if refs.is_empty() { Vec::new() } else { dv::file::write(root, "", &refs)? };
+    let dv_file = descriptors.first().and_then(|d| match d.location(root) {
+        Ok(dv::descriptor::DvLocation::File { path, .. }) => Some(path),
+        _ => None,
+    });
     let mut d = descriptors.into_iter();
     for f in &changed {
         removes.push(remove_of(f, true));
@@ -473,7 +511,7 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     if let Some(n) = adds.iter().map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref()))).sum::<Result<Option<i64>>>()? {
         metrics.insert("numOutputRows".into(), n.to_string());
     }
-    Ok(Materialized { adds, removes, metrics })
+    Ok(Materialized { adds, removes, metrics, dv_file })
 }
 
 /// Stats of a file with a DV describe its physical rows: mark the bounds as not tight.

@@ -11,23 +11,52 @@ use crate::log::path::commit_path;
 
 /// Fault injection for reliability tests, from `DELTA_OCC_FAULTS` (comma-separated):
 /// `pause_ms=N` sleeps N ms between the steps of a put (so a SIGKILL lands inside it), and
-/// `ack_lost` reports an I/O error after a successful publish (an ambiguous outcome).
+/// `ack_lost` reports an I/O error after a successful publish (an ambiguous outcome), and
+/// `publish_error=eacces|erofs|enospc|eio` fails the publish before anything is written with that
+/// error (a permission problem, a read-only or full file system, or a transient I/O error).
 struct Faults {
     pause: Option<std::time::Duration>,
     ack_lost: bool,
+    publish_error: Option<std::io::ErrorKind>,
 }
 
 fn faults() -> Faults {
     let spec = std::env::var("DELTA_OCC_FAULTS").unwrap_or_default();
-    let mut f = Faults { pause: None, ack_lost: false };
+    let mut f = Faults { pause: None, ack_lost: false, publish_error: None };
     for part in spec.split(',').map(str::trim) {
         if let Some(ms) = part.strip_prefix("pause_ms=").and_then(|v| v.parse::<u64>().ok()) {
             f.pause = Some(std::time::Duration::from_millis(ms));
         } else if part == "ack_lost" {
             f.ack_lost = true;
+        } else if let Some(kind) = part.strip_prefix("publish_error=") {
+            use std::io::ErrorKind as K;
+            f.publish_error = match kind {
+                "eacces" => Some(K::PermissionDenied),
+                "erofs" => Some(K::ReadOnlyFilesystem),
+                "enospc" => Some(K::StorageFull),
+                "eio" => Some(K::Other),
+                _ => None,
+            };
         }
     }
     f
+}
+
+/// An I/O error that retrying cannot cure: fail the commit at once instead of backing off.
+pub fn is_permanent(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::PermissionDenied
+            | K::ReadOnlyFilesystem
+            | K::StorageFull
+            | K::QuotaExceeded
+            | K::FileTooLarge
+            | K::NotADirectory
+            | K::IsADirectory
+            | K::InvalidInput
+            | K::Unsupported
+    )
 }
 
 impl Faults {
@@ -40,8 +69,11 @@ impl Faults {
 
 /// Write `bytes` as commit `version` unless it exists. `Ok(false)` means another writer won.
 pub fn put_if_absent(log_dir: &Path, version: i64, bytes: &[u8]) -> Result<bool> {
-    std::fs::create_dir_all(log_dir).map_err(|e| Error::io(log_dir, e))?;
     let faults = faults();
+    if let Some(kind) = faults.publish_error {
+        return Err(Error::io(log_dir, std::io::Error::new(kind, "injected fault: publish failed")));
+    }
+    std::fs::create_dir_all(log_dir).map_err(|e| Error::io(log_dir, e))?;
     let target = commit_path(log_dir, version);
     let tmp = log_dir.join(format!(".{version:020}.json.{}.tmp", uuid::Uuid::new_v4()));
     let written = (|| {

@@ -1,0 +1,94 @@
+"""Permanent I/O errors when publishing a commit (issue 16): a permission problem, a read-only or
+a full file system fails the operation at once with DeltaIOError (no back-off and retry until
+CommitRetriesExceededError), leaves no file of the attempt behind (data files the engine wrote,
+DV files the commit wrote), and the table stays as it was. A transient error is still retried.
+Errors are injected with DELTA_OCC_FAULTS=publish_error=... (running as root, file modes would
+not stop the writes)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import delta_occ as docc
+import pyarrow as pa
+import pytest
+from delta_occ import exceptions as exc
+
+DV = {"delta.enableDeletionVectors": "true"}
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int64())])
+
+
+def files_under(root) -> set:
+    return {str(p.relative_to(root)) for p in pathlib.Path(root).rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def table(tmp_path):
+    t = docc.Table.create(tmp_path / "t", SCHEMA, properties=DV)
+    for k in range(3):
+        t.append(pa.table({"id": list(range(k * 10, k * 10 + 10)), "p": [k] * 10}, schema=SCHEMA))
+    return t
+
+
+OPERATIONS = [
+    ("append", lambda t: t.append(pa.table({"id": [100], "p": [9]}, schema=SCHEMA))),
+    ("delete-dv", lambda t: t.delete("id IN (1, 2)")),
+    ("update", lambda t: t.update("id = 3", {"p": "p + 1"})),
+    ("merge", lambda t: t.merge(pa.table({"id": [4, 200], "p": [7, 7]}, schema=SCHEMA), "t.id = s.id",
+                                when_matched_update={"p": "s.p"}, when_not_matched_insert=True)),
+    ("optimize", lambda t: t.optimize()),
+]
+
+
+@pytest.mark.parametrize("fault", ["eacces", "erofs", "enospc"])
+@pytest.mark.parametrize("name,op", OPERATIONS, ids=[o[0] for o in OPERATIONS])
+def test_permanent_publish_error_fails_at_once_and_cleans_up(table, monkeypatch, fault, name, op):
+    root = table.path
+    before_files = files_under(root)
+    before_rows = sorted(table.snapshot().to_pyarrow().column("id").to_pylist())
+    version = table.version
+    monkeypatch.setenv("DELTA_OCC_FAULTS", f"publish_error={fault}")
+    with pytest.raises(exc.DeltaIOError) as info:
+        op(table)
+    assert not isinstance(info.value, exc.CommitRetriesExceededError)
+    assert "injected fault" in str(info.value) and "_delta_log" in str(info.value)
+    monkeypatch.delenv("DELTA_OCC_FAULTS")
+    assert files_under(root) == before_files, "the failed attempt left files behind"
+    fresh = docc.Table(root)
+    assert fresh.version == version
+    assert sorted(fresh.snapshot().to_pyarrow().column("id").to_pylist()) == before_rows
+
+
+def test_transient_publish_error_is_retried(table, monkeypatch):
+    before_files = files_under(table.path)
+    monkeypatch.setenv("DELTA_OCC_FAULTS", "publish_error=eio")
+    with pytest.raises(exc.CommitRetriesExceededError):
+        table.delete("id = 5", max_attempts=3)
+    monkeypatch.delenv("DELTA_OCC_FAULTS")
+    assert files_under(table.path) == before_files
+
+
+def test_aborted_transaction_removes_the_engines_files(table):
+    before_files = files_under(table.path)
+    txn = table.begin()
+    txn.append(pa.table({"id": [1000], "p": [1]}, schema=SCHEMA))
+    assert files_under(table.path) != before_files  # the engine wrote a data file
+    txn.abort()
+    assert files_under(table.path) == before_files
+
+
+def test_rebased_dv_commit_leaves_no_orphan_dv_file(table):
+    """Row-level rebase rewrites the DV: the first attempt's DV file must not stay behind."""
+    a = table.begin()
+    a.delete("id = 1")
+    table.delete("id = 2")  # the winner: same file, another row
+    r = a.commit()
+    assert r.rebased_over and r.attempts == 2
+    t = docc.Table(table.path)
+    referenced = set()  # every DV any version of the log points at
+    for v in range(t.version + 1):
+        for f in t.snapshot(v).files().to_pylist():
+            if f["deletion_vector"]:
+                referenced.add(f["deletion_vector"]["path_or_inline_dv"])
+    on_disk = [p for p in files_under(table.path) if p.startswith("deletion_vector_")]
+    assert len(on_disk) == len(referenced) == 2  # the winner's DV and the rebased union

@@ -337,3 +337,15 @@ def test_spark_written_nan_files_keep_no_float_bounds(spark, tmp_path):
     assert (stats[0]["minValues"]["id"], stats[0]["maxValues"]["id"]) == (0, 4)  # other bounds kept
     assert st.to_df(where="x > 100").toArrow().column("id").to_pylist() == [1]
     assert docc.Table(tmp_path / "t").snapshot().to_pyarrow(where="x > 100").column("id").to_pylist() == [1]
+
+
+@pytest.mark.parametrize("layout", ["flat-dv", "p-dv"])
+def test_delete_counts_rows_of_whole_files_removed_and_dv_rows(spark, bases, tmp_path, layout):
+    """numDeletedRows is every row the DELETE removed: rows of files it removed whole plus rows
+    it marked in DVs (the embedded engine's count; the model: the rows that disappear)."""
+    b = tmp_path / "t"
+    shutil.copytree(bases[layout], b)
+    before = docc.Table(b).snapshot().to_pyarrow().num_rows
+    r = SparkTable(spark, b).delete("p IS NULL OR id IN (1, 2)")
+    after = docc.Table(b).snapshot().to_pyarrow().num_rows
+    assert int(r.metrics["numDeletedRows"]) == before - after > 0

@@ -252,6 +252,13 @@ class _MergeColumns:
         return resolve
 
 
+def check_merge_clauses(on: Any, update: Any, delete: Any, insert: Any) -> None:
+    if not isinstance(on, str):
+        raise InvalidArgumentError("on must be SQL text")
+    if not (update or delete or insert):
+        raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
+
+
 def split_merge_condition(on: str, cols: _MergeColumns) -> Tuple[List[Tuple[str, str]], List[Tuple[str, dict]], List[dict]]:
     """The ON condition's conjuncts: equality keys (target column, source column), target-only
     conjuncts (SQL text, tree) and the rest (trees)."""
@@ -302,10 +309,7 @@ def merge(
         source = source.read_all()
     if not isinstance(source, pa.Table):
         raise InvalidArgumentError(f"source must be a pyarrow Table, got {type(source).__name__}")
-    if not isinstance(on, str):
-        raise InvalidArgumentError("on must be SQL text")
-    if not (when_matched_update or when_matched_delete or when_not_matched_insert):
-        raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
+    check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
     cols = _MergeColumns(lay.schema, source.schema, target_alias, source_alias)
     keys, target_only, residual = split_merge_condition(on, cols)
 

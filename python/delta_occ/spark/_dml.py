@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from .. import _expr
 from .. import engine as _engine
-from .._write import partition_string
 from ..exceptions import InvalidArgumentError, PredicateError
-from ._columns import col, quote, selected, to_column
+from ._columns import col, field, quote, selected, to_column
 from ._scan import FILE, ROW, ScanPlan, predicate, read_plan, referenced
 from ._write import GROUP, conform, write, write_groups
 
@@ -74,8 +74,8 @@ def _in_files(ids: List[int]) -> Column:
     return F.col(FILE).isin(*ids) if ids else F.lit(False)
 
 
-def _where_column(tree: Optional[Dict[str, Any]], plan: ScanPlan) -> Column:
-    return selected(None if tree is None else to_column(tree, plan.logical))
+def _where_column(tree: Optional[Dict[str, Any]], schema: StructType) -> Column:
+    return selected(None if tree is None else to_column(tree, schema))
 
 
 # -- append / overwrite / delete -----------------------------------------------------------------
@@ -98,7 +98,7 @@ def _remove_matching(ctx: "SparkTransaction", where: Optional[str]) -> int:
             ctx.txn.remove_file(p)
             ctx.touched.add(p)
         return sum(_live_rows(plan))
-    cond = _where_column(tree, plan)
+    cond = _where_column(tree, plan.logical)
     rows = read_plan(ctx.spark, plan, referenced(tree), positions=True)
     with ctx.timed("spark"):
         hits = rows.filter(cond).select(FILE, ROW).toArrow()
@@ -127,9 +127,7 @@ def overwrite(ctx: "SparkTransaction", df: DataFrame, replace_where: Optional[st
         replace_where = _engine._partitions_predicate(lay, tuples)
     elif replace_where is not None:
         _, tree = predicate(ctx.snap_handle, replace_where)
-        from ._columns import logical_schema
-
-        bad = rows.filter(~_where_column(tree, _Logical(logical_schema(ctx.snap_handle.schema_json)))).count()
+        bad = rows.filter(~_where_column(tree, ctx.logical)).count()
         if bad:
             raise InvalidArgumentError(f"{bad} row(s) of the new data do not satisfy replace_where {replace_where!r}")
     removed = _remove_matching(ctx, replace_where)
@@ -139,13 +137,6 @@ def overwrite(ctx: "SparkTransaction", df: DataFrame, replace_where: Optional[st
     if replace_where is not None:
         params["predicate"] = replace_where
     ctx.record("WRITE", params, {"numOutputRows": ctx.job.rows - before, "numRemovedRows": removed})
-
-
-class _Logical:
-    """A stand-in plan for conditions over conformed rows (only `.logical` is used)."""
-
-    def __init__(self, logical: Any) -> None:
-        self.logical = logical
 
 
 # -- update ----------------------------------------------------------------------------------------
@@ -169,11 +160,8 @@ def _assignments(ctx: "SparkTransaction", set_: Mapping[str, str], what: str) ->
 
 def _project(df: DataFrame, ctx: "SparkTransaction", assign: Dict[str, str], base: Dict[str, Column]) -> DataFrame:
     """Rows of the table schema: assigned columns from their SQL, the rest from ``base``."""
-    from ._columns import logical_schema
-
-    schema = logical_schema(ctx.snap_handle.schema_json)
     out = []
-    for f in schema.fields:
+    for f in ctx.logical.fields:
         c = F.expr(assign[f.name]).cast(f.dataType) if f.name in assign else base[f.name]
         out.append(c.alias(f.name))
     try:
@@ -187,7 +175,7 @@ def update(ctx: "SparkTransaction", where: Optional[str], set_: Mapping[str, str
     plan, tree = _plan(ctx, where)
     n = 0
     if len(plan):
-        cond = _where_column(tree, plan)
+        cond = _where_column(tree, plan.logical)
         rows = read_plan(ctx.spark, plan, positions=True)
         names = [f.name for f in plan.logical.fields]
         changed = _project(rows.filter(cond), ctx, assign, {c: col(c) for c in names})
@@ -224,10 +212,7 @@ def merge(
     lay = ctx.lay
     if not isinstance(source, DataFrame):
         raise InvalidArgumentError(f"source must be a pyspark DataFrame, got {type(source).__name__}")
-    if not isinstance(on, str):
-        raise InvalidArgumentError("on must be SQL text")
-    if not (when_matched_update or when_matched_delete or when_not_matched_insert):
-        raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
+    _engine.check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
     src_schema = _arrow_schema(source)
     cols = _engine._MergeColumns(lay.schema, src_schema, target_alias, source_alias)
     keys, target_only_pairs, _ = _engine.split_merge_condition(on, cols)
@@ -272,12 +257,10 @@ def merge(
     if when_not_matched_insert:
         unmatched = s.join(t, F.expr(on), "left_anti")
         if when_not_matched_insert is True:
-            ins = conform(unmatched.select(*[col(c) for c in source.columns if engine_find(lay.schema, c)]), lay)
+            ins = conform(unmatched.select(*[col(c) for c in source.columns if _engine._find(lay.schema, c)]), lay)
         else:
             assign = _assignments(ctx, when_not_matched_insert, "when_not_matched_insert")
-            from ._columns import logical_schema
-
-            base = {f.name: F.lit(None).cast(f.dataType) for f in logical_schema(ctx.snap_handle.schema_json).fields}
+            base = {f.name: F.lit(None).cast(f.dataType) for f in ctx.logical.fields}
             ins = _project(unmatched, ctx, assign, base)
         inserted = ins.count()
         if inserted:
@@ -291,25 +274,15 @@ def merge(
     ctx.record("MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
 
 
-def engine_find(schema: pa.Schema, name: str) -> Optional[str]:
-    return _engine._find(schema, name)
-
-
 def _empty_target(ctx: "SparkTransaction") -> DataFrame:
-    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
-
-    from ._columns import logical_schema
-
-    fields = list(logical_schema(ctx.snap_handle.schema_json).fields)
+    fields = list(ctx.logical.fields)
     return ctx.spark.createDataFrame([], StructType(fields + [StructField(FILE, IntegerType()), StructField(ROW, LongType())]))
 
 
 def _key_summary(ctx: "SparkTransaction", source: DataFrame, t_col: str, s_col: str) -> Tuple[str, Optional[List[Any]], Any, Any]:
     """The distinct source values of one key (cast to the target type), or their range when there
     are more than the engine lists."""
-    from ._columns import field, logical_schema
-
-    typ = field(logical_schema(ctx.snap_handle.schema_json), t_col).dataType
+    typ = field(ctx.logical, t_col).dataType
     keys = source.select(col(s_col).cast(typ).alias("k")).where(F.col("k").isNotNull())
     limit = _engine._MERGE_IN_LIST_LIMIT
     values = keys.distinct().limit(limit + 1).toArrow().column("k").to_pylist()
@@ -362,4 +335,4 @@ def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Op
     return len(bins)
 
 
-__all__ = ["append", "overwrite", "delete", "update", "merge", "optimize", "partition_string"]
+__all__ = ["append", "overwrite", "delete", "update", "merge", "optimize"]

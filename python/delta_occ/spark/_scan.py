@@ -36,18 +36,18 @@ _GLOB = str.maketrans({c: "\\" + c for c in "\\*?[]{}"})
 @contextlib.contextmanager
 def session_conf(spark: SparkSession, **settings: str) -> Iterator[None]:
     """Set SQL confs for the duration of a block and put the previous values back."""
-    old = {}
+    old: Dict[str, Optional[str]] = {}
     for k, v in settings.items():
         old[k] = spark.conf.get(k, None)
         spark.conf.set(k, v)
     try:
         yield
     finally:
-        for k, v in old.items():
-            if v is None:
+        for k, prev in old.items():
+            if prev is None:
                 spark.conf.unset(k)
             else:
-                spark.conf.set(k, v)
+                spark.conf.set(k, prev)
 
 
 def read_path(abs_path: str) -> str:

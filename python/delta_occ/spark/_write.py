@@ -109,7 +109,9 @@ def write(
     tuples = df.select(*[col(c) for c in parts]).distinct().toArrow()
     if tuples.num_rows == 0:
         return [], tuples
-    groups = {i: ({c: partition_string(tuples.column(c)[i].as_py()) for c in parts}, None) for i in range(tuples.num_rows)}
+    groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {
+        i: ({c: partition_string(tuples.column(c)[i].as_py()) for c in parts}, None) for i in range(tuples.num_rows)
+    }
     keys = tuples.rename_columns([f"__delta_occ_p{j}" for j in range(len(parts))]).append_column(GROUP, pa.array(range(tuples.num_rows), pa.int32()))
     keys_df = spark.createDataFrame(keys)
     cond = reduce(lambda a, b: a & b, [col(c).eqNullSafe(col(f"__delta_occ_p{j}")) for j, c in enumerate(parts)])

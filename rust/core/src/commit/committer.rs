@@ -166,7 +166,13 @@ fn run_attempts(
             let mut m = materialize(&txn.root, rebased.as_ref().unwrap_or(&prepared.staged))?;
             written.extend(m.dv_file.clone());
             for (k, v) in &txn.operation_metrics {
-                m.metrics.entry(k.clone()).or_insert_with(|| v.clone());
+                // The core counts only rows its DVs delete; an engine that also removed whole
+                // files knows the operation's true numDeletedRows.
+                if k == "numDeletedRows" {
+                    m.metrics.insert(k.clone(), v.clone());
+                } else {
+                    m.metrics.entry(k.clone()).or_insert_with(|| v.clone());
+                }
             }
             actions = Some(m);
         }

@@ -1,15 +1,17 @@
-"""The ``delta-occ`` command line. ``demo`` is the embedded-engine smoke job; ``history`` and
-``snapshot`` inspect a table. (``matrix``, ``explain`` and ``stress`` come with the checker.)"""
+"""The delta-occ command line: `demo` is the embedded-engine smoke job; `history` and `snapshot`
+inspect a table. Exit codes: 0 success, 1 a delta-occ error (message on stderr), 2 bad usage."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from typing import List, Optional
 
 import pyarrow as pa
 
+from ._core import __version__
 from .exceptions import DeltaOccError, TableAlreadyExistsError
 from .table import Table
 
@@ -22,8 +24,8 @@ def _row_count(snapshot, files: pa.Table) -> int:
     return sum(num_records) - sum(files.column("dv_cardinality").to_pylist())
 
 
-def _snapshot_summary(t: Table) -> dict:
-    s = t.snapshot()
+def _snapshot_summary(t: Table, version: Optional[int] = None) -> dict:
+    s = t.snapshot(version)
     files = s.files()
     return {
         "path": t.path,
@@ -44,21 +46,25 @@ def _print(obj, as_json: bool) -> None:
         return
     if isinstance(obj, list):
         for entry in obj:
-            print(f"v{entry['version']:>4}  {entry.get('operation', '?'):<14} {json.dumps(entry.get('operationParameters', {}))}")
+            ts = entry.get("inCommitTimestamp", entry.get("timestamp"))
+            when = datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if isinstance(ts, int) else "?"
+            print(f"v{entry['version']:>4}  {when}  {entry.get('operation', '?'):<14} {json.dumps(entry.get('operationParameters', {}))}")
         return
     for k, v in obj.items():
         print(f"{k:>17}: {v}")
 
 
 def cmd_demo(args) -> int:
+    steps: List[str] = []
+    say = steps.append if args.json else print
     schema = pa.schema([("id", pa.int64()), ("date", pa.string()), ("value", pa.float64())])
     try:
         t = Table.create(args.path, schema, partition_by=["date"], properties={"delta.enableDeletionVectors": "true"},
                          name="delta_occ_demo")
-        print(f"created {t.path} at version {t.version}")
+        say(f"created {t.path} at version {t.version}")
     except TableAlreadyExistsError:
         t = Table(args.path)
-        print(f"opened existing table {t.path} at version {t.version}")
+        say(f"opened existing table {t.path} at version {t.version}")
     base = (t.snapshot().to_pyarrow(columns=["id"]).column("id").to_pylist() or [0])
     start = max(base) + 1
     ids = list(range(start, start + 8))
@@ -69,17 +75,20 @@ def cmd_demo(args) -> int:
     first.delete(f"id = {ids[0]}")
     t.delete(f"id = {ids[1]}")
     r = first.commit()
-    print(f"concurrent deletes of one file: committed v{r.version} after {r.attempts} attempt(s), "
+    say(f"concurrent deletes of one file: committed v{r.version} after {r.attempts} attempt(s), "
           f"rows_resolved={r.rows_resolved}; {r.checks[0]['outcome'] if r.checks else ''}")
     t.update(f"id = {ids[2]}", {"value": "value * 10"})
     t.merge(pa.table({"id": [ids[3], start + 100], "date": ["2024-01-01", "2024-01-03"], "value": [-1.0, 1.0]}),
             "t.id = s.id", when_matched_update={"value": "s.value"}, when_not_matched_insert=True)
     r = t.optimize()
-    print(f"optimize: v{r.version} at {r.isolation_level.value}, {r.metrics.get('numRemovedFiles')} files compacted")
+    say(f"optimize: v{r.version} at {r.isolation_level.value}, {r.metrics.get('numRemovedFiles')} files compacted")
+    if args.json:  # one JSON document, nothing else on stdout
+        _print({"steps": steps, "snapshot": _snapshot_summary(t), "history": t.history()}, True)
+        return 0
     print("snapshot:")
-    _print(_snapshot_summary(t), args.json)
+    _print(_snapshot_summary(t), False)
     print("history:")
-    _print(t.history(), args.json)
+    _print(t.history(), False)
     return 0
 
 
@@ -89,22 +98,24 @@ def cmd_history(args) -> int:
 
 
 def cmd_snapshot(args) -> int:
-    _print(_snapshot_summary(Table(args.path)), args.json)
+    _print(_snapshot_summary(Table(args.path), args.at_version), args.json)
     return 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="delta-occ", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"delta-occ {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="create (or open) a small local table and print its snapshot and history")
     p.add_argument("path")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("history", help="print a table's commit history, newest first")
     p.add_argument("path")
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--limit", type=int, default=None, help="show only the newest LIMIT commits")
     p.set_defaults(func=cmd_history)
-    p = sub.add_parser("snapshot", help="print a summary of the latest snapshot")
+    p = sub.add_parser("snapshot", help="print a summary of the latest snapshot (or of --version N)")
     p.add_argument("path")
+    p.add_argument("--version", type=int, dest="at_version", default=None, metavar="N", help="time travel to version N")
     p.set_defaults(func=cmd_snapshot)
     for p in sub.choices.values():
         p.add_argument("--json", action="store_true", help="machine-readable output")

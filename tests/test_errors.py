@@ -355,3 +355,23 @@ def test_partition_column_listed_twice(tmp_path):
     schema = pa.schema([("a", pa.int64()), ("b", pa.int64())])
     with pytest.raises(exc.InvalidArgumentError, match='partition column "a" is listed twice'):
         docc.Table.create(str(tmp_path / "t"), schema, ["a", "a"])
+
+
+# -- paths and versions a new user gets wrong (issue 18) ---------------------------------------------
+
+
+def test_table_paths_new_users_get_wrong(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    f = tmp_path / "regular-file"
+    f.write_text("x")
+    with pytest.raises(exc.TableNotFoundError, match="it is a file"):
+        docc.Table(f)
+    with pytest.raises(exc.InvalidArgumentError, match="must not be empty"):
+        docc.Table("")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    docc.Table.create(tmp_path / "home-table", pa.schema([("id", pa.int64())]))
+    assert docc.Table("~/home-table").path == str(tmp_path / "home-table")
+    t = docc.Table("~/home-table")
+    with pytest.raises(exc.VersionNotFoundError, match="version -1 .* is invalid: versions start at 0"):
+        t.snapshot(-1)

@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import _core
 from ._read import read_snapshot
 from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
-from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
+from .exceptions import InvalidArgumentError, MetadataChangedException, TableNotFoundError, VersionNotFoundError
 from .isolation import IsolationLevel
 from .transaction import CommitResult, LevelLike, Transaction, int_arg, level_name
 
@@ -19,13 +19,17 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _location(path: PathLike) -> str:
+    """A table location: URIs as given; local paths with `~` expanded, made absolute. An empty
+    path is refused rather than taken for the current directory."""
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str):
         raise InvalidArgumentError(f"table path must be a str or os.PathLike, got {type(path).__name__}")
+    if not path.strip():
+        raise InvalidArgumentError("table path must not be empty (use '.' for the current directory)")
     if "://" in path or path.startswith("file:"):
         return path
-    return os.path.abspath(path)
+    return os.path.abspath(os.path.expanduser(path))
 
 
 class Snapshot:
@@ -115,7 +119,10 @@ class Table:
     """A Delta table on the local file system."""
 
     def __init__(self, path: PathLike) -> None:
-        self._h = _core.TableHandle.open(_location(path))
+        location = _location(path)
+        if os.path.isfile(location):
+            raise TableNotFoundError(f"no Delta table at {location}: it is a file, not a table directory", table=location)
+        self._h = _core.TableHandle.open(location)
 
     @classmethod
     def _wrap(cls, handle: "_core.TableHandle") -> "Table":
@@ -163,6 +170,12 @@ class Table:
         """The latest known snapshot, or time travel to ``version``."""
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise InvalidArgumentError(f"version must be an int, got {version!r}")
+        if version is not None and version < 0:
+            raise VersionNotFoundError(
+                f"version {version} of {self.path} is invalid: versions start at 0; the latest version is {self.version}",
+                table=self.path,
+                version=version,
+            )
         return Snapshot(self._h.snapshot(version))
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:

@@ -291,7 +291,7 @@ def test_optimize(spark, pair):
             continue
         inputs = json.loads(tags["delta-occ.compactedFrom"])
         expected = []
-        for path, live in inputs:
+        for path, live, _read_dv in inputs:
             ids = _live_ids_in_order(snap_before, path)
             assert len(ids) == live
             expected += ids

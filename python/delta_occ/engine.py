@@ -445,6 +445,24 @@ def target_size(lay: Layout, target_file_size: Optional[int]) -> int:
     return int_arg("target_file_size (bytes)", target_file_size, 1)
 
 
+def provenance_tag(inputs: List[Tuple[dict, int]]) -> str:
+    """The compaction provenance (concurrency.md §4 rule 5): per input in output order its path,
+    the live rows written from it, and the DV it was read with (Delta's descriptor, or null), so
+    that a later transaction can map rows exactly even after the input's DV has grown."""
+    out = []
+    for f, rows in inputs:
+        d = f.get("deletion_vector")
+        dv = None if not d else {
+            "storageType": d["storage_type"],
+            "pathOrInlineDv": d["path_or_inline_dv"],
+            "offset": d["offset"],
+            "sizeInBytes": d["size_in_bytes"],
+            "cardinality": d["cardinality"],
+        }
+        out.append([f["path"], rows, dv])
+    return json.dumps(out)
+
+
 def plan_bins(files: List[dict], target: int) -> List[List[dict]]:
     """Bin-packing: per partition, the small files (and files with DVs) in bins of about
     ``target`` bytes; a bin of one file without a DV is left alone."""
@@ -479,7 +497,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     rows_out = 0
     for b in bins:
         parts = [lay.read_rows(f["path"]) for f in b]
-        provenance = json.dumps([[f["path"], p.num_rows] for f, p in zip(b, parts)])
+        provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
         data = concat([p.drop_columns([ROW]) for p in parts], lay.schema)
         rows_out += data.num_rows
         if data.num_rows:

@@ -314,7 +314,7 @@ def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Op
         groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {}
         for b, fs in enumerate(bins):
             first = next(i for i, (bb, _, _) in enumerate(members) if bb == b)
-            provenance = json.dumps([[f["path"], live[first + k]] for k, f in enumerate(fs)])
+            provenance = _engine.provenance_tag([(f, live[first + k]) for k, f in enumerate(fs)])
             values = dict(fs[0]["partition_values"] or [])
             groups[b] = ({c: values.get(c) for c in lay.partition_columns}, {_engine.PROVENANCE_TAG: provenance})
             rows_out += sum(live[first + k] for k in range(len(fs)))

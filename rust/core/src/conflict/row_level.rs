@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::dv::{self, DeletionBitmap};
+use crate::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
 use crate::error::{Error, Result};
 use crate::log::actions::{AddFile, RemoveFile};
 use crate::predicate::Predicate;
@@ -90,12 +90,28 @@ pub struct RowContext<'a> {
 struct Bin<'a> {
     output: &'a AddFile,
     inputs: Vec<(String, u64)>,
+    /// Per input, the DV the compaction read it with, when the tag records it (a third element:
+    /// the descriptor, or null for no DV). Older tags have two elements; then it is unknown.
+    read_dvs: Vec<Option<Option<DeletionVectorDescriptor>>>,
 }
 
-fn provenance(a: &AddFile) -> Option<Vec<(String, u64)>> {
+type Provenance = (Vec<(String, u64)>, Vec<Option<Option<DeletionVectorDescriptor>>>);
+
+fn provenance(a: &AddFile) -> Option<Provenance> {
     let text = a.tags()?.get(PROVENANCE_TAG)?.as_ref()?;
-    let v: Vec<(String, u64)> = serde_json::from_str(text).ok()?;
-    Some(v.into_iter().map(|(p, n)| (decode(&p), n)).collect())
+    let entries: Vec<Vec<serde_json::Value>> = serde_json::from_str(text).ok()?;
+    let mut inputs = Vec::with_capacity(entries.len());
+    let mut read_dvs = Vec::with_capacity(entries.len());
+    for e in entries {
+        let (path, rows) = (e.first()?.as_str()?, e.get(1)?.as_u64()?);
+        inputs.push((decode(path), rows));
+        read_dvs.push(match e.get(2) {
+            None => None,
+            Some(serde_json::Value::Null) => Some(None),
+            Some(d) => Some(Some(serde_json::from_value(d.clone()).ok()?)),
+        });
+    }
+    Some((inputs, read_dvs))
 }
 
 fn decode(p: &str) -> String {
@@ -107,11 +123,11 @@ fn bins(adds: &[AddFile]) -> (Vec<Bin<'_>>, HashMap<String, (usize, usize)>) {
     let mut out = Vec::new();
     let mut index = HashMap::new();
     for a in adds.iter().filter(|a| !a.data_change) {
-        if let Some(inputs) = provenance(a) {
+        if let Some((inputs, read_dvs)) = provenance(a) {
             for (k, (p, _)) in inputs.iter().enumerate() {
                 index.insert(p.clone(), (out.len(), k));
             }
-            out.push(Bin { output: a, inputs });
+            out.push(Bin { output: a, inputs, read_dvs });
         }
     }
     (out, index)
@@ -123,7 +139,21 @@ fn bins(adds: &[AddFile]) -> (Vec<Bin<'_>>, HashMap<String, (usize, usize)>) {
 /// input with the newer DV (`latest`). Known exactly when the count is the physical row count (no
 /// DV), or that minus `latest` or minus the DV in the snapshot this transaction read; otherwise
 /// the rows cannot be matched and the caller falls back to file level.
-fn compacted_dv(t: &TxnView, cx: &RowContext, path: &str, written: u64, latest: &DeletionBitmap) -> std::result::Result<DeletionBitmap, String> {
+fn compacted_dv(
+    t: &TxnView,
+    cx: &RowContext,
+    path: &str,
+    written: u64,
+    latest: &DeletionBitmap,
+    read: Option<&Option<DeletionVectorDescriptor>>,
+) -> std::result::Result<DeletionBitmap, String> {
+    // The tag names the DV the compaction read: exact, whatever happened to the file since.
+    if let Some(read) = read {
+        let dv = or_fallback(read_dv(cx.root, read.as_ref()))?;
+        if dv.0.is_subset(&latest.0) {
+            return Ok(dv);
+        }
+    }
     let Some(file) = t.read_snapshot.and_then(|s| s.file(path)) else {
         return Err(format!("{path} is not a file of the snapshot this transaction read"));
     };
@@ -222,7 +252,7 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
             }
             let latest = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
-            let input_dv = compacted_dv(t, cx, path, bin.inputs[k].1, &latest)
+            let input_dv = compacted_dv(t, cx, path, bin.inputs[k].1, &latest, bin.read_dvs[k].as_ref())
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
             let s = next.edit();
             let mut moved = s.dv.remove(path).map(|ch| ch.rows).unwrap_or_default();
@@ -485,6 +515,17 @@ mod tests {
         assert_eq!(remap(bin, 0, &bits(&[1]), &bits(&[1, 3, 4])).to_vec(), vec![2, 3]);
         // Row 0 of b follows a's 4 live rows.
         assert_eq!(remap(bin, 1, &DeletionBitmap::default(), &bits(&[0, 2])).to_vec(), vec![4, 6]);
+    }
+
+    #[test]
+    fn provenance_records_the_dv_each_input_was_read_with() {
+        let tag = r#"[["a", 4, {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "offset": null, "sizeInBytes": 21, "cardinality": 1}], ["b", 3, null], ["c", 2]]"#;
+        let (inputs, read) = provenance(&add("out", Some(tag))).expect("parses");
+        assert_eq!(inputs, vec![("a".to_string(), 4), ("b".to_string(), 3), ("c".to_string(), 2)]);
+        assert!(matches!(&read[0], Some(Some(d)) if d.storage_type == "i" && d.cardinality == 1));
+        assert_eq!(read[1], Some(None), "null: read without a DV");
+        assert_eq!(read[2], None, "two-element entries (older tags): unknown");
+        assert!(provenance(&add("out", Some(r#"[["a", 4, {"no": "descriptor"}]]"#))).is_none());
     }
 
     #[test]

@@ -1,0 +1,138 @@
+"""Chains of three or more transactions on a DV table with OPTIMIZE among them (issue 16's spurious
+conflicts). Row-level rules say OPTIMIZE never conflicts on a DV table (concurrency.md §4 rule 5)
+and DML of different rows never does (rule 1): every commit must succeed and the rows must equal
+the serial model (every deleted id gone, every other id present exactly once)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pyarrow as pa
+import pytest
+
+import delta_occ as docc
+
+SCHEMA = pa.schema([("id", pa.int64())])
+DV = {"delta.enableDeletionVectors": "true"}
+
+
+def make(tmp_path, pre_deleted=(0,)) -> docc.Table:
+    t = docc.Table.create(tmp_path / "t", SCHEMA, properties=DV)
+    t.append(pa.table({"id": pa.array(range(0, 10), pa.int64())}))
+    t.append(pa.table({"id": pa.array(range(10, 20), pa.int64())}))
+    if pre_deleted:
+        t.delete(f"id IN ({', '.join(map(str, pre_deleted))})")  # a DV before the chain starts
+    return t
+
+
+def ids(t) -> list:
+    return sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
+
+
+def expect(gone) -> list:
+    return [i for i in range(20) if i not in set(gone)]
+
+
+def test_dml_after_optimize_rebased_over_dml(tmp_path):
+    """Pattern 1: OPTIMIZE read A with DV {0}; DELETE id=1 commits; a DELETE that read A with
+    DV {0,1} stages; OPTIMIZE commits rebased over the first DELETE; the second DELETE must be
+    remapped onto the compacted file, not fail."""
+    t = make(tmp_path)
+    opt = t.begin()
+    assert opt.optimize() == 1
+    t.delete("id = 1")
+    d2 = t.begin()
+    d2.delete("id = 2")
+    opt.commit()
+    d2.commit()
+    assert ids(t) == expect([0, 1, 2])
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=lambda o: "".join(map(str, o)))
+def test_three_staged_transactions_in_every_commit_order(tmp_path, order):
+    t = make(tmp_path)
+    txns = [t.begin(), t.begin(), t.begin()]
+    txns[0].optimize()
+    txns[1].delete("id = 1")
+    txns[2].delete("id IN (2, 15)")
+    for i in order:
+        txns[i].commit()
+    assert ids(t) == expect([0, 1, 2, 15])
+
+
+def make_partitioned(tmp_path) -> docc.Table:
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_by=["p"], properties=DV)
+    for k in range(2):  # two small files in p=0, one in p=1
+        t.append(pa.table({"id": pa.array(range(k * 10, k * 10 + 10), pa.int64()), "p": pa.array([0] * 10, pa.int64())}))
+    t.append(pa.table({"id": pa.array(range(100, 110), pa.int64()), "p": pa.array([1] * 10, pa.int64())}))
+    return t
+
+
+def pids(t) -> list:
+    return sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
+
+
+ALL_P = sorted(list(range(20)) + list(range(100, 110)) + [200, 201])
+
+
+@pytest.mark.parametrize("what", ["delete", "scan-only"])
+def test_dml_against_a_compaction_of_a_compaction(tmp_path, what):
+    """Pattern 2: the DML's file is compacted, and the output compacted again, before it commits."""
+    t = make_partitioned(tmp_path)
+    d = t.begin()
+    if what == "delete":
+        d.delete("id = 3")  # a row of the first p=0 file
+    else:
+        d.scan("p = 0")
+        d.delete("id = 105")  # changes p=1 only, but read all of p=0
+    assert t.optimize(where="p = 0").committed
+    t.append(pa.table({"id": [200, 201], "p": [0, 0]}))
+    assert t.optimize(where="p = 0").committed  # compacts the first compaction's output again
+    d.commit()
+    gone = [3] if what == "delete" else [105]
+    assert pids(t) == [i for i in ALL_P if i not in gone]
+
+
+def test_optimize_that_dropped_a_bin_against_dml(tmp_path):
+    """Pattern 3: an OPTIMIZE loses its p=0 bin to an overlapping OPTIMIZE, then meets DML of p=0
+    rows: the dropped bin's read set must not make it conflict."""
+    t = make_partitioned(tmp_path)
+    t.append(pa.table({"id": pa.array(range(110, 120), pa.int64()), "p": pa.array([1] * 10, pa.int64())}))
+    mine = t.begin()
+    assert mine.optimize() == 2  # bins in p=0 and p=1
+    assert t.optimize(where="p = 0").committed  # overlaps the p=0 bin
+    t.delete("id = 4")  # DML on the other compaction's p=0 output
+    mine.commit()
+    assert pids(t) == [i for i in sorted(list(range(20)) + list(range(100, 120))) if i != 4]
+
+
+def test_optimize_that_scanned_a_file_compacted_twice(tmp_path):
+    """Pattern 4: an OPTIMIZE scanned p=0 (nothing to compact there for it) while p=0 was compacted
+    twice; it must still commit its p=1 bin."""
+    t = make_partitioned(tmp_path)
+    t.append(pa.table({"id": pa.array(range(110, 120), pa.int64()), "p": pa.array([1] * 10, pa.int64())}))
+    assert t.optimize(where="p = 0").committed  # p=0 is one file now
+    mine = t.begin()
+    mine.scan("p = 0")
+    assert mine.optimize(where="p = 1") == 1
+    t.append(pa.table({"id": [200], "p": [0]}))
+    assert t.optimize(where="p = 0").committed
+    t.append(pa.table({"id": [201], "p": [0]}))
+    assert t.optimize(where="p = 0").committed
+    mine.commit()
+    assert pids(t) == sorted(list(range(20)) + list(range(100, 120)) + [200, 201])
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=lambda o: "".join(map(str, o)))
+def test_two_overlapping_optimizes_and_a_delete_in_every_order(tmp_path, order):
+    """Patterns 3 and 4 as a family: OPTIMIZE of everything, OPTIMIZE of p=0, and a DELETE of a
+    p=0 row, staged on one version and committed in every order."""
+    t = make_partitioned(tmp_path)
+    t.append(pa.table({"id": pa.array(range(110, 120), pa.int64()), "p": pa.array([1] * 10, pa.int64())}))
+    txns = [t.begin(), t.begin(), t.begin()]
+    txns[0].optimize()
+    txns[1].optimize(where="p = 0")
+    txns[2].delete("id = 4")
+    for i in order:
+        txns[i].commit()
+    assert pids(t) == [i for i in sorted(list(range(20)) + list(range(100, 120))) if i != 4]

@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import _arrow
 from ._schema import delta_field_to_arrow, delta_type_to_arrow
 from .exceptions import CorruptLogError, InvalidArgumentError
 
@@ -137,7 +138,7 @@ def read_snapshot(
     result_schema = pa.schema([schema.field(c) for c in out_columns])
     if not files:
         return result_schema.empty_table()
-    parts = pa.RecordBatch._import_from_c_capsule(*handle.partition_values())
+    parts = _arrow.batch(handle.partition_values())
     part_columns = {c: parts.column(parts.schema.get_field_index(c)) for c in columns if c in partition_cols}
     tables = []
     keep = set(selected) if selected is not None else None

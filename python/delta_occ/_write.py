@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import _arrow
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from .exceptions import InvalidArgumentError, UnsupportedFeatureError
 
@@ -69,7 +70,7 @@ class Layout:
         if self._files is None:
             h = self.snapshot._h
             self._files = {log: (abs_path, has_dv, i) for i, (abs_path, log, has_dv) in enumerate(h.data_files())}
-            self._parts = pa.RecordBatch._import_from_c_capsule(*h.partition_values())
+            self._parts = _arrow.batch(h.partition_values())
         return self._files
 
     def read_rows(self, path: str) -> pa.Table:

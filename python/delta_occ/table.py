@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _core
+from . import _arrow, _core
 from ._read import read_snapshot
 from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
 from .exceptions import InvalidArgumentError, MetadataChangedException, TableNotFoundError, VersionNotFoundError
@@ -84,7 +84,7 @@ class Snapshot:
         """One row per live file: path, partition_values, size, modification_time, data_change,
         stats, num_records, tags, deletion_vector, dv_cardinality, base_row_id,
         default_row_commit_version."""
-        return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*c) for c in self._h.files()])
+        return _arrow.table(self._h.files())
 
     def deleted_rows(self, path: str) -> pa.Array:
         """Row positions (uint64, ascending) deleted by the file's DV; empty if it has none."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, 
 
 import pyarrow as pa
 
-from . import _core
+from . import _arrow, _core
 from ._schema import arrow_schema_to_delta
 from .exceptions import DeltaOccError, InvalidArgumentError
 from .isolation import IsolationLevel
@@ -157,7 +157,7 @@ class Transaction:
         files that may hold them (partition pruning and statistics), as in ``Snapshot.files()``."""
         if where is not None and not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-        return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*c) for c in self._h.scan(where)])
+        return _arrow.table(self._h.scan(where))
 
     def read_whole_table(self) -> None:
         """Record that the transaction depends on the entire table."""

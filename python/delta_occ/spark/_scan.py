@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .. import _arrow
 from .._read import _referenced as referenced
 from ..exceptions import InvalidArgumentError
 from ._columns import col, logical_schema, physical_schema, quote
@@ -61,7 +62,7 @@ class ScanPlan:
     def __init__(self, snap_handle: Any, paths: Sequence[str]) -> None:
         self.handle = snap_handle
         self.paths = list(paths)
-        self.table: pa.Table = pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*snap_handle.scan_plan(self.paths))])
+        self.table: pa.Table = _arrow.table([snap_handle.scan_plan(self.paths)])
         self.partition_columns: List[str] = list(snap_handle.partition_columns)
         self.mode: str = snap_handle.column_mapping_mode
         self.schema_json: str = snap_handle.schema_json
@@ -99,7 +100,7 @@ class ScanPlan:
         ]
 
     def dv_positions(self) -> pa.Table:
-        return pa.Table.from_batches([pa.RecordBatch._import_from_c_capsule(*self.handle.dv_positions(self.paths))])
+        return _arrow.table([self.handle.dv_positions(self.paths)])
 
 
 def read_plan(

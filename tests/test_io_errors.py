@@ -92,3 +92,31 @@ def test_rebased_dv_commit_leaves_no_orphan_dv_file(table):
                 referenced.add(f["deletion_vector"]["path_or_inline_dv"])
     on_disk = [p for p in files_under(table.path) if p.startswith("deletion_vector_")]
     assert len(on_disk) == len(referenced) == 2  # the winner's DV and the rebased union
+
+
+def test_ctrl_c_stops_a_commit_loop_that_backs_off(tmp_path):
+    """SIGINT during the back-off between attempts stops the loop (issue 17): a KeyboardInterrupt
+    that is also a DeltaOccError, raised within a back-off step instead of after max_attempts or
+    the 120 s time budget, with nothing published and the engine's data file removed."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "t"
+    docc.Table.create(root, SCHEMA)
+    script = f"""
+import os, signal, threading
+import pyarrow as pa
+import delta_occ as docc
+from delta_occ import exceptions as exc
+t = docc.Table({str(root)!r})
+os.environ["DELTA_OCC_FAULTS"] = "publish_error=eio"
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    t.append(pa.table({{"id": [1], "p": [1]}}), max_attempts=1000000)
+except exc.CommitInterruptedError as e:
+    print("interrupted", isinstance(e, KeyboardInterrupt), e.attempts > 1)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=90)
+    assert out.stdout.strip() == "interrupted True True", out.stderr[-2000:]
+    assert files_under(root) == {p for p in files_under(root) if p.startswith("_delta_log/")}, "the data file stayed"
+    assert docc.Table(root).version == 0

@@ -27,6 +27,7 @@ __all__ = [
     "DeletionVectorError",
     "PredicateError",
     "CommitRetriesExceededError",
+    "CommitInterruptedError",
     "InvalidArgumentError",
     "DeltaIOError",
 ]
@@ -118,6 +119,11 @@ class PredicateError(DeltaOccError, ValueError):
 
 class CommitRetriesExceededError(DeltaOccError):
     """The commit loop ran out of attempts or time; attribute ``versions_tried``."""
+
+
+class CommitInterruptedError(DeltaOccError, KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while the commit loop was backing off between attempts: nothing was
+    published. A KeyboardInterrupt too, so ``except KeyboardInterrupt`` still sees it."""
 
 
 class InvalidArgumentError(DeltaOccError, ValueError):

@@ -38,6 +38,10 @@ pub enum Error {
     #[error("{0}")]
     Conflict(Box<crate::conflict::Conflict>),
 
+    /// The caller stopped the commit loop while it was backing off; nothing was published.
+    #[error("commit to {table} interrupted while backing off after {attempts} attempt(s); nothing was published")]
+    Interrupted { table: String, attempts: u32 },
+
     #[error("commit to {table} gave up after {attempts} attempts in {elapsed_ms} ms (versions tried: {}): {reason}", fmt_versions(.versions_tried))]
     CommitRetriesExceeded { table: String, attempts: u32, elapsed_ms: u64, versions_tried: Vec<i64>, reason: String },
 }

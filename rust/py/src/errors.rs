@@ -18,6 +18,7 @@ fn class_name(e: &Error) -> &'static str {
         Error::Predicate { .. } => "PredicateError",
         Error::Conflict(c) => c.kind.class_name(),
         Error::CommitRetriesExceeded { .. } => "CommitRetriesExceededError",
+        Error::Interrupted { .. } => "CommitInterruptedError",
     }
 }
 
@@ -44,6 +45,10 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("errno", source.raw_os_error())?;
         }
         Error::InvalidArgument(_) => {}
+        Error::Interrupted { table, attempts } => {
+            d.set_item("table", table)?;
+            d.set_item("attempts", attempts)?;
+        }
         Error::Predicate { text, position, reason } => {
             d.set_item("text", text)?;
             d.set_item("position", position)?;

@@ -1,10 +1,10 @@
 //! `_core.TransactionHandle`: one optimistic transaction (read set, staged actions, commit).
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use delta_occ_core::commit::committer::{self, CheckRecord, CommitOptions, CommitResult};
+use delta_occ_core::commit::committer::{self, CheckRecord, CommitOptions, CommitResult, Interrupt};
 use delta_occ_core::files_batch;
 use delta_occ_core::log::actions::Protocol;
 use delta_occ_core::transaction::{Transaction, TxnState};
@@ -269,10 +269,25 @@ impl TransactionHandle {
         if let Some(s) = row_level_budget {
             opts.row_level_budget = seconds(s, s >= 0.0, "row_level_budget")?;
         }
-        let result = py
-            .detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts))
-            .py_err()?;
-        result_dict(py, &result)
+        // Ctrl-C: the loop asks between attempts; Python's handler runs under the GIL there.
+        let raised: Arc<Mutex<Option<PyErr>>> = Arc::default();
+        let stash = raised.clone();
+        opts.interrupted = Some(Interrupt(Arc::new(move || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *stash.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+            })
+        })));
+        let result = py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts));
+        if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                return Err(e); // a handler's own exception, as raised
+            }
+        }
+        result_dict(py, &result.py_err()?)
     }
 
     /// Check against the commits after the read version without committing; raises the

@@ -23,8 +23,20 @@ use crate::snapshot::Snapshot;
 use crate::table::{Table, ENGINE_INFO};
 use crate::transaction::{remove_of, Transaction, TxnState};
 
+/// Asked after each back-off whether the caller wants the commit loop to stop (Ctrl-C in
+/// Python). Only asked when no attempt has landed, so stopping there publishes nothing.
+#[derive(Clone)]
+pub struct Interrupt(pub std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupt")
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct CommitOptions {
+    pub interrupted: Option<Interrupt>,
     pub max_attempts: u32,
     pub time_budget: Duration,
     pub backoff_base: Duration,
@@ -37,6 +49,7 @@ pub struct CommitOptions {
 impl Default for CommitOptions {
     fn default() -> Self {
         CommitOptions {
+            interrupted: None,
             max_attempts: 100,
             time_budget: Duration::from_secs(120),
             backoff_base: Duration::from_millis(2),
@@ -196,7 +209,7 @@ fn run_attempts(
                     if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
                         return Err(give_up(&table, attempt, started, tried, format!("last error: {e}")));
                     }
-                    backoff(opts, attempt);
+                    backoff(opts, attempt, &table)?;
                     continue;
                 }
             },
@@ -233,7 +246,7 @@ fn run_attempts(
         if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
             return Err(give_up(&table, attempt, started, tried, "other writers kept winning".into()));
         }
-        backoff(opts, attempt);
+        backoff(opts, attempt, &table)?;
     }
 }
 
@@ -371,12 +384,16 @@ fn give_up(table: &str, attempts: u32, started: Instant, versions_tried: Vec<i64
     }
 }
 
-fn backoff(opts: &CommitOptions, attempt: u32) {
+fn backoff(opts: &CommitOptions, attempt: u32, table: &str) -> Result<()> {
     let exp = opts.backoff_base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
     let cap = exp.min(opts.backoff_max);
     // Full jitter in [cap/2, cap): random bits from a v4 UUID (no RNG dependency needed).
     let r = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0;
     std::thread::sleep(cap.mul_f64(0.5 + r / 2.0));
+    match &opts.interrupted {
+        Some(stop) if (stop.0)() => Err(Error::Interrupted { table: table.to_string(), attempts: attempt }),
+        _ => Ok(()),
+    }
 }
 
 /// `None` if the commit file is absent; `Some(txnId)` (possibly `None`) if present.

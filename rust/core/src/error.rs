@@ -79,3 +79,33 @@ impl Error {
         Error::InvalidArgument(message.into())
     }
 }
+
+/// Run decoding of untrusted bytes that may panic (the parquet crate asserts on some malformed
+/// footers) and turn a panic into the error `on_panic` builds from its message, so corrupt input
+/// is always a typed error, never a crash of the caller.
+pub(crate) fn no_panic<T>(f: impl FnOnce() -> Result<T>, on_panic: impl FnOnce(&str) -> Error) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        Err(on_panic(&msg))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_untrusted_decoding_becomes_the_callers_error() {
+        // The fuzzer found a corrupt checkpoint on which the parquet crate panics ("column start
+        // and length should not be negative"); the reader must turn that into a typed error.
+        let r: Result<()> = no_panic(|| panic!("column start and length should not be negative"), |m| Error::corrupt("cp.parquet", Some(7), m));
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("cp.parquet") && e.contains("(version 7)") && e.contains("should not be negative"), "{e}");
+        let ok: Result<u8> = no_panic(|| Ok(3), |m| Error::invalid(m));
+        assert_eq!(ok.unwrap(), 3);
+    }
+}

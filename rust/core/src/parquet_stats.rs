@@ -26,15 +26,21 @@ const STRING_PREFIX: usize = 32;
 /// `(stats JSON, number of rows)` of the parquet file at `path`.
 pub fn footer_stats(path: &Path) -> Result<(String, i64)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let meta = ParquetMetaDataReader::new()
-        .parse_and_finish(&file)
-        .map_err(|e| {
-            Error::invalid(format!(
-                "{}: not a readable parquet footer: {e}",
-                path.display()
-            ))
-        })?;
-    Ok(stats_of(&meta))
+    let unreadable = |e: &dyn std::fmt::Display| {
+        Error::invalid(format!(
+            "{}: not a readable parquet footer: {e}",
+            path.display()
+        ))
+    };
+    crate::error::no_panic(
+        || {
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&file)
+                .map_err(|e| unreadable(&e))?;
+            Ok(stats_of(&meta))
+        },
+        |msg| unreadable(&msg),
+    )
 }
 
 #[derive(Clone, PartialEq)]

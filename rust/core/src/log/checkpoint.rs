@@ -80,7 +80,10 @@ struct RowRange {
 /// there are enough of them, otherwise each row group split into row ranges (writers such as
 /// delta-rs put a million adds in one row group; the page index lets a range skip other pages).
 pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
-    read_parquet_split(path, version, None)
+    crate::error::no_panic(
+        || read_parquet_split(path, version, None),
+        |msg| Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet (the parquet reader failed: {msg})")),
+    )
 }
 
 /// [`read_parquet`] split over `threads` work units (None: as many as the rows are worth).

@@ -5,7 +5,9 @@ use delta_occ_core::transaction::{Transaction, TxnOptions};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args.next().expect("usage: check <table> <partition|data> [rounds]");
+    let path = args
+        .next()
+        .expect("usage: check <table> <partition|data> [rounds]");
     let case = args.next().unwrap_or_else(|| "partition".into());
     let rounds: usize = args.next().map(|r| r.parse().expect("rounds")).unwrap_or(3);
     let (predicate, data_skipping) = match case.as_str() {
@@ -15,9 +17,25 @@ fn main() {
     };
     let table = delta_occ_core::Table::open(&path).expect("open");
     let snap = table.snapshot(Some(0)).expect("version 0");
-    let mut txn = Transaction::begin(snap, TxnOptions { data_skipping, ..Default::default() }).expect("begin");
+    let mut txn = Transaction::begin(
+        snap,
+        TxnOptions {
+            data_skipping,
+            ..Default::default()
+        },
+    )
+    .expect("begin");
     txn.scan(Some(predicate)).expect("scan");
-    txn.add_file("p=0/bench-own.parquet", vec![("p".into(), Some("0".into()))], 1, None, true, None, None).expect("add");
+    txn.add_file(
+        "p=0/bench-own.parquet",
+        vec![("p".into(), Some("0".into()))],
+        1,
+        None,
+        true,
+        None,
+        None,
+    )
+    .expect("add");
     if std::env::var("CHECK_ONLY").is_ok() {
         return check_only(&txn, &table, rounds);
     }
@@ -46,7 +64,10 @@ fn check_only(txn: &Transaction, table: &delta_occ_core::Table, rounds: usize) {
     let winners: Vec<_> = (1..=table.version()).map(read).collect();
     let actions: usize = winners.iter().map(WinningCommit::num_actions).sum();
     let tuples: usize = winners.iter().map(|w| w.data_partitions.len()).sum();
-    println!("{} winners, {actions} actions, {tuples} distinct partition tuples", winners.len());
+    println!(
+        "{} winners, {actions} actions, {tuples} distinct partition tuples",
+        winners.len()
+    );
     let (removed, domains) = (Default::default(), Default::default());
     let view = TxnView {
         table: "bench",

@@ -7,7 +7,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("usage: load <table path> [rounds]");
     if std::env::var("PHASES").is_ok() {
-        println!("AddFile {} bytes, Action {} bytes", std::mem::size_of::<delta_occ_core::log::actions::AddFile>(), std::mem::size_of::<delta_occ_core::log::actions::Action>());
+        println!(
+            "AddFile {} bytes, Action {} bytes",
+            std::mem::size_of::<delta_occ_core::log::actions::AddFile>(),
+            std::mem::size_of::<delta_occ_core::log::actions::Action>()
+        );
         phases(&path);
         return;
     }
@@ -21,13 +25,21 @@ fn main() {
         if std::env::var("STATS").is_ok() {
             // The first stats access reads a checkpoint's deferred add.stats column.
             let t = Instant::now();
-            let n = snap.files().iter().filter(|f| f.stats_text().expect("stats").is_some()).count();
+            let n = snap
+                .files()
+                .iter()
+                .filter(|f| f.stats_text().expect("stats").is_some())
+                .count();
             println!("stats of {n} files in {:.3}s", t.elapsed().as_secs_f64());
         }
         let t2 = Instant::now();
         drop(snap);
         drop(table);
-        println!("load {:.3}s  drop {:.3}s  files {files}", (t1 - t0).as_secs_f64(), t2.elapsed().as_secs_f64());
+        println!(
+            "load {:.3}s  drop {:.3}s  files {files}",
+            (t1 - t0).as_secs_f64(),
+            t2.elapsed().as_secs_f64()
+        );
     }
 }
 
@@ -44,5 +56,10 @@ pub fn phases(path: &str) {
     let mut s = LogState::new();
     s.apply_commit(0, actions);
     let t3 = Instant::now();
-    println!("read {:.3}s parse {:.3}s apply {:.3}s", (t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), (t3 - t2).as_secs_f64());
+    println!(
+        "read {:.3}s parse {:.3}s apply {:.3}s",
+        (t1 - t0).as_secs_f64(),
+        (t2 - t1).as_secs_f64(),
+        (t3 - t2).as_secs_f64()
+    );
 }

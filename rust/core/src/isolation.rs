@@ -57,9 +57,15 @@ mod tests {
     #[test]
     fn levels() {
         let mut c = BTreeMap::new();
-        assert_eq!(IsolationLevel::of_table(&c).unwrap(), IsolationLevel::WriteSerializable);
+        assert_eq!(
+            IsolationLevel::of_table(&c).unwrap(),
+            IsolationLevel::WriteSerializable
+        );
         c.insert(PROPERTY.to_string(), "serializable".to_string());
-        assert_eq!(IsolationLevel::of_table(&c).unwrap(), IsolationLevel::Serializable);
+        assert_eq!(
+            IsolationLevel::of_table(&c).unwrap(),
+            IsolationLevel::Serializable
+        );
         c.insert(PROPERTY.to_string(), "SnapshotIsolation".to_string());
         assert!(IsolationLevel::of_table(&c).is_err());
         let e = IsolationLevel::parse("strict").unwrap_err().to_string();

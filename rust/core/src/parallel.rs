@@ -2,7 +2,10 @@
 //! would inherit without its threads.
 
 pub fn available() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(16)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(16)
 }
 
 /// How many threads are worth using for `work` units when each thread should get at least
@@ -18,7 +21,11 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 
 /// [`map`] where each thread first makes its own state with `init` and `f` may update it (the
 /// state may keep references into `items`).
-pub fn map_with<'t, T: Sync, S, R: Send>(items: &'t [T], init: impl Fn() -> S + Sync, f: impl Fn(&mut S, &'t T) -> R + Sync) -> Vec<R> {
+pub fn map_with<'t, T: Sync, S, R: Send>(
+    items: &'t [T],
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &'t T) -> R + Sync,
+) -> Vec<R> {
     let threads = available().min(items.len());
     if threads <= 1 {
         let mut state = init();
@@ -36,6 +43,9 @@ pub fn map_with<'t, T: Sync, S, R: Send>(items: &'t [T], init: impl Fn() -> S + 
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("worker thread panicked")).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("worker thread panicked"))
+            .collect()
     })
 }

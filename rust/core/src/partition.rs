@@ -23,7 +23,10 @@ pub enum Scalar {
 
 /// The raw value of the partition column with this physical name: exact match first, then
 /// ignoring case (writers differ in the case they record). `None` for null or absent.
-pub fn raw_value<'a>(pv: &'a crate::log::actions::PartitionValues, physical: &str) -> Option<&'a str> {
+pub fn raw_value<'a>(
+    pv: &'a crate::log::actions::PartitionValues,
+    physical: &str,
+) -> Option<&'a str> {
     pv.iter()
         .find(|(k, _)| **k == *physical)
         .or_else(|| pv.iter().find(|(k, _)| k.eq_ignore_ascii_case(physical)))
@@ -32,7 +35,9 @@ pub fn raw_value<'a>(pv: &'a crate::log::actions::PartitionValues, physical: &st
 
 /// Parse a serialized partition value. An empty string or null is SQL NULL.
 pub fn parse(value: Option<&str>, data_type: &DataType) -> Result<Scalar, String> {
-    let Some(v) = value.filter(|v| !v.is_empty()) else { return Ok(Scalar::Null) };
+    let Some(v) = value.filter(|v| !v.is_empty()) else {
+        return Ok(Scalar::Null);
+    };
     let bad = |what: &str| format!("partition value {v:?} is not a valid {what}");
     Ok(match data_type {
         DataType::Primitive(p) => match p.as_str() {
@@ -58,12 +63,25 @@ pub fn parse(value: Option<&str>, data_type: &DataType) -> Result<Scalar, String
             },
             "date" => Scalar::Date(parse_date(v).ok_or_else(|| bad("date (yyyy-mm-dd)"))?),
             "timestamp" => Scalar::Timestamp(parse_timestamp(v).ok_or_else(|| bad("timestamp"))?),
-            "timestamp_ntz" => Scalar::TimestampNtz(parse_timestamp(v).ok_or_else(|| bad("timestamp_ntz"))?),
+            "timestamp_ntz" => {
+                Scalar::TimestampNtz(parse_timestamp(v).ok_or_else(|| bad("timestamp_ntz"))?)
+            }
             "binary" => Scalar::Binary(v.as_bytes().to_vec()),
-            other => return Err(format!("partition columns of type {other} are not supported")),
+            other => {
+                return Err(format!(
+                    "partition columns of type {other} are not supported"
+                ))
+            }
         },
-        DataType::Decimal(_, scale) => Scalar::Decimal(parse_decimal(v, *scale).ok_or_else(|| bad("decimal"))?, *scale),
-        other => return Err(format!("partition columns of type {other:?} are not supported")),
+        DataType::Decimal(_, scale) => Scalar::Decimal(
+            parse_decimal(v, *scale).ok_or_else(|| bad("decimal"))?,
+            *scale,
+        ),
+        other => {
+            return Err(format!(
+                "partition columns of type {other:?} are not supported"
+            ))
+        }
     })
 }
 
@@ -78,12 +96,19 @@ pub fn parse_timestamp(v: &str) -> Option<i64> {
     if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(v) {
         return Some(dt.timestamp_micros());
     }
-    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"] {
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(v.trim_end_matches('Z'), fmt) {
             return Some(dt.and_utc().timestamp_micros());
         }
     }
-    NaiveDate::parse_from_str(v, "%Y-%m-%d").ok().map(|d| d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_micros())
+    NaiveDate::parse_from_str(v, "%Y-%m-%d")
+        .ok()
+        .map(|d| d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_micros())
 }
 
 fn parse_decimal(v: &str, scale: i8) -> Option<i128> {
@@ -93,7 +118,9 @@ fn parse_decimal(v: &str, scale: i8) -> Option<i128> {
         None => (false, v.strip_prefix('+').unwrap_or(v)),
     };
     let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
-    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let scale = scale.max(0) as usize;
@@ -102,7 +129,11 @@ fn parse_decimal(v: &str, scale: i8) -> Option<i128> {
     }
     let mut text = String::from(int);
     text.push_str(&format!("{:0<scale$}", &frac[..frac.len().min(scale)]));
-    let n: i128 = if text.is_empty() { 0 } else { text.parse().ok()? };
+    let n: i128 = if text.is_empty() {
+        0
+    } else {
+        text.parse().ok()?
+    };
     Some(if neg { -n } else { n })
 }
 
@@ -120,14 +151,32 @@ mod tests {
         assert!(parse(Some("300"), &p("byte")).is_err());
         assert_eq!(parse(None, &p("integer")), Ok(Scalar::Null));
         assert_eq!(parse(Some(""), &p("string")), Ok(Scalar::Null));
-        assert_eq!(parse(Some("2021-09-08"), &p("date")), Ok(Scalar::Date(18878)));
+        assert_eq!(
+            parse(Some("2021-09-08"), &p("date")),
+            Ok(Scalar::Date(18878))
+        );
         // golden kernel-timestamp-partition-col-ISO8601: 2024-01-01T10:00:00.000000Z = 1704103200000000 µs
-        assert_eq!(parse(Some("2024-01-01T10:00:00.000000Z"), &p("timestamp")), Ok(Scalar::Timestamp(1704103200000000)));
-        assert_eq!(parse(Some("2024-01-01 10:00:00"), &p("timestamp")), Ok(Scalar::Timestamp(1704103200000000)));
-        assert_eq!(parse(Some("1.50"), &DataType::Decimal(5, 2)), Ok(Scalar::Decimal(150, 2)));
-        assert_eq!(parse(Some("-3"), &DataType::Decimal(5, 2)), Ok(Scalar::Decimal(-300, 2)));
+        assert_eq!(
+            parse(Some("2024-01-01T10:00:00.000000Z"), &p("timestamp")),
+            Ok(Scalar::Timestamp(1704103200000000))
+        );
+        assert_eq!(
+            parse(Some("2024-01-01 10:00:00"), &p("timestamp")),
+            Ok(Scalar::Timestamp(1704103200000000))
+        );
+        assert_eq!(
+            parse(Some("1.50"), &DataType::Decimal(5, 2)),
+            Ok(Scalar::Decimal(150, 2))
+        );
+        assert_eq!(
+            parse(Some("-3"), &DataType::Decimal(5, 2)),
+            Ok(Scalar::Decimal(-300, 2))
+        );
         assert!(parse(Some("1.234"), &DataType::Decimal(5, 2)).is_err());
-        assert_eq!(parse(Some("TRUE"), &p("boolean")), Ok(Scalar::Boolean(true)));
+        assert_eq!(
+            parse(Some("TRUE"), &p("boolean")),
+            Ok(Scalar::Boolean(true))
+        );
         assert!(parse(Some("x"), &p("double")).is_err());
     }
 }

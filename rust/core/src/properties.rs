@@ -36,15 +36,25 @@ pub fn check(key: &str, value: &str) -> Result<()> {
     let v = value;
     let (ok, expected) = match kind(key) {
         None => return Ok(()),
-        Some(Kind::Boolean) => (v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"), "true or false"),
-        Some(Kind::PositiveInteger) => (v.parse::<i64>().is_ok_and(|n| n > 0), "a positive integer"),
+        Some(Kind::Boolean) => (
+            v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"),
+            "true or false",
+        ),
+        Some(Kind::PositiveInteger) => {
+            (v.parse::<i64>().is_ok_and(|n| n > 0), "a positive integer")
+        }
         Some(Kind::ColumnCount) => (v.parse::<i64>().is_ok_and(|n| n >= -1), "an integer >= -1"),
-        Some(Kind::Interval) => (parse_interval_ms(v).is_some(), "an interval such as \"interval 7 days\""),
+        Some(Kind::Interval) => (
+            parse_interval_ms(v).is_some(),
+            "an interval such as \"interval 7 days\"",
+        ),
     };
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(format!("{key} = {value:?} is not valid: expected {expected}")))
+        Err(Error::invalid(format!(
+            "{key} = {value:?} is not valid: expected {expected}"
+        )))
     }
 }
 
@@ -62,7 +72,11 @@ mod tests {
             ("delta.appendOnly", "yes", false),
             ("delta.appendOnly", "true ", false),
             ("DELTA.APPENDONLY", "yes", false),
-            ("delta.logRetentionDuration", "interval 1 day 12 hours", true),
+            (
+                "delta.logRetentionDuration",
+                "interval 1 day 12 hours",
+                true,
+            ),
             ("delta.logRetentionDuration", "interval 30 days", true),
             ("delta.logRetentionDuration", "30", false),
             ("delta.dataSkippingNumIndexedCols", "-1", true),
@@ -72,7 +86,14 @@ mod tests {
         ] {
             assert_eq!(check(k, v).is_ok(), ok, "{k} = {v}");
         }
-        let e = check("delta.checkpointInterval", "-5").unwrap_err().to_string();
-        assert!(e.contains("delta.checkpointInterval") && e.contains("\"-5\"") && e.contains("positive integer"), "{e}");
+        let e = check("delta.checkpointInterval", "-5")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("delta.checkpointInterval")
+                && e.contains("\"-5\"")
+                && e.contains("positive integer"),
+            "{e}"
+        );
     }
 }

@@ -7,14 +7,35 @@ use crate::log::actions::Protocol;
 use crate::schema::StructType;
 
 /// Reader features whose data this client interprets correctly.
-pub const SUPPORTED_READER_FEATURES: &[&str] =
-    &["deletionVectors", "columnMapping", "v2Checkpoint", "timestampNtz", "vacuumProtocolCheck"];
+pub const SUPPORTED_READER_FEATURES: &[&str] = &[
+    "deletionVectors",
+    "columnMapping",
+    "v2Checkpoint",
+    "timestampNtz",
+    "vacuumProtocolCheck",
+];
 
 /// Writer-only features a reader may ignore. (Writing tables with them is checked separately.)
 pub const KNOWN_WRITER_FEATURES: &[&str] = &[
-    "appendOnly", "invariants", "checkConstraints", "generatedColumns", "allowColumnDefaults", "changeDataFeed",
-    "identityColumns", "rowTracking", "domainMetadata", "inCommitTimestamp", "icebergCompatV1", "icebergCompatV2",
-    "clustering", "liquid", "deletionVectors", "columnMapping", "v2Checkpoint", "timestampNtz", "vacuumProtocolCheck",
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "allowColumnDefaults",
+    "changeDataFeed",
+    "identityColumns",
+    "rowTracking",
+    "domainMetadata",
+    "inCommitTimestamp",
+    "icebergCompatV1",
+    "icebergCompatV2",
+    "clustering",
+    "liquid",
+    "deletionVectors",
+    "columnMapping",
+    "v2Checkpoint",
+    "timestampNtz",
+    "vacuumProtocolCheck",
 ];
 
 pub fn check_readable(p: &Protocol, table: &str, version: i64) -> Result<()> {
@@ -28,35 +49,51 @@ pub fn check_readable(p: &Protocol, table: &str, version: i64) -> Result<()> {
         1 | 2 => Ok(()),
         3 => {
             let features = p.reader_features.as_deref().unwrap_or_default();
-            let unknown: Vec<&str> =
-                features.iter().map(String::as_str).filter(|f| !SUPPORTED_READER_FEATURES.contains(f)).collect();
+            let unknown: Vec<&str> = features
+                .iter()
+                .map(String::as_str)
+                .filter(|f| !SUPPORTED_READER_FEATURES.contains(f))
+                .collect();
             if unknown.is_empty() {
                 Ok(())
             } else {
                 Err(unsupported(
                     "reader feature",
-                    format!("{} (delta-occ reads {})", unknown.join(", "), SUPPORTED_READER_FEATURES.join(", ")),
+                    format!(
+                        "{} (delta-occ reads {})",
+                        unknown.join(", "),
+                        SUPPORTED_READER_FEATURES.join(", ")
+                    ),
                 ))
             }
         }
         v => Err(unsupported(
             "Delta protocol reader version",
-            format!("minReaderVersion {v} (delta-occ reads versions 1 to 3); reader features: {:?}", p.reader_features.as_deref().unwrap_or_default()),
+            format!(
+                "minReaderVersion {v} (delta-occ reads versions 1 to 3); reader features: {:?}",
+                p.reader_features.as_deref().unwrap_or_default()
+            ),
         )),
     }
 }
 
 pub fn has_reader_feature(p: &Protocol, f: &str) -> bool {
-    p.reader_features.as_ref().is_some_and(|v| v.iter().any(|x| x == f))
+    p.reader_features
+        .as_ref()
+        .is_some_and(|v| v.iter().any(|x| x == f))
 }
 
 pub fn has_writer_feature(p: &Protocol, f: &str) -> bool {
-    p.writer_features.as_ref().is_some_and(|v| v.iter().any(|x| x == f))
+    p.writer_features
+        .as_ref()
+        .is_some_and(|v| v.iter().any(|x| x == f))
 }
 
 /// A boolean table property that is set to true (any letter case).
 pub fn is_true(props: &BTreeMap<String, String>, key: &str) -> bool {
-    props.get(key).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    props
+        .get(key)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// The protocol a new table needs for its properties and schema: legacy (1, 2) when nothing more
@@ -67,7 +104,10 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
     if is_true(props, "delta.enableDeletionVectors") {
         reader.push("deletionVectors");
     }
-    if props.get("delta.columnMapping.mode").is_some_and(|m| !m.eq_ignore_ascii_case("none")) {
+    if props
+        .get("delta.columnMapping.mode")
+        .is_some_and(|m| !m.eq_ignore_ascii_case("none"))
+    {
         reader.push("columnMapping");
     }
     if schema.has_type("timestamp_ntz") {
@@ -92,7 +132,10 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
             });
         }
     }
-    if props.get("delta.checkpointPolicy").is_some_and(|p| !p.eq_ignore_ascii_case("classic")) {
+    if props
+        .get("delta.checkpointPolicy")
+        .is_some_and(|p| !p.eq_ignore_ascii_case("classic"))
+    {
         return Err(Error::UnsupportedFeature {
             table: "(new table)".into(),
             version: None,
@@ -101,15 +144,25 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
         });
     }
     if reader.is_empty() && writer.is_empty() {
-        return Ok(Protocol { min_reader_version: 1, min_writer_version: 2, reader_features: None, writer_features: None });
+        return Ok(Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        });
     }
-    let mut all: Vec<String> = reader.iter().chain(writer.iter()).map(|s| s.to_string()).collect();
+    let mut all: Vec<String> = reader
+        .iter()
+        .chain(writer.iter())
+        .map(|s| s.to_string())
+        .collect();
     all.sort();
     all.dedup();
     Ok(Protocol {
         min_reader_version: if reader.is_empty() { 1 } else { 3 },
         min_writer_version: 7,
-        reader_features: (!reader.is_empty()).then(|| reader.iter().map(|s| s.to_string()).collect()),
+        reader_features: (!reader.is_empty())
+            .then(|| reader.iter().map(|s| s.to_string()).collect()),
         writer_features: Some(all),
     })
 }
@@ -120,9 +173,21 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
 /// table that has any (deleting rows works); files added through the transaction API are the
 /// caller's responsibility.
 pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
-    "appendOnly", "invariants", "checkConstraints", "generatedColumns", "allowColumnDefaults", "changeDataFeed",
-    "identityColumns", "domainMetadata", "inCommitTimestamp", "deletionVectors", "columnMapping", "timestampNtz",
-    "v2Checkpoint", "vacuumProtocolCheck", "clustering",
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "allowColumnDefaults",
+    "changeDataFeed",
+    "identityColumns",
+    "domainMetadata",
+    "inCommitTimestamp",
+    "deletionVectors",
+    "columnMapping",
+    "timestampNtz",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "clustering",
 ];
 
 /// Refuse to write a table whose protocol this client cannot honour.
@@ -138,8 +203,11 @@ pub fn check_writable(p: &Protocol, table: &str, version: i64) -> Result<()> {
         1..=6 => Ok(()),
         7 => {
             let features = p.writer_features.as_deref().unwrap_or_default();
-            let unknown: Vec<&str> =
-                features.iter().map(String::as_str).filter(|f| !SUPPORTED_WRITER_FEATURES.contains(f)).collect();
+            let unknown: Vec<&str> = features
+                .iter()
+                .map(String::as_str)
+                .filter(|f| !SUPPORTED_WRITER_FEATURES.contains(f))
+                .collect();
             if unknown.is_empty() {
                 Ok(())
             } else {
@@ -150,7 +218,9 @@ pub fn check_writable(p: &Protocol, table: &str, version: i64) -> Result<()> {
                 )))
             }
         }
-        v => Err(unsupported(format!("minWriterVersion {v} (delta-occ writes versions 1 to 7)"))),
+        v => Err(unsupported(format!(
+            "minWriterVersion {v} (delta-occ writes versions 1 to 7)"
+        ))),
     }
 }
 
@@ -181,7 +251,11 @@ fn legacy_features(p: &Protocol) -> (Vec<&'static str>, Vec<&'static str>) {
 
 /// The protocol `current` must become for new properties/schema, or `None` if it already
 /// supports everything they need. Upgrades go to table features (3/7 or 1/7).
-pub fn upgrade_for(current: &Protocol, props: &BTreeMap<String, String>, schema: &StructType) -> Result<Option<Protocol>> {
+pub fn upgrade_for(
+    current: &Protocol,
+    props: &BTreeMap<String, String>,
+    schema: &StructType,
+) -> Result<Option<Protocol>> {
     let needed = for_new_table(props, schema)?;
     let (legacy_r, legacy_w) = legacy_features(current);
     let has_r = |f: &str| legacy_r.contains(&f) || has_reader_feature(current, f);
@@ -202,7 +276,11 @@ pub fn upgrade_for(current: &Protocol, props: &BTreeMap<String, String>, schema:
     writer.extend(need_w);
     writer.sort();
     writer.dedup();
-    let reader_version = if reader.is_empty() { current.min_reader_version.max(1) } else { 3 };
+    let reader_version = if reader.is_empty() {
+        current.min_reader_version.max(1)
+    } else {
+        3
+    };
     Ok(Some(Protocol {
         min_reader_version: reader_version,
         min_writer_version: 7,
@@ -227,16 +305,24 @@ mod tests {
     #[test]
     fn readability() {
         assert!(check_readable(&proto(3, &["deletionVectors", "columnMapping"]), "t", 0).is_ok());
-        let e = check_readable(&proto(3, &["deletionVectors", "blahabl"]), "t", 4).unwrap_err().to_string();
+        let e = check_readable(&proto(3, &["deletionVectors", "blahabl"]), "t", 4)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("blahabl") && e.contains("version 4"), "{e}");
-        assert!(check_readable(&proto(99, &[]), "t", 0).unwrap_err().to_string().contains("reader version"));
+        assert!(check_readable(&proto(99, &[]), "t", 0)
+            .unwrap_err()
+            .to_string()
+            .contains("reader version"));
     }
 
     #[test]
     fn new_table_protocols() {
         let schema = StructType::default();
         let mut props = BTreeMap::new();
-        assert_eq!(for_new_table(&props, &schema).unwrap().min_writer_version, 2);
+        assert_eq!(
+            for_new_table(&props, &schema).unwrap().min_writer_version,
+            2
+        );
         props.insert("delta.enableDeletionVectors".into(), "true".into());
         let p = for_new_table(&props, &schema).unwrap();
         assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
@@ -249,17 +335,37 @@ mod tests {
     #[test]
     fn upgrades_and_writability() {
         let schema = StructType::default();
-        let legacy = Protocol { min_reader_version: 1, min_writer_version: 2, reader_features: None, writer_features: None };
-        assert!(upgrade_for(&legacy, &BTreeMap::new(), &schema).unwrap().is_none());
-        let props = BTreeMap::from([("delta.enableDeletionVectors".to_string(), "true".to_string())]);
+        let legacy = Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        };
+        assert!(upgrade_for(&legacy, &BTreeMap::new(), &schema)
+            .unwrap()
+            .is_none());
+        let props = BTreeMap::from([(
+            "delta.enableDeletionVectors".to_string(),
+            "true".to_string(),
+        )]);
         let up = upgrade_for(&legacy, &props, &schema).unwrap().unwrap();
         assert_eq!((up.min_reader_version, up.min_writer_version), (3, 7));
         let w = up.writer_features.clone().unwrap();
-        assert!(w.contains(&"appendOnly".to_string()) && w.contains(&"invariants".to_string()) && w.contains(&"deletionVectors".to_string()));
+        assert!(
+            w.contains(&"appendOnly".to_string())
+                && w.contains(&"invariants".to_string())
+                && w.contains(&"deletionVectors".to_string())
+        );
         assert!(upgrade_for(&up, &props, &schema).unwrap().is_none());
         assert!(check_writable(&up, "t", 1).is_ok());
         let mut rt = up.clone();
-        rt.writer_features.as_mut().unwrap().push("rowTracking".into());
-        assert!(check_writable(&rt, "t", 1).unwrap_err().to_string().contains("rowTracking"));
+        rt.writer_features
+            .as_mut()
+            .unwrap()
+            .push("rowTracking".into());
+        assert!(check_writable(&rt, "t", 1)
+            .unwrap_err()
+            .to_string()
+            .contains("rowTracking"));
     }
 }

@@ -40,14 +40,17 @@ impl ColumnMappingMode {
             Some(v) if v == "none" => Ok(ColumnMappingMode::None),
             Some(v) if v == "name" => Ok(ColumnMappingMode::Name),
             Some(v) if v == "id" => Ok(ColumnMappingMode::Id),
-            Some(v) => Err(Error::invalid(format!("delta.columnMapping.mode is {v:?}; expected none, name or id"))),
+            Some(v) => Err(Error::invalid(format!(
+                "delta.columnMapping.mode is {v:?}; expected none, name or id"
+            ))),
         }
     }
 }
 
 impl StructType {
     pub fn parse(schema_string: &str) -> Result<Self, String> {
-        let v: Value = serde_json::from_str(schema_string).map_err(|e| format!("schemaString is not JSON: {e}"))?;
+        let v: Value = serde_json::from_str(schema_string)
+            .map_err(|e| format!("schemaString is not JSON: {e}"))?;
         match parse_type(&v)? {
             DataType::Struct(s) => Ok(s),
             other => Err(format!("schemaString must be a struct, found {other:?}")),
@@ -55,11 +58,17 @@ impl StructType {
     }
 
     pub fn field(&self, name: &str) -> Option<&StructField> {
-        self.fields.iter().find(|f| f.name == name).or_else(|| self.fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)))
+        self.fields.iter().find(|f| f.name == name).or_else(|| {
+            self.fields
+                .iter()
+                .find(|f| f.name.eq_ignore_ascii_case(name))
+        })
     }
 
     pub fn has_identity_columns(&self) -> bool {
-        self.fields.iter().any(|f| f.metadata.keys().any(|k| k.starts_with("delta.identity.")))
+        self.fields
+            .iter()
+            .any(|f| f.metadata.keys().any(|k| k.starts_with("delta.identity.")))
     }
 
     pub fn has_type(&self, primitive: &str) -> bool {
@@ -81,7 +90,11 @@ impl StructField {
     pub fn physical_name(&self, mode: ColumnMappingMode) -> &str {
         match mode {
             ColumnMappingMode::None => &self.name,
-            _ => self.metadata.get("delta.columnMapping.physicalName").and_then(Value::as_str).unwrap_or(&self.name),
+            _ => self
+                .metadata
+                .get("delta.columnMapping.physicalName")
+                .and_then(Value::as_str)
+                .unwrap_or(&self.name),
         }
     }
 }
@@ -91,18 +104,32 @@ fn parse_type(v: &Value) -> Result<DataType, String> {
         Value::String(s) => parse_primitive(s),
         Value::Object(o) => match o.get("type").and_then(Value::as_str) {
             Some("struct") => {
-                let fields = o.get("fields").and_then(Value::as_array).ok_or("struct without fields")?;
-                let fields = fields.iter().map(parse_field).collect::<Result<Vec<_>, _>>()?;
+                let fields = o
+                    .get("fields")
+                    .and_then(Value::as_array)
+                    .ok_or("struct without fields")?;
+                let fields = fields
+                    .iter()
+                    .map(parse_field)
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(DataType::Struct(StructType { fields }))
             }
             Some("array") => Ok(DataType::Array(
-                Box::new(parse_type(o.get("elementType").ok_or("array without elementType")?)?),
-                o.get("containsNull").and_then(Value::as_bool).unwrap_or(true),
+                Box::new(parse_type(
+                    o.get("elementType").ok_or("array without elementType")?,
+                )?),
+                o.get("containsNull")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
             )),
             Some("map") => Ok(DataType::Map(
                 Box::new(parse_type(o.get("keyType").ok_or("map without keyType")?)?),
-                Box::new(parse_type(o.get("valueType").ok_or("map without valueType")?)?),
-                o.get("valueContainsNull").and_then(Value::as_bool).unwrap_or(true),
+                Box::new(parse_type(
+                    o.get("valueType").ok_or("map without valueType")?,
+                )?),
+                o.get("valueContainsNull")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
             )),
             other => Err(format!("unknown complex type {other:?}")),
         },
@@ -113,22 +140,50 @@ fn parse_type(v: &Value) -> Result<DataType, String> {
 fn parse_field(v: &Value) -> Result<StructField, String> {
     let o = v.as_object().ok_or("field is not an object")?;
     Ok(StructField {
-        name: o.get("name").and_then(Value::as_str).ok_or("field without name")?.to_string(),
+        name: o
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("field without name")?
+            .to_string(),
         data_type: parse_type(o.get("type").ok_or("field without type")?)?,
         nullable: o.get("nullable").and_then(Value::as_bool).unwrap_or(true),
-        metadata: o.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default(),
+        metadata: o
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
     })
 }
 
 fn parse_primitive(s: &str) -> Result<DataType, String> {
     const KNOWN: &[&str] = &[
-        "string", "long", "integer", "short", "byte", "float", "double", "boolean", "binary", "date", "timestamp",
-        "timestamp_ntz", "variant", "void",
+        "string",
+        "long",
+        "integer",
+        "short",
+        "byte",
+        "float",
+        "double",
+        "boolean",
+        "binary",
+        "date",
+        "timestamp",
+        "timestamp_ntz",
+        "variant",
+        "void",
     ];
     if let Some(inner) = s.strip_prefix("decimal(").and_then(|r| r.strip_suffix(')')) {
-        let (p, sc) = inner.split_once(',').ok_or_else(|| format!("bad decimal type {s:?}"))?;
-        let p: u8 = p.trim().parse().map_err(|_| format!("bad decimal precision in {s:?}"))?;
-        let sc: i8 = sc.trim().parse().map_err(|_| format!("bad decimal scale in {s:?}"))?;
+        let (p, sc) = inner
+            .split_once(',')
+            .ok_or_else(|| format!("bad decimal type {s:?}"))?;
+        let p: u8 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad decimal precision in {s:?}"))?;
+        let sc: i8 = sc
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad decimal scale in {s:?}"))?;
         if p == 0 || p > 38 || sc < 0 || sc as u8 > p {
             return Err(format!("decimal type {s:?} is out of range"));
         }
@@ -157,6 +212,9 @@ mod tests {
         assert_eq!(t.fields[0].physical_name(ColumnMappingMode::Name), "col-1");
         assert_eq!(t.fields[0].physical_name(ColumnMappingMode::None), "a");
         assert!(!t.fields[1].nullable);
-        assert!(StructType::parse("{\"type\":\"struct\",\"fields\":[{\"name\":\"x\",\"type\":\"wat\"}]}").is_err());
+        assert!(StructType::parse(
+            "{\"type\":\"struct\",\"fields\":[{\"name\":\"x\",\"type\":\"wat\"}]}"
+        )
+        .is_err());
     }
 }

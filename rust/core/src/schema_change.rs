@@ -21,14 +21,22 @@ pub enum Refusal {
     Unsupported(String),
 }
 
-fn fields(old: &StructType, new: &StructType, column_mapping: bool, prefix: &str) -> Result<(), Refusal> {
+fn fields(
+    old: &StructType,
+    new: &StructType,
+    column_mapping: bool,
+    prefix: &str,
+) -> Result<(), Refusal> {
     for o in &old.fields {
         let path = format!("{prefix}{}", o.name);
         match new.fields.iter().find(|n| n.name == o.name) {
             Some(n) => field(o, n, column_mapping, &path)?,
             None if column_mapping => {}
             None => {
-                let renamed = new.fields.iter().find(|n| n.name.eq_ignore_ascii_case(&o.name));
+                let renamed = new
+                    .fields
+                    .iter()
+                    .find(|n| n.name.eq_ignore_ascii_case(&o.name));
                 let what = match renamed {
                     Some(n) => format!("renames column `{path}` to `{prefix}{}`", n.name),
                     None => format!("drops column `{path}`"),
@@ -40,7 +48,11 @@ fn fields(old: &StructType, new: &StructType, column_mapping: bool, prefix: &str
             }
         }
     }
-    for n in new.fields.iter().filter(|n| !old.fields.iter().any(|o| o.name == n.name)) {
+    for n in new
+        .fields
+        .iter()
+        .filter(|n| !old.fields.iter().any(|o| o.name == n.name))
+    {
         if !n.nullable {
             return Err(Refusal::Invalid(format!(
                 "new column `{prefix}{}` is NOT NULL, but the rows already in the table have no value for it",
@@ -51,9 +63,16 @@ fn fields(old: &StructType, new: &StructType, column_mapping: bool, prefix: &str
     Ok(())
 }
 
-fn field(o: &StructField, n: &StructField, column_mapping: bool, path: &str) -> Result<(), Refusal> {
+fn field(
+    o: &StructField,
+    n: &StructField,
+    column_mapping: bool,
+    path: &str,
+) -> Result<(), Refusal> {
     if o.nullable && !n.nullable {
-        return Err(Refusal::Invalid(format!("column `{path}` cannot become NOT NULL: existing rows may hold nulls")));
+        return Err(Refusal::Invalid(format!(
+            "column `{path}` cannot become NOT NULL: existing rows may hold nulls"
+        )));
     }
     types(&o.data_type, &n.data_type, column_mapping, path)
 }
@@ -110,7 +129,9 @@ fn widens(o: &DataType, n: &DataType) -> bool {
                 | ("date", "timestamp_ntz")
         ),
         (Primitive(a), Decimal(p, s)) => int_digits(a).is_some_and(|d| *p as i32 - *s as i32 >= d),
-        (Decimal(p1, s1), Decimal(p2, s2)) => p2 >= p1 && s2 >= s1 && (*p2 as i32 - *s2 as i32) >= (*p1 as i32 - *s1 as i32),
+        (Decimal(p1, s1), Decimal(p2, s2)) => {
+            p2 >= p1 && s2 >= s1 && (*p2 as i32 - *s2 as i32) >= (*p1 as i32 - *s1 as i32)
+        }
         _ => false,
     }
 }
@@ -123,7 +144,11 @@ pub fn spell(t: &DataType) -> String {
         DataType::Array(e, _) => format!("array<{}>", spell(e)),
         DataType::Map(k, v, _) => format!("map<{},{}>", spell(k), spell(v)),
         DataType::Struct(s) => {
-            let inner: Vec<String> = s.fields.iter().map(|f| format!("{}:{}", f.name, spell(&f.data_type))).collect();
+            let inner: Vec<String> = s
+                .fields
+                .iter()
+                .map(|f| format!("{}:{}", f.name, spell(&f.data_type)))
+                .collect();
             format!("struct<{}>", inner.join(","))
         }
     }
@@ -138,7 +163,11 @@ mod tests {
     }
 
     fn f(name: &str, ty: &str, nullable: bool) -> String {
-        let ty = if ty.starts_with('{') { ty.to_string() } else { format!("{ty:?}") };
+        let ty = if ty.starts_with('{') {
+            ty.to_string()
+        } else {
+            format!("{ty:?}")
+        };
         format!(r#"{{"name":"{name}","type":{ty},"nullable":{nullable},"metadata":{{}}}}"#)
     }
 
@@ -153,26 +182,138 @@ mod tests {
     #[test]
     fn table_of_changes() {
         let a = || f("a", "long", true);
-        let nested = |inner: &str| f("s", &format!(r#"{{"type":"struct","fields":[{inner}]}}"#), true);
+        let nested = |inner: &str| {
+            f(
+                "s",
+                &format!(r#"{{"type":"struct","fields":[{inner}]}}"#),
+                true,
+            )
+        };
         let cases: Vec<(&str, Vec<String>, Vec<String>, bool, &str)> = vec![
             ("same", vec![a()], vec![a()], false, "ok"),
-            ("add nullable", vec![a()], vec![a(), f("b", "string", true)], false, "ok"),
-            ("add not null", vec![a()], vec![a(), f("b", "string", false)], false, "invalid"),
-            ("drop", vec![a(), f("b", "string", true)], vec![a()], false, "invalid"),
-            ("drop with mapping", vec![a(), f("b", "string", true)], vec![a()], true, "ok"),
-            ("rename by case", vec![a()], vec![f("A", "long", true)], false, "invalid"),
-            ("relax nullability", vec![f("a", "long", false)], vec![a()], false, "ok"),
-            ("tighten nullability", vec![a()], vec![f("a", "long", false)], false, "invalid"),
-            ("int to long", vec![f("a", "integer", true)], vec![a()], false, "unsupported"),
-            ("long to int", vec![a()], vec![f("a", "integer", true)], false, "invalid"),
-            ("long to string", vec![a()], vec![f("a", "string", true)], false, "invalid"),
-            ("decimal widening", vec![f("a", "decimal(10,2)", true)], vec![f("a", "decimal(12,3)", true)], false, "unsupported"),
-            ("decimal scale only", vec![f("a", "decimal(10,2)", true)], vec![f("a", "decimal(10,3)", true)], false, "invalid"),
-            ("int to decimal(10,0)", vec![f("a", "integer", true)], vec![f("a", "decimal(10,0)", true)], false, "unsupported"),
-            ("int to decimal(9,0)", vec![f("a", "integer", true)], vec![f("a", "decimal(9,0)", true)], false, "invalid"),
-            ("nested add", vec![nested(&f("x", "long", true))], vec![nested(&[f("x", "long", true), f("y", "long", true)].join(","))], false, "ok"),
-            ("nested drop", vec![nested(&[f("x", "long", true), f("y", "long", true)].join(","))], vec![nested(&f("x", "long", true))], false, "invalid"),
-            ("nested type", vec![nested(&f("x", "long", true))], vec![nested(&f("x", "string", true))], true, "invalid"),
+            (
+                "add nullable",
+                vec![a()],
+                vec![a(), f("b", "string", true)],
+                false,
+                "ok",
+            ),
+            (
+                "add not null",
+                vec![a()],
+                vec![a(), f("b", "string", false)],
+                false,
+                "invalid",
+            ),
+            (
+                "drop",
+                vec![a(), f("b", "string", true)],
+                vec![a()],
+                false,
+                "invalid",
+            ),
+            (
+                "drop with mapping",
+                vec![a(), f("b", "string", true)],
+                vec![a()],
+                true,
+                "ok",
+            ),
+            (
+                "rename by case",
+                vec![a()],
+                vec![f("A", "long", true)],
+                false,
+                "invalid",
+            ),
+            (
+                "relax nullability",
+                vec![f("a", "long", false)],
+                vec![a()],
+                false,
+                "ok",
+            ),
+            (
+                "tighten nullability",
+                vec![a()],
+                vec![f("a", "long", false)],
+                false,
+                "invalid",
+            ),
+            (
+                "int to long",
+                vec![f("a", "integer", true)],
+                vec![a()],
+                false,
+                "unsupported",
+            ),
+            (
+                "long to int",
+                vec![a()],
+                vec![f("a", "integer", true)],
+                false,
+                "invalid",
+            ),
+            (
+                "long to string",
+                vec![a()],
+                vec![f("a", "string", true)],
+                false,
+                "invalid",
+            ),
+            (
+                "decimal widening",
+                vec![f("a", "decimal(10,2)", true)],
+                vec![f("a", "decimal(12,3)", true)],
+                false,
+                "unsupported",
+            ),
+            (
+                "decimal scale only",
+                vec![f("a", "decimal(10,2)", true)],
+                vec![f("a", "decimal(10,3)", true)],
+                false,
+                "invalid",
+            ),
+            (
+                "int to decimal(10,0)",
+                vec![f("a", "integer", true)],
+                vec![f("a", "decimal(10,0)", true)],
+                false,
+                "unsupported",
+            ),
+            (
+                "int to decimal(9,0)",
+                vec![f("a", "integer", true)],
+                vec![f("a", "decimal(9,0)", true)],
+                false,
+                "invalid",
+            ),
+            (
+                "nested add",
+                vec![nested(&f("x", "long", true))],
+                vec![nested(
+                    &[f("x", "long", true), f("y", "long", true)].join(","),
+                )],
+                false,
+                "ok",
+            ),
+            (
+                "nested drop",
+                vec![nested(
+                    &[f("x", "long", true), f("y", "long", true)].join(","),
+                )],
+                vec![nested(&f("x", "long", true))],
+                false,
+                "invalid",
+            ),
+            (
+                "nested type",
+                vec![nested(&f("x", "long", true))],
+                vec![nested(&f("x", "string", true))],
+                true,
+                "invalid",
+            ),
         ];
         for (name, old, new, mapping, want) in cases {
             assert_eq!(verdict(&old, &new, mapping), want, "{name}");
@@ -181,7 +322,12 @@ mod tests {
 
     #[test]
     fn messages_name_the_column_and_types() {
-        let err = check(&schema(&f("a", "long", true)), &schema(&f("a", "string", true)), false).unwrap_err();
+        let err = check(
+            &schema(&f("a", "long", true)),
+            &schema(&f("a", "string", true)),
+            false,
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             Refusal::Invalid("column `a` cannot change type from long to string: the existing data files hold long values".into())

@@ -32,19 +32,41 @@ impl Snapshot {
         let table = root.display().to_string();
         let log = root.join("_delta_log");
         let protocol = state.protocol.as_ref().ok_or_else(|| {
-            Error::corrupt(&log, Some(state.version), "No protocol found: the log up to this version has no protocol action")
+            Error::corrupt(
+                &log,
+                Some(state.version),
+                "No protocol found: the log up to this version has no protocol action",
+            )
         })?;
         protocol::check_readable(protocol, &table, state.version)?;
         let metadata = state.metadata.as_ref().ok_or_else(|| {
-            Error::corrupt(&log, Some(state.version), "No metadata found: the log up to this version has no metaData action")
+            Error::corrupt(
+                &log,
+                Some(state.version),
+                "No metadata found: the log up to this version has no metaData action",
+            )
         })?;
-        let schema = StructType::parse(&metadata.schema_string)
-            .map_err(|m| Error::corrupt(&log, Some(state.version), format!("metaData.schemaString: {m}")))?;
-        let mapping = ColumnMappingMode::from_config(metadata.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+        let schema = StructType::parse(&metadata.schema_string).map_err(|m| {
+            Error::corrupt(
+                &log,
+                Some(state.version),
+                format!("metaData.schemaString: {m}"),
+            )
+        })?;
+        let mapping = ColumnMappingMode::from_config(
+            metadata
+                .configuration
+                .get("delta.columnMapping.mode")
+                .map(String::as_str),
+        )?;
         let mut partition_columns = Vec::with_capacity(metadata.partition_columns.len());
         for name in &metadata.partition_columns {
             let field = schema.field(name).ok_or_else(|| {
-                Error::corrupt(&log, Some(state.version), format!("partition column {name:?} is not in the schema"))
+                Error::corrupt(
+                    &log,
+                    Some(state.version),
+                    format!("partition column {name:?} is not in the schema"),
+                )
             })?;
             partition_columns.push(PartitionColumn {
                 name: field.name.clone(),
@@ -52,7 +74,13 @@ impl Snapshot {
                 data_type: field.data_type.clone(),
             });
         }
-        Ok(Snapshot { root: root.to_path_buf(), state, schema, mapping, partition_columns })
+        Ok(Snapshot {
+            root: root.to_path_buf(),
+            state,
+            schema,
+            mapping,
+            partition_columns,
+        })
     }
 
     pub fn version(&self) -> i64 {
@@ -60,11 +88,17 @@ impl Snapshot {
     }
 
     pub fn protocol(&self) -> &Protocol {
-        self.state.protocol.as_ref().expect("validated in from_state")
+        self.state
+            .protocol
+            .as_ref()
+            .expect("validated in from_state")
     }
 
     pub fn metadata(&self) -> &Metadata {
-        self.state.metadata.as_ref().expect("validated in from_state")
+        self.state
+            .metadata
+            .as_ref()
+            .expect("validated in from_state")
     }
 
     pub fn files(&self) -> &[AddFile] {
@@ -85,14 +119,21 @@ impl Snapshot {
             return Some(&self.state.files[i]);
         }
         self.state.files.iter().find(|f| {
-            percent_encoding::percent_decode_str(&f.path).decode_utf8().map(|d| d == path).unwrap_or(false)
+            percent_encoding::percent_decode_str(&f.path)
+                .decode_utf8()
+                .map(|d| d == path)
+                .unwrap_or(false)
         })
     }
 
     /// Row positions deleted from this file by its DV (empty when it has none).
     pub fn deleted_rows(&self, path: &str) -> Result<DeletionBitmap> {
         let file = self.file(path).ok_or_else(|| {
-            Error::invalid(format!("{path:?} is not a live file of {} at version {}", self.root.display(), self.version()))
+            Error::invalid(format!(
+                "{path:?} is not a live file of {} at version {}",
+                self.root.display(),
+                self.version()
+            ))
         })?;
         self.deleted_rows_of(file)
     }
@@ -103,7 +144,11 @@ impl Snapshot {
             Some(d) => dv::file::read(&self.root, d).map_err(|e| match e {
                 Error::DeletionVector { file: f, message } => Error::DeletionVector {
                     file: f,
-                    message: format!("{message} (DV of data file {} at version {})", file.path, self.version()),
+                    message: format!(
+                        "{message} (DV of data file {} at version {})",
+                        file.path,
+                        self.version()
+                    ),
                 },
                 other => other,
             }),
@@ -111,11 +156,19 @@ impl Snapshot {
     }
 
     /// The raw (string) value of a partition column for a file, by logical column.
-    pub fn raw_partition_value<'a>(&self, file: &'a AddFile, column: &PartitionColumn) -> Option<&'a str> {
+    pub fn raw_partition_value<'a>(
+        &self,
+        file: &'a AddFile,
+        column: &PartitionColumn,
+    ) -> Option<&'a str> {
         partition::raw_value(&file.partition_values, &column.physical)
     }
 
-    pub fn typed_partition_value(&self, file: &AddFile, column: &PartitionColumn) -> Result<Scalar> {
+    pub fn typed_partition_value(
+        &self,
+        file: &AddFile,
+        column: &PartitionColumn,
+    ) -> Result<Scalar> {
         partition::parse(self.raw_partition_value(file, column), &column.data_type).map_err(|m| {
             Error::corrupt(
                 self.root.join("_delta_log"),
@@ -126,7 +179,12 @@ impl Snapshot {
     }
 
     pub fn data_path(&self, file: &AddFile) -> Result<PathBuf> {
-        crate::uri::resolve_data_path(&self.root, &file.path)
-            .map_err(|m| Error::corrupt(self.root.join("_delta_log"), Some(self.version()), format!("add.path {}: {m}", file.path)))
+        crate::uri::resolve_data_path(&self.root, &file.path).map_err(|m| {
+            Error::corrupt(
+                self.root.join("_delta_log"),
+                Some(self.version()),
+                format!("add.path {}: {m}", file.path),
+            )
+        })
     }
 }

@@ -28,7 +28,9 @@ struct NumRecordsOnly {
 /// `numRecords` alone, without materialising the min/max maps. Unparseable stats count as absent
 /// (stats are optional; a reader must not fail on them).
 pub fn num_records(stats: Option<&str>) -> Option<i64> {
-    serde_json::from_str::<NumRecordsOnly>(stats?).ok()?.num_records
+    serde_json::from_str::<NumRecordsOnly>(stats?)
+        .ok()?
+        .num_records
 }
 
 pub fn parse(stats: Option<&str>) -> Option<FileStats> {
@@ -39,10 +41,16 @@ pub fn parse(stats: Option<&str>) -> Option<FileStats> {
 mod tests {
     #[test]
     fn lazy_num_records() {
-        assert_eq!(super::num_records(Some(r#"{"numRecords":5,"minValues":{"a":1}}"#)), Some(5));
+        assert_eq!(
+            super::num_records(Some(r#"{"numRecords":5,"minValues":{"a":1}}"#)),
+            Some(5)
+        );
         assert_eq!(super::num_records(Some("garbage")), None);
         assert_eq!(super::num_records(None), None);
-        let s = super::parse(Some(r#"{"numRecords":5,"minValues":{"a":1},"tightBounds":false}"#)).unwrap();
+        let s = super::parse(Some(
+            r#"{"numRecords":5,"minValues":{"a":1},"tightBounds":false}"#,
+        ))
+        .unwrap();
         assert_eq!(s.tight_bounds, Some(false));
         assert_eq!(s.min_values["a"], 1);
     }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-
 use crate::commit::committer::{self, CommitOptions};
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
@@ -81,7 +80,11 @@ fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) ->
             rest = &rest[1..];
             continue;
         }
-        let n = rest.iter().take(COMMIT_BATCH).take_while(|f| f.size <= LARGE_COMMIT).count();
+        let n = rest
+            .iter()
+            .take(COMMIT_BATCH)
+            .take_while(|f| f.size <= LARGE_COMMIT)
+            .count();
         let (batch, tail) = rest.split_at(n);
         let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
         for (f, actions) in batch.iter().zip(parsed) {
@@ -96,7 +99,10 @@ impl Table {
     pub fn open(location: &str) -> Result<Self> {
         let root = resolve_location(location)?;
         if !root.is_dir() {
-            return Err(Error::TableNotFound { path: root.display().to_string(), reason: "the directory does not exist".into() });
+            return Err(Error::TableNotFound {
+                path: root.display().to_string(),
+                reason: "the directory does not exist".into(),
+            });
         }
         let latest = Arc::new(load(&root, None)?);
         Ok(Table { root, latest })
@@ -132,12 +138,20 @@ impl Table {
             Some(v) if v == self.latest.version() => Ok(self.latest.clone()),
             Some(v) if v > self.latest.version() => {
                 let table = self.root.display().to_string();
-                let beyond = |latest: i64| Error::VersionNotFound { table: table.clone(), version: v, reason: format!("the latest version is {latest}") };
+                let beyond = |latest: i64| Error::VersionNotFound {
+                    table: table.clone(),
+                    version: v,
+                    reason: format!("the latest version is {latest}"),
+                };
                 match self.forward(Some(v))? {
                     Forward::Advanced(snap) => Ok(Arc::new(snap)),
                     Forward::Current => Err(beyond(self.latest.version())),
                     Forward::Beyond(newest) => Err(beyond(newest)),
-                    Forward::Gap => Err(Error::VersionNotFound { table, version: v, reason: "the log has no contiguous commits up to it".into() }),
+                    Forward::Gap => Err(Error::VersionNotFound {
+                        table,
+                        version: v,
+                        reason: "the log has no contiguous commits up to it".into(),
+                    }),
                 }
             }
             Some(v) => Ok(Arc::new(load(&self.root, Some(v))?)),
@@ -149,7 +163,9 @@ impl Table {
     fn forward(&self, upto: Option<i64>) -> Result<Forward> {
         let from = self.latest.version() + 1;
         let listing = segment::list(&self.root, from)?;
-        let Some(newest) = listing.commits.keys().next_back().copied() else { return Ok(Forward::Current) };
+        let Some(newest) = listing.commits.keys().next_back().copied() else {
+            return Ok(Forward::Current);
+        };
         let target = upto.unwrap_or(newest);
         if target > newest {
             return Ok(Forward::Beyond(newest));
@@ -157,7 +173,11 @@ impl Table {
         if !(from..=target).all(|v| listing.commits.contains_key(&v)) {
             return Ok(Forward::Gap);
         }
-        let commits: Vec<_> = listing.commits.range(..=target).map(|(_, f)| f.clone()).collect();
+        let commits: Vec<_> = listing
+            .commits
+            .range(..=target)
+            .map(|(_, f)| f.clone())
+            .collect();
         let mut state = self.latest.state.clone();
         apply_commits(&mut state, &commits)?;
         Ok(Forward::Advanced(Snapshot::from_state(&self.root, state)?))
@@ -180,7 +200,11 @@ impl Table {
             versions.truncate(l);
         }
         let infos = parallel::map(&versions, |f| read_commit_info(&f.path, f.version));
-        versions.iter().zip(infos).map(|(f, i)| Ok((f.version, i?))).collect()
+        versions
+            .iter()
+            .zip(infos)
+            .map(|(f, i)| Ok((f.version, i?)))
+            .collect()
     }
 
     /// Create a table: commit version 0 with commitInfo, protocol and metaData.
@@ -191,10 +215,23 @@ impl Table {
         properties: BTreeMap<String, String>,
         name: Option<String>,
     ) -> Result<Self> {
-        let mut txn = begin_create(location, schema_string, partition_by.clone(), properties.clone(), name)?;
+        let mut txn = begin_create(
+            location,
+            schema_string,
+            partition_by.clone(),
+            properties.clone(),
+            name,
+        )?;
         let params = BTreeMap::from([
-            ("partitionBy".to_string(), serde_json::to_string(&partition_by).unwrap_or_default()),
-            ("properties".to_string(), serde_json::to_string(&txn.metadata.as_ref().map(|m| &m.configuration)).unwrap_or_default()),
+            (
+                "partitionBy".to_string(),
+                serde_json::to_string(&partition_by).unwrap_or_default(),
+            ),
+            (
+                "properties".to_string(),
+                serde_json::to_string(&txn.metadata.as_ref().map(|m| &m.configuration))
+                    .unwrap_or_default(),
+            ),
         ]);
         committer::commit(&mut txn, "CREATE TABLE", &params, &CommitOptions::default())?;
         let root = txn.root().to_path_buf();
@@ -204,7 +241,10 @@ impl Table {
 
     /// A table handle whose latest known snapshot is `snap`.
     pub fn from_snapshot(snap: Arc<Snapshot>) -> Self {
-        Table { root: snap.root.clone(), latest: snap }
+        Table {
+            root: snap.root.clone(),
+            latest: snap,
+        }
     }
 }
 
@@ -220,7 +260,10 @@ pub fn begin_create(
     let root = resolve_location(location)?;
     if let Ok(listing) = segment::list(&root, 0) {
         if let Some(v) = listing.latest_version() {
-            return Err(Error::TableAlreadyExists { path: root.display().to_string(), found: format!("version {v}") });
+            return Err(Error::TableAlreadyExists {
+                path: root.display().to_string(),
+                found: format!("version {v}"),
+            });
         }
     }
     let (schema_value, properties) = prepare_schema(schema_string, properties)?;
@@ -257,8 +300,13 @@ pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<Strin
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed: Line = serde_json::from_slice(line)
-            .map_err(|e| Error::corrupt(path, Some(version), format!("line {}: invalid action JSON: {e}", i + 1)))?;
+        let parsed: Line = serde_json::from_slice(line).map_err(|e| {
+            Error::corrupt(
+                path,
+                Some(version),
+                format!("line {}: invalid action JSON: {e}", i + 1),
+            )
+        })?;
         if let Some(c) = parsed.commit_info {
             return Ok(Some(c.get().to_string()));
         }
@@ -270,38 +318,69 @@ pub(crate) fn check_columns(schema: &StructType, partition_by: &[String]) -> Res
     let mut seen = std::collections::HashSet::new();
     for f in &schema.fields {
         if !seen.insert(f.name.to_lowercase()) {
-            return Err(Error::invalid(format!("duplicate column name {:?} (names are case-insensitive)", f.name)));
+            return Err(Error::invalid(format!(
+                "duplicate column name {:?} (names are case-insensitive)",
+                f.name
+            )));
         }
     }
     let mut partitions = std::collections::HashSet::new();
     for p in partition_by {
         if !partitions.insert(p.to_lowercase()) {
-            return Err(Error::invalid(format!("partition column {p:?} is listed twice")));
+            return Err(Error::invalid(format!(
+                "partition column {p:?} is listed twice"
+            )));
         }
-        let field = schema.field(p).ok_or_else(|| Error::invalid(format!("partition column {p:?} is not in the schema")))?;
-        if !matches!(field.data_type, crate::schema::DataType::Primitive(_) | crate::schema::DataType::Decimal(..)) {
-            return Err(Error::invalid(format!("partition column {p:?} must have a primitive type")));
+        let field = schema.field(p).ok_or_else(|| {
+            Error::invalid(format!("partition column {p:?} is not in the schema"))
+        })?;
+        if !matches!(
+            field.data_type,
+            crate::schema::DataType::Primitive(_) | crate::schema::DataType::Decimal(..)
+        ) {
+            return Err(Error::invalid(format!(
+                "partition column {p:?} must have a primitive type"
+            )));
         }
     }
     if !partition_by.is_empty() && partition_by.len() == schema.fields.len() {
-        return Err(Error::invalid("a table needs at least one column that is not a partition column"));
+        return Err(Error::invalid(
+            "a table needs at least one column that is not a partition column",
+        ));
     }
     Ok(())
 }
 
 /// Normalise properties and, with column mapping, give every field an id and a physical name.
-fn prepare_schema(schema_string: &str, mut props: BTreeMap<String, String>) -> Result<(Value, BTreeMap<String, String>)> {
-    let mut schema: Value = serde_json::from_str(schema_string).map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+fn prepare_schema(
+    schema_string: &str,
+    mut props: BTreeMap<String, String>,
+) -> Result<(Value, BTreeMap<String, String>)> {
+    let mut schema: Value = serde_json::from_str(schema_string)
+        .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
     if let Some(v) = props.get(isolation::PROPERTY).cloned() {
-        let level = IsolationLevel::of_table(&BTreeMap::from([(isolation::PROPERTY.to_string(), v)]))?;
+        let level =
+            IsolationLevel::of_table(&BTreeMap::from([(isolation::PROPERTY.to_string(), v)]))?;
         props.insert(isolation::PROPERTY.into(), level.as_str().into());
     }
-    let mode = ColumnMappingMode::from_config(props.get("delta.columnMapping.mode").map(String::as_str))?;
+    let mode =
+        ColumnMappingMode::from_config(props.get("delta.columnMapping.mode").map(String::as_str))?;
     if mode != ColumnMappingMode::None {
         let mut next_id = 0i64;
         assign_column_mapping(&mut schema, &mut next_id);
-        props.insert("delta.columnMapping.mode".into(), if mode == ColumnMappingMode::Name { "name" } else { "id" }.into());
-        props.insert("delta.columnMapping.maxColumnId".into(), next_id.to_string());
+        props.insert(
+            "delta.columnMapping.mode".into(),
+            if mode == ColumnMappingMode::Name {
+                "name"
+            } else {
+                "id"
+            }
+            .into(),
+        );
+        props.insert(
+            "delta.columnMapping.maxColumnId".into(),
+            next_id.to_string(),
+        );
     }
     Ok((schema, props))
 }
@@ -320,8 +399,12 @@ fn carry(t: &mut Value, old: &crate::schema::DataType) {
         (Some("struct"), D::Struct(old)) => {
             if let Some(Value::Array(fields)) = o.get_mut("fields") {
                 for f in fields {
-                    let Some(name) = f.get("name").and_then(Value::as_str).map(String::from) else { continue };
-                    let Some(prev) = old.fields.iter().find(|x| x.name == name) else { continue };
+                    let Some(name) = f.get("name").and_then(Value::as_str).map(String::from) else {
+                        continue;
+                    };
+                    let Some(prev) = old.fields.iter().find(|x| x.name == name) else {
+                        continue;
+                    };
                     if let Some(fo) = f.as_object_mut() {
                         let meta = fo.entry("metadata").or_insert_with(|| json!({}));
                         if let Some(m) = meta.as_object_mut() {
@@ -359,13 +442,17 @@ pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
             Some("struct") => {
                 if let Some(Value::Array(fields)) = o.get_mut("fields") {
                     for f in fields {
-                        if let Some(meta) = f.as_object_mut().map(|f| f.entry("metadata").or_insert_with(|| json!({}))) {
+                        if let Some(meta) = f
+                            .as_object_mut()
+                            .map(|f| f.entry("metadata").or_insert_with(|| json!({})))
+                        {
                             if let Some(m) = meta.as_object_mut() {
                                 if !m.contains_key("delta.columnMapping.id") {
                                     *next_id += 1;
                                     m.insert("delta.columnMapping.id".into(), json!(*next_id));
                                 }
-                                m.entry("delta.columnMapping.physicalName").or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
+                                m.entry("delta.columnMapping.physicalName")
+                                    .or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
                             }
                         }
                         if let Some(ft) = f.get_mut("type") {

@@ -9,7 +9,9 @@ use crate::conflict::ReadSet;
 use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
-use crate::log::actions::{AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile};
+use crate::log::actions::{
+    AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
+};
 use crate::predicate::Predicate;
 use crate::protocol;
 use crate::schema::{ColumnMappingMode, StructType};
@@ -28,7 +30,11 @@ pub struct TxnOptions {
 
 impl Default for TxnOptions {
     fn default() -> Self {
-        TxnOptions { isolation_level: None, row_level: true, data_skipping: true }
+        TxnOptions {
+            isolation_level: None,
+            row_level: true,
+            data_skipping: true,
+        }
     }
 }
 
@@ -80,10 +86,22 @@ impl Transaction {
             }
             Some(l) => l,
         };
-        Ok(Self::new(snapshot.root.clone(), snapshot.version(), Some(snapshot), level, opts))
+        Ok(Self::new(
+            snapshot.root.clone(),
+            snapshot.version(),
+            Some(snapshot),
+            level,
+            opts,
+        ))
     }
 
-    fn new(root: PathBuf, read_version: i64, snapshot: Option<Arc<Snapshot>>, level: IsolationLevel, opts: TxnOptions) -> Self {
+    fn new(
+        root: PathBuf,
+        read_version: i64,
+        snapshot: Option<Arc<Snapshot>>,
+        level: IsolationLevel,
+        opts: TxnOptions,
+    ) -> Self {
         Transaction {
             root,
             snapshot,
@@ -140,18 +158,26 @@ impl Transaction {
     fn open(&self) -> Result<()> {
         match self.state {
             TxnState::Open => Ok(()),
-            TxnState::Committed(v) => Err(Error::invalid(format!("the transaction already committed version {v}"))),
+            TxnState::Committed(v) => Err(Error::invalid(format!(
+                "the transaction already committed version {v}"
+            ))),
             TxnState::Aborted => Err(Error::invalid("the transaction was aborted")),
         }
     }
 
     fn snap(&self) -> Result<&Arc<Snapshot>> {
-        self.snapshot.as_ref().ok_or_else(|| Error::invalid("the table does not exist yet (this transaction creates it)"))
+        self.snapshot.as_ref().ok_or_else(|| {
+            Error::invalid("the table does not exist yet (this transaction creates it)")
+        })
     }
 
     pub fn parse_predicate(&self, text: &str) -> Result<Predicate> {
         let snap = self.snap()?;
-        let parts: Vec<String> = snap.partition_columns.iter().map(|c| c.name.clone()).collect();
+        let parts: Vec<String> = snap
+            .partition_columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
         Predicate::parse(text, &snap.schema, snap.mapping, &parts)
     }
 
@@ -165,7 +191,13 @@ impl Transaction {
         };
         let snap = self.snap()?.clone();
         let mut judge = crate::predicate::FileJudge::new(&predicate, true);
-        let hits: Vec<usize> = snap.files().iter().enumerate().filter(|(_, f)| judge.may_match(f)).map(|(i, _)| i).collect();
+        let hits: Vec<usize> = snap
+            .files()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| judge.may_match(f))
+            .map(|(i, _)| i)
+            .collect();
         for &i in &hits {
             self.read.files.insert(snap.files()[i].path.clone());
         }
@@ -183,7 +215,12 @@ impl Transaction {
     pub fn app_version(&mut self, app_id: &str) -> Result<i64> {
         self.open()?;
         self.read.app_ids.insert(app_id.to_string());
-        Ok(self.snapshot.as_ref().and_then(|s| s.state.txns.get(app_id)).map(|t| t.version).unwrap_or(-1))
+        Ok(self
+            .snapshot
+            .as_ref()
+            .and_then(|s| s.state.txns.get(app_id))
+            .map(|t| t.version)
+            .unwrap_or(-1))
     }
 
     /// Stage an `add`. `partition_values` use logical column names.
@@ -202,20 +239,36 @@ impl Transaction {
         let (schema, mapping, partition_columns) = self.layout()?;
         let rel = relative_data_path(&self.root, path)?;
         if size < 0 {
-            return Err(Error::invalid(format!("add_file({path:?}): size must be >= 0, got {size}")));
+            return Err(Error::invalid(format!(
+                "add_file({path:?}): size must be >= 0, got {size}"
+            )));
         }
-        let pv = physical_partition_values(&schema, mapping, &partition_columns, partition_values, path)?;
+        let pv = physical_partition_values(
+            &schema,
+            mapping,
+            &partition_columns,
+            partition_values,
+            path,
+        )?;
         if let Some(s) = &stats {
             serde_json::from_str::<serde_json::Value>(s)
                 .ok()
                 .filter(|v| v.is_object())
-                .ok_or_else(|| Error::invalid(format!("add_file({path:?}): stats must be a JSON object")))?;
+                .ok_or_else(|| {
+                    Error::invalid(format!("add_file({path:?}): stats must be a JSON object"))
+                })?;
         }
         let log_path: Box<str> = crate::uri::encode_log_path(&rel).into();
         if self.adds.iter().any(|a| a.path == log_path) {
-            return Err(Error::invalid(format!("add_file({path:?}): the transaction already adds this path")));
+            return Err(Error::invalid(format!(
+                "add_file({path:?}): the transaction already adds this path"
+            )));
         }
-        if self.snapshot.as_ref().is_some_and(|s| s.state.file_index(&log_path).is_some()) {
+        if self
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| s.state.file_index(&log_path).is_some())
+        {
             return Err(Error::invalid(format!(
                 "add_file({path:?}): the table already has a live file with this path; data files must never be overwritten"
             )));
@@ -224,11 +277,16 @@ impl Transaction {
             path: log_path,
             partition_values: pv,
             size,
-            modification_time: modification_time.unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
+            modification_time: modification_time
+                .unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
             data_change,
             stats: stats.map(Into::into),
             deletion_vector: None,
-            extra: AddExtra { tags, ..Default::default() }.boxed(),
+            extra: AddExtra {
+                tags,
+                ..Default::default()
+            }
+            .boxed(),
         });
         Ok(())
     }
@@ -237,11 +295,19 @@ impl Transaction {
     fn layout(&self) -> Result<(StructType, ColumnMappingMode, Vec<String>)> {
         if let Some(m) = &self.metadata {
             let schema = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
-            let mode = ColumnMappingMode::from_config(m.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+            let mode = ColumnMappingMode::from_config(
+                m.configuration
+                    .get("delta.columnMapping.mode")
+                    .map(String::as_str),
+            )?;
             return Ok((schema, mode, m.partition_columns.clone()));
         }
         let s = self.snap()?;
-        Ok((s.schema.clone(), s.mapping, s.partition_columns.iter().map(|c| c.name.clone()).collect()))
+        Ok((
+            s.schema.clone(),
+            s.mapping,
+            s.partition_columns.iter().map(|c| c.name.clone()).collect(),
+        ))
     }
 
     /// Stage a `remove` of a live file of the read snapshot.
@@ -249,10 +315,16 @@ impl Transaction {
         self.open()?;
         let snap = self.snap()?.clone();
         let f = snap.file(path).ok_or_else(|| {
-            Error::invalid(format!("remove_file({path:?}): not a live file of {} at version {}", self.root.display(), snap.version()))
+            Error::invalid(format!(
+                "remove_file({path:?}): not a live file of {} at version {}",
+                self.root.display(),
+                snap.version()
+            ))
         })?;
         if self.removes.iter().any(|r| r.path == f.path) || self.dv_deletes.contains_key(&f.path) {
-            return Err(Error::invalid(format!("remove_file({path:?}): the transaction already removes or changes this file")));
+            return Err(Error::invalid(format!(
+                "remove_file({path:?}): the transaction already removes or changes this file"
+            )));
         }
         self.removes.push(remove_of(f, data_change));
         Ok(())
@@ -263,7 +335,10 @@ impl Transaction {
         self.open()?;
         let snap = self.snap()?.clone();
         if !protocol::has_writer_feature(snap.protocol(), "deletionVectors")
-            || !protocol::is_true(&snap.metadata().configuration, "delta.enableDeletionVectors")
+            || !protocol::is_true(
+                &snap.metadata().configuration,
+                "delta.enableDeletionVectors",
+            )
         {
             return Err(Error::invalid(format!(
                 "delete_rows needs deletion vectors: {} does not have delta.enableDeletionVectors=true with the deletionVectors feature",
@@ -271,17 +346,26 @@ impl Transaction {
             )));
         }
         let f = snap.file(path).ok_or_else(|| {
-            Error::invalid(format!("delete_rows({path:?}): not a live file of {} at version {}", self.root.display(), snap.version()))
+            Error::invalid(format!(
+                "delete_rows({path:?}): not a live file of {} at version {}",
+                self.root.display(),
+                snap.version()
+            ))
         })?;
         if self.removes.iter().any(|r| r.path == f.path) {
-            return Err(Error::invalid(format!("delete_rows({path:?}): the transaction already removes this file")));
+            return Err(Error::invalid(format!(
+                "delete_rows({path:?}): the transaction already removes this file"
+            )));
         }
         if let Some(n) = crate::stats::num_records(f.stats_text()?.as_deref()) {
             if let Some(&bad) = positions.iter().find(|&&p| p >= n as u64) {
-                return Err(Error::invalid(format!("delete_rows({path:?}): row {bad} is beyond the file's {n} rows")));
+                return Err(Error::invalid(format!(
+                    "delete_rows({path:?}): row {bad} is beyond the file's {n} rows"
+                )));
             }
         }
-        let new = DeletionBitmap::from_positions(positions.iter().copied()).map_err(Error::invalid)?;
+        let new =
+            DeletionBitmap::from_positions(positions.iter().copied()).map_err(Error::invalid)?;
         let entry = self.dv_deletes.entry(f.path.clone()).or_default();
         *entry = entry.union(&new);
         Ok(())
@@ -290,21 +374,34 @@ impl Transaction {
     pub fn set_app_version(&mut self, app_id: &str, version: i64) -> Result<()> {
         self.open()?;
         if app_id.is_empty() {
-            return Err(Error::invalid("set_app_version: the application id must not be empty"));
+            return Err(Error::invalid(
+                "set_app_version: the application id must not be empty",
+            ));
         }
         self.txns.insert(app_id.to_string(), version);
         Ok(())
     }
 
     /// Stage a domain metadata action. System domains (`delta.*`) are refused.
-    pub fn set_domain_metadata(&mut self, domain: &str, configuration: &str, removed: bool) -> Result<()> {
+    pub fn set_domain_metadata(
+        &mut self,
+        domain: &str,
+        configuration: &str,
+        removed: bool,
+    ) -> Result<()> {
         self.open()?;
         if domain.starts_with("delta.") {
-            return Err(Error::invalid(format!("domain {domain:?} is system-controlled; user domains must not start with 'delta.'")));
+            return Err(Error::invalid(format!(
+                "domain {domain:?} is system-controlled; user domains must not start with 'delta.'"
+            )));
         }
         self.domains.insert(
             domain.to_string(),
-            DomainMetadata { domain: domain.to_string(), configuration: configuration.to_string(), removed },
+            DomainMetadata {
+                domain: domain.to_string(),
+                configuration: configuration.to_string(),
+                removed,
+            },
         );
         Ok(())
     }
@@ -342,14 +439,23 @@ impl Transaction {
             } else {
                 v
             };
-            let key = if k.eq_ignore_ascii_case(isolation::PROPERTY) { isolation::PROPERTY.to_string() } else { k };
+            let key = if k.eq_ignore_ascii_case(isolation::PROPERTY) {
+                isolation::PROPERTY.to_string()
+            } else {
+                k
+            };
             crate::properties::check(&key, &v)?;
-            if key == "delta.columnMapping.mode" && m.configuration.get(&key).map(|s| s.to_ascii_lowercase()) != Some(v.to_ascii_lowercase()) {
+            if key == "delta.columnMapping.mode"
+                && m.configuration.get(&key).map(|s| s.to_ascii_lowercase())
+                    != Some(v.to_ascii_lowercase())
+            {
                 return Err(Error::UnsupportedFeature {
                     table: self.root.display().to_string(),
                     version: Some(self.read_version),
                     what: "table property change".into(),
-                    detail: "changing delta.columnMapping.mode on an existing table is not supported".into(),
+                    detail:
+                        "changing delta.columnMapping.mode on an existing table is not supported"
+                            .into(),
                 });
             }
             m.configuration.insert(key, v);
@@ -373,26 +479,41 @@ impl Transaction {
     pub fn set_schema(&mut self, schema_json: &str) -> Result<()> {
         self.open()?;
         let mut m = self.current_metadata()?;
-        let mut value: serde_json::Value =
-            serde_json::from_str(schema_json).map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
-        let mode = ColumnMappingMode::from_config(m.configuration.get("delta.columnMapping.mode").map(String::as_str))?;
+        let mut value: serde_json::Value = serde_json::from_str(schema_json)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let mode = ColumnMappingMode::from_config(
+            m.configuration
+                .get("delta.columnMapping.mode")
+                .map(String::as_str),
+        )?;
         let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
         let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
         crate::table::check_columns(&proposed, &m.partition_columns)?;
-        crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(|r| match r {
-            Refusal::Invalid(why) => Error::invalid(format!("set_schema on {} (version {}): {why}", self.root.display(), self.read_version)),
-            Refusal::Unsupported(why) => Error::UnsupportedFeature {
-                table: self.root.display().to_string(),
-                version: Some(self.read_version),
-                what: "schema change".into(),
-                detail: why,
+        crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(
+            |r| match r {
+                Refusal::Invalid(why) => Error::invalid(format!(
+                    "set_schema on {} (version {}): {why}",
+                    self.root.display(),
+                    self.read_version
+                )),
+                Refusal::Unsupported(why) => Error::UnsupportedFeature {
+                    table: self.root.display().to_string(),
+                    version: Some(self.read_version),
+                    what: "schema change".into(),
+                    detail: why,
+                },
             },
-        })?;
+        )?;
         crate::table::carry_field_metadata(&mut value, &old);
         if mode != ColumnMappingMode::None {
-            let mut next: i64 = m.configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let mut next: i64 = m
+                .configuration
+                .get("delta.columnMapping.maxColumnId")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
             crate::table::assign_column_mapping(&mut value, &mut next);
-            m.configuration.insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+            m.configuration
+                .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
         }
         let text = value.to_string();
         m.schema_string = text;
@@ -414,10 +535,15 @@ impl Transaction {
     pub fn set_protocol(&mut self, p: Protocol) -> Result<()> {
         self.open()?;
         let current = self.current_protocol()?;
-        if p.min_reader_version < current.min_reader_version || p.min_writer_version < current.min_writer_version {
+        if p.min_reader_version < current.min_reader_version
+            || p.min_writer_version < current.min_writer_version
+        {
             return Err(Error::invalid(format!(
                 "protocol ({}, {}) would downgrade the table's ({}, {})",
-                p.min_reader_version, p.min_writer_version, current.min_reader_version, current.min_writer_version
+                p.min_reader_version,
+                p.min_writer_version,
+                current.min_reader_version,
+                current.min_writer_version
             )));
         }
         protocol::check_writable(&p, &self.root.display().to_string(), self.read_version + 1)?;
@@ -438,7 +564,11 @@ impl Transaction {
     }
 
     pub fn num_staged(&self) -> usize {
-        self.adds.len() + self.removes.len() + self.dv_deletes.len() + self.txns.len() + self.domains.len()
+        self.adds.len()
+            + self.removes.len()
+            + self.dv_deletes.len()
+            + self.txns.len()
+            + self.domains.len()
     }
 }
 
@@ -471,12 +601,20 @@ fn relative_data_path(root: &Path, path: &str) -> Result<String> {
     let rel = if local.is_absolute() {
         local
             .strip_prefix(root)
-            .map_err(|_| bad(&format!("the file must be inside the table directory {}", root.display())))?
+            .map_err(|_| {
+                bad(&format!(
+                    "the file must be inside the table directory {}",
+                    root.display()
+                ))
+            })?
             .to_path_buf()
     } else {
         local
     };
-    let text = rel.to_str().ok_or_else(|| bad("the path is not UTF-8"))?.to_string();
+    let text = rel
+        .to_str()
+        .ok_or_else(|| bad("the path is not UTF-8"))?
+        .to_string();
     if text.split('/').any(|c| c == "..") {
         return Err(bad("the path must not contain '..'"));
     }
@@ -496,15 +634,21 @@ fn physical_partition_values(
 ) -> Result<PartitionValues> {
     let mut out = Vec::with_capacity(partition_columns.len());
     for col in partition_columns {
-        let field = schema.field(col).ok_or_else(|| Error::invalid(format!("partition column {col:?} is not in the schema")))?;
+        let field = schema.field(col).ok_or_else(|| {
+            Error::invalid(format!("partition column {col:?} is not in the schema"))
+        })?;
         let value = values
             .iter()
             .find(|(k, _)| k == col)
             .or_else(|| values.iter().find(|(k, _)| k.eq_ignore_ascii_case(col)))
             .ok_or_else(|| Error::invalid(format!("add_file({path:?}): missing a value for partition column {col:?} (use None for null)")))?;
-        crate::partition::parse(value.1.as_deref(), &field.data_type)
-            .map_err(|m| Error::invalid(format!("add_file({path:?}): partition column {col:?}: {m}")))?;
-        out.push((field.physical_name(mapping).into(), value.1.clone().map(Into::into)));
+        crate::partition::parse(value.1.as_deref(), &field.data_type).map_err(|m| {
+            Error::invalid(format!("add_file({path:?}): partition column {col:?}: {m}"))
+        })?;
+        out.push((
+            field.physical_name(mapping).into(),
+            value.1.clone().map(Into::into),
+        ));
     }
     for (k, _) in &values {
         if !partition_columns.iter().any(|c| c.eq_ignore_ascii_case(k)) {

@@ -11,7 +11,11 @@ use crate::errors::{to_py, IntoPy};
 use crate::snapshot::le_bytes;
 
 fn descriptor(json: &str) -> PyResult<DeletionVectorDescriptor> {
-    serde_json::from_str(json).map_err(|e| to_py(Error::invalid(format!("deletion vector descriptor JSON: {e}"))))
+    serde_json::from_str(json).map_err(|e| {
+        to_py(Error::invalid(format!(
+            "deletion vector descriptor JSON: {e}"
+        )))
+    })
 }
 
 fn bitmap(positions: Vec<u64>) -> PyResult<DeletionBitmap> {
@@ -20,25 +24,44 @@ fn bitmap(positions: Vec<u64>) -> PyResult<DeletionBitmap> {
 
 /// Positions (LE u64 bytes) deleted by the DV a descriptor (JSON text) points at.
 #[pyfunction]
-pub fn read_deletion_vector<'py>(py: Python<'py>, table_root: String, descriptor_json: String) -> PyResult<Bound<'py, PyBytes>> {
+pub fn read_deletion_vector<'py>(
+    py: Python<'py>,
+    table_root: String,
+    descriptor_json: String,
+) -> PyResult<Bound<'py, PyBytes>> {
     let d = descriptor(&descriptor_json)?;
-    let v = py.detach(|| dv::file::read(Path::new(&table_root), &d).map(|b| b.to_vec())).py_err()?;
+    let v = py
+        .detach(|| dv::file::read(Path::new(&table_root), &d).map(|b| b.to_vec()))
+        .py_err()?;
     Ok(PyBytes::new(py, &le_bytes(&v)))
 }
 
 /// Write each list of positions as a DV into one new DV file; returns descriptor JSON texts.
 #[pyfunction]
 #[pyo3(signature = (table_root, bitmaps, prefix=String::new()))]
-pub fn write_deletion_vectors(py: Python<'_>, table_root: String, bitmaps: Vec<Vec<u64>>, prefix: String) -> PyResult<Vec<String>> {
-    let maps = bitmaps.into_iter().map(bitmap).collect::<PyResult<Vec<_>>>()?;
+pub fn write_deletion_vectors(
+    py: Python<'_>,
+    table_root: String,
+    bitmaps: Vec<Vec<u64>>,
+    prefix: String,
+) -> PyResult<Vec<String>> {
+    let maps = bitmaps
+        .into_iter()
+        .map(bitmap)
+        .collect::<PyResult<Vec<_>>>()?;
     let refs: Vec<&DeletionBitmap> = maps.iter().collect();
-    let ds = py.detach(|| dv::file::write(Path::new(&table_root), &prefix, &refs)).py_err()?;
+    let ds = py
+        .detach(|| dv::file::write(Path::new(&table_root), &prefix, &refs))
+        .py_err()?;
     Ok(ds.iter().map(|d| d.to_json().to_string()).collect())
 }
 
 /// Serialize positions as Delta's portable RoaringBitmapArray (with magic number).
 #[pyfunction]
-pub fn serialize_bitmap<'py>(py: Python<'py>, positions: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn serialize_bitmap<'py>(
+    py: Python<'py>,
+    positions: Vec<u64>,
+) -> PyResult<Bound<'py, PyBytes>> {
     Ok(PyBytes::new(py, &bitmap(positions)?.serialize()))
 }
 

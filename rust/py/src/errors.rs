@@ -25,7 +25,9 @@ fn class_name(e: &Error) -> &'static str {
 fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     match e {
-        Error::TableNotFound { path, .. } | Error::TableAlreadyExists { path, .. } => d.set_item("table", path)?,
+        Error::TableNotFound { path, .. } | Error::TableAlreadyExists { path, .. } => {
+            d.set_item("table", path)?
+        }
         Error::CorruptLog { file, version, .. } => {
             d.set_item("file", file)?;
             d.set_item("version", version)?;
@@ -34,7 +36,12 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("table", table)?;
             d.set_item("version", version)?;
         }
-        Error::UnsupportedFeature { table, version, detail, .. } => {
+        Error::UnsupportedFeature {
+            table,
+            version,
+            detail,
+            ..
+        } => {
             d.set_item("table", table)?;
             d.set_item("version", version)?;
             d.set_item("feature", detail)?;
@@ -49,7 +56,11 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("table", table)?;
             d.set_item("attempts", attempts)?;
         }
-        Error::Predicate { text, position, reason } => {
+        Error::Predicate {
+            text,
+            position,
+            reason,
+        } => {
             d.set_item("text", text)?;
             d.set_item("position", position)?;
             d.set_item("reason", reason)?;
@@ -79,7 +90,13 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("overlapping_rows", c.overlapping_rows)?;
             d.set_item("reason", &c.reason)?;
         }
-        Error::CommitRetriesExceeded { table, attempts, elapsed_ms, versions_tried, .. } => {
+        Error::CommitRetriesExceeded {
+            table,
+            attempts,
+            elapsed_ms,
+            versions_tried,
+            ..
+        } => {
             d.set_item("table", table)?;
             d.set_item("attempts", attempts)?;
             d.set_item("elapsed_ms", elapsed_ms)?;
@@ -99,7 +116,9 @@ pub fn to_py(e: Error) -> PyErr {
         };
         build().unwrap_or_else(|import_err| match e {
             Error::InvalidArgument(m) => PyValueError::new_err(m),
-            other => PyRuntimeError::new_err(format!("{other} (and delta_occ.exceptions failed: {import_err})")),
+            other => PyRuntimeError::new_err(format!(
+                "{other} (and delta_occ.exceptions failed: {import_err})"
+            )),
         })
     })
 }

@@ -28,7 +28,10 @@ impl TableHandle {
 
     fn wrap(table: Table) -> Self {
         let root = table.root().display().to_string();
-        TableHandle { inner: Mutex::new(table), root }
+        TableHandle {
+            inner: Mutex::new(table),
+            root,
+        }
     }
 }
 
@@ -36,7 +39,9 @@ impl TableHandle {
 impl TableHandle {
     #[staticmethod]
     fn open(py: Python<'_>, location: String) -> PyResult<Self> {
-        py.detach(|| Table::open(&location)).py_err().map(Self::wrap)
+        py.detach(|| Table::open(&location))
+            .py_err()
+            .map(Self::wrap)
     }
 
     #[staticmethod]
@@ -49,7 +54,9 @@ impl TableHandle {
         properties: BTreeMap<String, String>,
         name: Option<String>,
     ) -> PyResult<Self> {
-        py.detach(|| Table::create(&location, &schema_json, partition_by, properties, name)).py_err().map(Self::wrap)
+        py.detach(|| Table::create(&location, &schema_json, partition_by, properties, name))
+            .py_err()
+            .map(Self::wrap)
     }
 
     #[getter]
@@ -74,7 +81,11 @@ impl TableHandle {
 
     /// `[(version, commitInfo JSON text or None)]`, newest first.
     #[pyo3(signature = (limit=None))]
-    fn history(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<Vec<(i64, Option<String>)>> {
+    fn history(
+        &self,
+        py: Python<'_>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<(i64, Option<String>)>> {
         py.detach(|| self.table().history(limit)).py_err()
     }
 
@@ -88,8 +99,16 @@ impl TableHandle {
         data_skipping: bool,
         read_version: Option<i64>,
     ) -> PyResult<TransactionHandle> {
-        let level = isolation_level.as_deref().map(IsolationLevel::parse).transpose().py_err()?;
-        let opts = TxnOptions { isolation_level: level, row_level, data_skipping };
+        let level = isolation_level
+            .as_deref()
+            .map(IsolationLevel::parse)
+            .transpose()
+            .py_err()?;
+        let opts = TxnOptions {
+            isolation_level: level,
+            row_level,
+            data_skipping,
+        };
         let txn = py
             .detach(|| {
                 let snap = {
@@ -117,14 +136,26 @@ impl TableHandle {
         properties: BTreeMap<String, String>,
         name: Option<String>,
     ) -> PyResult<TransactionHandle> {
-        py.detach(|| delta_occ_core::table::begin_create(&location, &schema_json, partition_by, properties, name))
-            .py_err()
-            .map(TransactionHandle::new)
+        py.detach(|| {
+            delta_occ_core::table::begin_create(
+                &location,
+                &schema_json,
+                partition_by,
+                properties,
+                name,
+            )
+        })
+        .py_err()
+        .map(TransactionHandle::new)
     }
 
     /// One commit's actions, summarised: operation, commitInfo, added/removed files, and whether
     /// it changed metadata or protocol. `None` when the commit file does not exist.
-    fn commit_summary<'py>(&self, py: Python<'py>, version: i64) -> PyResult<Option<Bound<'py, PyDict>>> {
+    fn commit_summary<'py>(
+        &self,
+        py: Python<'py>,
+        version: i64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let dir = self.table().root().join("_delta_log");
         if !delta_occ_core::log::path::commit_path(&dir, version).exists() {
             return Ok(None);
@@ -138,7 +169,13 @@ impl TableHandle {
         for a in &w.adds {
             let f = PyDict::new(py);
             f.set_item("path", &*a.path)?;
-            f.set_item("partition_values", a.partition_values.iter().map(|(k, v)| (k.to_string(), v.as_deref().map(String::from))).collect::<BTreeMap<_, _>>())?;
+            f.set_item(
+                "partition_values",
+                a.partition_values
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
+                    .collect::<BTreeMap<_, _>>(),
+            )?;
             f.set_item("size", a.size)?;
             f.set_item("data_change", a.data_change)?;
             f.set_item("stats", a.stats_text().py_err()?.as_deref())?;
@@ -157,7 +194,13 @@ impl TableHandle {
         d.set_item("removed", removed)?;
         d.set_item("metadata_changed", w.metadata.is_some())?;
         d.set_item("protocol_changed", w.protocol.is_some())?;
-        d.set_item("app_transactions", w.txns.iter().map(|t| (t.app_id.clone(), t.version)).collect::<BTreeMap<_, _>>())?;
+        d.set_item(
+            "app_transactions",
+            w.txns
+                .iter()
+                .map(|t| (t.app_id.clone(), t.version))
+                .collect::<BTreeMap<_, _>>(),
+        )?;
         Ok(Some(d))
     }
 }

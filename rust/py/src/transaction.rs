@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use delta_occ_core::commit::committer::{self, CheckRecord, CommitOptions, CommitResult, Interrupt};
+use delta_occ_core::commit::committer::{
+    self, CheckRecord, CommitOptions, CommitResult, Interrupt,
+};
 use delta_occ_core::files_batch;
 use delta_occ_core::log::actions::Protocol;
 use delta_occ_core::transaction::{Transaction, TxnState};
@@ -281,7 +283,8 @@ impl TransactionHandle {
                 }
             })
         })));
-        let result = py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts));
+        let result =
+            py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts));
         if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
             if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                 return Err(e); // a handler's own exception, as raised

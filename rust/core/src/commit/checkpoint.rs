@@ -55,7 +55,10 @@ pub fn parse_interval_ms(text: &str) -> Option<i64> {
 fn map_type() -> DataType {
     let entries = Field::new(
         "key_value",
-        DataType::Struct(Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Utf8, true)])),
+        DataType::Struct(Fields::from(vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new("value", DataType::Utf8, true),
+        ])),
         false,
     );
     DataType::Map(Arc::new(entries), false)
@@ -84,7 +87,14 @@ pub fn schema() -> Schema {
     use DataType::*;
     let f = |n: &str, t: DataType| Field::new(n, t, true);
     Schema::new(vec![
-        f("txn", strct(vec![f("appId", Utf8), f("version", Int64), f("lastUpdated", Int64)])),
+        f(
+            "txn",
+            strct(vec![
+                f("appId", Utf8),
+                f("version", Int64),
+                f("lastUpdated", Int64),
+            ]),
+        ),
         f(
             "add",
             strct(vec![
@@ -121,7 +131,10 @@ pub fn schema() -> Schema {
                 f("id", Utf8),
                 f("name", Utf8),
                 f("description", Utf8),
-                f("format", strct(vec![f("provider", Utf8), f("options", map_type())])),
+                f(
+                    "format",
+                    strct(vec![f("provider", Utf8), f("options", map_type())]),
+                ),
                 f("schemaString", Utf8),
                 f("partitionColumns", list_type()),
                 f("createdTime", Int64),
@@ -130,9 +143,21 @@ pub fn schema() -> Schema {
         ),
         f(
             "protocol",
-            strct(vec![f("minReaderVersion", Int32), f("minWriterVersion", Int32), f("readerFeatures", list_type()), f("writerFeatures", list_type())]),
+            strct(vec![
+                f("minReaderVersion", Int32),
+                f("minWriterVersion", Int32),
+                f("readerFeatures", list_type()),
+                f("writerFeatures", list_type()),
+            ]),
         ),
-        f("domainMetadata", strct(vec![f("domain", Utf8), f("configuration", Utf8), f("removed", Boolean)])),
+        f(
+            "domainMetadata",
+            strct(vec![
+                f("domain", Utf8),
+                f("configuration", Utf8),
+                f("removed", Boolean),
+            ]),
+        ),
     ])
 }
 
@@ -190,9 +215,15 @@ pub fn write(snap: &Snapshot) -> Result<()> {
     let now = chrono::Utc::now().timestamp_millis();
     let (lines, size, adds) = action_lines(snap, now)?;
     let schema = Arc::new(schema());
-    let arrow_err = |e: arrow_schema::ArrowError| Error::invalid(format!("building checkpoint {name}: {e}"));
-    let mut decoder = arrow_json::ReaderBuilder::new(schema.clone()).with_batch_size(8192).build_decoder().map_err(arrow_err)?;
-    let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
+    let arrow_err =
+        |e: arrow_schema::ArrowError| Error::invalid(format!("building checkpoint {name}: {e}"));
+    let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+        .with_batch_size(8192)
+        .build_decoder()
+        .map_err(arrow_err)?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .build();
     let mut buf = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buf, schema, Some(props))
         .map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
@@ -201,13 +232,19 @@ pub fn write(snap: &Snapshot) -> Result<()> {
         let used = decoder.decode(rest).map_err(arrow_err)?;
         rest = &rest[used..];
         if let Some(batch) = decoder.flush().map_err(arrow_err)? {
-            writer.write(&batch).map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
+            writer
+                .write(&batch)
+                .map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
         }
     }
     if let Some(batch) = decoder.flush().map_err(arrow_err)? {
-        writer.write(&batch).map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
+        writer
+            .write(&batch)
+            .map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
     }
-    writer.close().map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
+    writer
+        .close()
+        .map_err(|e| Error::invalid(format!("writing checkpoint {name}: {e}")))?;
     log_store::put_replace(&path, &buf)?;
     let last = json!({ "version": version, "size": size, "sizeInBytes": buf.len(), "numOfAddFiles": adds });
     log_store::put_replace(&dir.join("_last_checkpoint"), last.to_string().as_bytes())

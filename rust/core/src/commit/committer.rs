@@ -69,7 +69,11 @@ pub struct CheckRecord {
 
 impl CheckRecord {
     fn passed(w: &WinningCommit, why: String) -> Self {
-        CheckRecord { version: w.version, operation: w.operation.clone(), outcome: format!("no conflict: {why}") }
+        CheckRecord {
+            version: w.version,
+            operation: w.operation.clone(),
+            outcome: format!("no conflict: {why}"),
+        }
     }
 }
 
@@ -117,10 +121,19 @@ struct Materialized {
     dv_file: Option<PathBuf>,
 }
 
-pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
+pub fn commit(
+    txn: &mut Transaction,
+    operation: &str,
+    parameters: &BTreeMap<String, String>,
+    opts: &CommitOptions,
+) -> Result<CommitResult> {
     match txn.state {
         TxnState::Open => {}
-        TxnState::Committed(v) => return Err(Error::invalid(format!("the transaction already committed version {v}"))),
+        TxnState::Committed(v) => {
+            return Err(Error::invalid(format!(
+                "the transaction already committed version {v}"
+            )))
+        }
         TxnState::Aborted => return Err(Error::invalid("the transaction was aborted")),
     }
     let result = run(txn, operation, parameters, opts);
@@ -134,7 +147,12 @@ pub fn commit(txn: &mut Transaction, operation: &str, parameters: &BTreeMap<Stri
 /// The commit loop, removing the DV files that no landed commit references: those of attempts
 /// that were rebased, and all of them when the commit fails (a conflict, a permanent I/O error,
 /// retries exhausted). Every error here means that no attempt landed.
-fn run(txn: &Transaction, operation: &str, parameters: &BTreeMap<String, String>, opts: &CommitOptions) -> Result<CommitResult> {
+fn run(
+    txn: &Transaction,
+    operation: &str,
+    parameters: &BTreeMap<String, String>,
+    opts: &CommitOptions,
+) -> Result<CommitResult> {
     let mut written: Vec<PathBuf> = Vec::new();
     let result = run_attempts(txn, operation, parameters, opts, &mut written);
     let keep = result.as_ref().ok().and_then(|r| r.dv_file.clone());
@@ -191,8 +209,21 @@ fn run_attempts(
         }
         let m = actions.as_ref().expect("materialized above");
         let now = chrono::Utc::now().timestamp_millis();
-        let ict = prepared.ict_enabled.then(|| now.max(prev_ict.map_or(i64::MIN, |p| p + 1)));
-        let bytes = serialize(txn, &prepared, m, operation, parameters, attempt_version, now, ict, attempt, &checks)?;
+        let ict = prepared
+            .ict_enabled
+            .then(|| now.max(prev_ict.map_or(i64::MIN, |p| p + 1)));
+        let bytes = serialize(
+            txn,
+            &prepared,
+            m,
+            operation,
+            parameters,
+            attempt_version,
+            now,
+            ict,
+            attempt,
+            &checks,
+        )?;
         let landed = match log_store::put_if_absent(&dir, attempt_version, &bytes) {
             Ok(true) => true,
             Ok(false) => false,
@@ -207,7 +238,13 @@ fn run_attempts(
                         return Err(e);
                     }
                     if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
-                        return Err(give_up(&table, attempt, started, tried, format!("last error: {e}")));
+                        return Err(give_up(
+                            &table,
+                            attempt,
+                            started,
+                            tried,
+                            format!("last error: {e}"),
+                        ));
                     }
                     backoff(opts, attempt, &table)?;
                     continue;
@@ -216,14 +253,43 @@ fn run_attempts(
         };
         if landed {
             let dv_file = m.dv_file.clone();
-            return Ok(Landed { result: finish(txn, &prepared, rows_resolved, m, operation, attempt_version, attempt, rebased_over, checks), dv_file });
+            return Ok(Landed {
+                result: finish(
+                    txn,
+                    &prepared,
+                    rows_resolved,
+                    m,
+                    operation,
+                    attempt_version,
+                    attempt,
+                    rebased_over,
+                    checks,
+                ),
+                dv_file,
+            });
         }
         // Collision: check every commit that appeared since the last check, in order.
         let winners = read_winners(txn, checked_upto + 1, None)?;
-        if let Some(w) = winners.iter().find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str())) {
+        if let Some(w) = winners
+            .iter()
+            .find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str()))
+        {
             // An earlier attempt whose outcome looked unknown did land.
             let dv_file = m.dv_file.clone();
-            return Ok(Landed { result: finish(txn, &prepared, rows_resolved, m, operation, w.version, attempt, rebased_over, checks), dv_file });
+            return Ok(Landed {
+                result: finish(
+                    txn,
+                    &prepared,
+                    rows_resolved,
+                    m,
+                    operation,
+                    w.version,
+                    attempt,
+                    rebased_over,
+                    checks,
+                ),
+                dv_file,
+            });
         }
         let deadline = Instant::now() + opts.row_level_budget;
         let st = rebased.as_ref().unwrap_or(&prepared.staged);
@@ -244,7 +310,13 @@ fn run_attempts(
         }
         attempt_version = checked_upto + 1;
         if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
-            return Err(give_up(&table, attempt, started, tried, "other writers kept winning".into()));
+            return Err(give_up(
+                &table,
+                attempt,
+                started,
+                tried,
+                "other writers kept winning".into(),
+            ));
         }
         backoff(opts, attempt, &table)?;
     }
@@ -272,10 +344,23 @@ fn check_winners(
         let removed = removed_paths(st);
         let view = make_view(txn, prepared, st, &removed, table);
         let whys = conflict::check_all(&view, winners)?;
-        return Ok(Checked { whys, rebased: None, rows_resolved: 0 });
+        return Ok(Checked {
+            whys,
+            rebased: None,
+            rows_resolved: 0,
+        });
     };
-    let cx = RowContext { root: &txn.root, exact, deadline, cache };
-    let mut out = Checked { whys: Vec::with_capacity(winners.len()), rebased: None, rows_resolved: 0 };
+    let cx = RowContext {
+        root: &txn.root,
+        exact,
+        deadline,
+        cache,
+    };
+    let mut out = Checked {
+        whys: Vec::with_capacity(winners.len()),
+        rebased: None,
+        rows_resolved: 0,
+    };
     for w in winners {
         let current = out.rebased.as_ref().unwrap_or(st);
         let removed = removed_paths(current);
@@ -293,7 +378,11 @@ fn check_winners(
 }
 
 fn removed_paths(st: &Staged) -> HashSet<Box<str>> {
-    st.removes.iter().map(|r| r.path.clone()).chain(st.dv.keys().cloned()).collect()
+    st.removes
+        .iter()
+        .map(|r| r.path.clone())
+        .chain(st.dv.keys().cloned())
+        .collect()
 }
 
 fn make_view<'a>(
@@ -313,9 +402,16 @@ fn make_view<'a>(
         removed_paths,
         domains: &prepared.domains,
         adds_data: st.adds.iter().any(|a| a.data_change),
-        identity_columns: txn.snapshot.as_ref().is_some_and(|s| s.schema.has_identity_columns()),
+        identity_columns: txn
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| s.schema.has_identity_columns()),
         data_skipping: txn.opts.data_skipping,
-        partition_columns: txn.snapshot.as_ref().map(|s| s.partition_columns.as_slice()).unwrap_or(&[]),
+        partition_columns: txn
+            .snapshot
+            .as_ref()
+            .map(|s| s.partition_columns.as_slice())
+            .unwrap_or(&[]),
         read_snapshot: txn.snapshot.as_deref(),
     }
 }
@@ -341,8 +437,21 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let read_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let deadline = started + CommitOptions::default().row_level_budget;
-    let whys = check_winners(txn, &prepared, &prepared.staged, &table, &winners, deadline, &ColumnCache::default())?.whys;
-    let checks = whys.into_iter().zip(&winners).map(|(why, w)| CheckRecord::passed(w, why)).collect();
+    let whys = check_winners(
+        txn,
+        &prepared,
+        &prepared.staged,
+        &table,
+        &winners,
+        deadline,
+        &ColumnCache::default(),
+    )?
+    .whys;
+    let checks = whys
+        .into_iter()
+        .zip(&winners)
+        .map(|(why, w)| CheckRecord::passed(w, why))
+        .collect();
     Ok(Validation {
         winners: winners.len(),
         actions: winners.iter().map(WinningCommit::num_actions).sum(),
@@ -357,13 +466,26 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
 fn read_winners(txn: &Transaction, from: i64, through: Option<i64>) -> Result<Vec<WinningCommit>> {
     let root = &txn.root;
     let listing = segment::list(root, from)?;
-    let files: Vec<_> = listing.commits.range(from..=through.unwrap_or(i64::MAX)).map(|(v, f)| (*v, f.path.clone())).collect();
+    let files: Vec<_> = listing
+        .commits
+        .range(from..=through.unwrap_or(i64::MAX))
+        .map(|(v, f)| (*v, f.path.clone()))
+        .collect();
     for (expected, (v, _)) in (from..).zip(&files) {
         if *v != expected {
-            return Err(Error::corrupt(log_dir(root), Some(expected), format!("commit {expected} is missing while checking winners up to {v}")));
+            return Err(Error::corrupt(
+                log_dir(root),
+                Some(expected),
+                format!("commit {expected} is missing while checking winners up to {v}"),
+            ));
         }
     }
-    let stats_read = txn.options().data_skipping && txn.read_set().predicates.iter().any(|p| p.has_data_conjuncts);
+    let stats_read = txn.options().data_skipping
+        && txn
+            .read_set()
+            .predicates
+            .iter()
+            .any(|p| p.has_data_conjuncts);
     let read = |(v, p): &(i64, std::path::PathBuf)| {
         let mut w = WinningCommit::from_actions(*v, crate::log::json::read_commit(p, *v)?);
         if stats_read {
@@ -374,7 +496,13 @@ fn read_winners(txn: &Transaction, from: i64, through: Option<i64>) -> Result<Ve
     crate::parallel::map(&files, read).into_iter().collect()
 }
 
-fn give_up(table: &str, attempts: u32, started: Instant, versions_tried: Vec<i64>, reason: String) -> Error {
+fn give_up(
+    table: &str,
+    attempts: u32,
+    started: Instant,
+    versions_tried: Vec<i64>,
+    reason: String,
+) -> Error {
     Error::CommitRetriesExceeded {
         table: table.to_string(),
         attempts,
@@ -385,13 +513,18 @@ fn give_up(table: &str, attempts: u32, started: Instant, versions_tried: Vec<i64
 }
 
 fn backoff(opts: &CommitOptions, attempt: u32, table: &str) -> Result<()> {
-    let exp = opts.backoff_base.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+    let exp = opts
+        .backoff_base
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
     let cap = exp.min(opts.backoff_max);
     // Full jitter in [cap/2, cap): random bits from a v4 UUID (no RNG dependency needed).
     let r = (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0;
     std::thread::sleep(cap.mul_f64(0.5 + r / 2.0));
     match &opts.interrupted {
-        Some(stop) if (stop.0)() => Err(Error::Interrupted { table: table.to_string(), attempts: attempt }),
+        Some(stop) if (stop.0)() => Err(Error::Interrupted {
+            table: table.to_string(),
+            attempts: attempt,
+        }),
         _ => Ok(()),
     }
 }
@@ -402,14 +535,25 @@ fn landed_txn_id(dir: &Path, version: i64) -> Option<Option<String>> {
     if !path.exists() {
         return None;
     }
-    Some(WinningCommit::read(dir, version).ok().and_then(|w| w.txn_id))
+    Some(
+        WinningCommit::read(dir, version)
+            .ok()
+            .and_then(|w| w.txn_id),
+    )
 }
 
 fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
-    let Some(snap) = &txn.snapshot else { return Ok(None) };
+    let Some(snap) = &txn.snapshot else {
+        return Ok(None);
+    };
     let text = match &snap.state.commit_info {
         Some(c) => Some(c.to_string()),
-        None => crate::table::read_commit_info(&commit_path(&log_dir(&txn.root), snap.version()), snap.version()).ok().flatten(),
+        None => crate::table::read_commit_info(
+            &commit_path(&log_dir(&txn.root), snap.version()),
+            snap.version(),
+        )
+        .ok()
+        .flatten(),
     };
     Ok(text
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
@@ -419,12 +563,24 @@ fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
 fn prepare(txn: &Transaction) -> Result<Prepared> {
     let table = txn.root.display().to_string();
     let snap = txn.snapshot.as_deref();
-    let protocol_now = txn.protocol.as_ref().or(snap.map(Snapshot::protocol)).expect("a protocol is staged or read");
+    let protocol_now = txn
+        .protocol
+        .as_ref()
+        .or(snap.map(Snapshot::protocol))
+        .expect("a protocol is staged or read");
     protocol::check_writable(protocol_now, &table, txn.read_version + 1)?;
-    let config = txn.metadata.as_ref().or(snap.map(Snapshot::metadata)).expect("metadata is staged or read").configuration.clone();
+    let config = txn
+        .metadata
+        .as_ref()
+        .or(snap.map(Snapshot::metadata))
+        .expect("metadata is staged or read")
+        .configuration
+        .clone();
     let data_removal = txn.removes.iter().any(|r| r.data_change) || !txn.dv_deletes.is_empty();
     if data_removal && is_true(&config, "delta.appendOnly") {
-        return Err(Error::invalid(format!("{table} is append-only (delta.appendOnly=true): this transaction removes data")));
+        return Err(Error::invalid(format!(
+            "{table} is append-only (delta.appendOnly=true): this transaction removes data"
+        )));
     }
     if data_removal && is_true(&config, "delta.enableChangeDataFeed") {
         return Err(Error::UnsupportedFeature {
@@ -437,8 +593,19 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
     let mut dv = BTreeMap::new();
     for (path, rows) in &txn.dv_deletes {
         let snap = snap.expect("delete_rows needs a snapshot");
-        let f = snap.file(path).ok_or_else(|| Error::invalid(format!("{path} is not a live file at version {}", snap.version())))?;
-        dv.insert(path.clone(), DvChange { base: f.clone(), rows: rows.clone() });
+        let f = snap.file(path).ok_or_else(|| {
+            Error::invalid(format!(
+                "{path} is not a live file at version {}",
+                snap.version()
+            ))
+        })?;
+        dv.insert(
+            path.clone(),
+            DvChange {
+                base: f.clone(),
+                rows: rows.clone(),
+            },
+        );
     }
     let has_file_actions = !txn.adds.is_empty() || !txn.removes.is_empty() || !dv.is_empty();
     let only_rearranging = has_file_actions
@@ -449,23 +616,41 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
         && txn.protocol.is_none()
         && txn.txns.is_empty()
         && txn.domains.is_empty();
-    let level = if only_rearranging { IsolationLevel::SnapshotIsolation } else { txn.level };
+    let level = if only_rearranging {
+        IsolationLevel::SnapshotIsolation
+    } else {
+        txn.level
+    };
     let mut read = txn.read.clone();
     if let (Some(new), Some(old)) = (&txn.metadata, snap.map(Snapshot::metadata)) {
         // Files written under the old schema or layout must not slip in: treat a schema or
         // partitioning change as a read of the whole table.
-        if new.schema_string != old.schema_string || new.partition_columns != old.partition_columns {
+        if new.schema_string != old.schema_string || new.partition_columns != old.partition_columns
+        {
             read.whole_table = true;
         }
     }
     let is_blind_append = read.is_empty() && txn.removes.is_empty() && dv.is_empty();
     let ict_enabled = is_true(&config, "delta.enableInCommitTimestamps");
-    let ict_newly_enabled = ict_enabled && !snap.is_some_and(|s| is_true(&s.metadata().configuration, "delta.enableInCommitTimestamps"));
+    let ict_newly_enabled = ict_enabled
+        && !snap.is_some_and(|s| {
+            is_true(
+                &s.metadata().configuration,
+                "delta.enableInCommitTimestamps",
+            )
+        });
     let dv_table = snap.filter(|s| {
-        protocol::has_writer_feature(s.protocol(), "deletionVectors") && is_true(&s.metadata().configuration, "delta.enableDeletionVectors")
+        protocol::has_writer_feature(s.protocol(), "deletionVectors")
+            && is_true(&s.metadata().configuration, "delta.enableDeletionVectors")
     });
     Ok(Prepared {
-        staged: Staged { adds: txn.adds.clone(), removes: txn.removes.clone(), dv, read, ..Default::default() },
+        staged: Staged {
+            adds: txn.adds.clone(),
+            removes: txn.removes.clone(),
+            dv,
+            read,
+            ..Default::default()
+        },
         domains: txn.domains.keys().cloned().collect(),
         level,
         is_blind_append,
@@ -497,11 +682,19 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
         changed.push(&ch.base);
         bitmaps.push(union);
     }
-    let own: Vec<(usize, &DeletionBitmap)> =
-        st.own_dvs.iter().filter(|(_, b)| !b.is_empty()).filter_map(|(p, b)| adds.iter().position(|a| a.path == *p).map(|i| (i, b))).collect();
+    let own: Vec<(usize, &DeletionBitmap)> = st
+        .own_dvs
+        .iter()
+        .filter(|(_, b)| !b.is_empty())
+        .filter_map(|(p, b)| adds.iter().position(|a| a.path == *p).map(|i| (i, b)))
+        .collect();
     let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
     refs.extend(own.iter().map(|(_, b)| *b));
-    let descriptors = if refs.is_empty() { Vec::new() } else { dv::file::write(root, "", &refs)? };
+    let descriptors = if refs.is_empty() {
+        Vec::new()
+    } else {
+        dv::file::write(root, "", &refs)?
+    };
     let dv_file = descriptors.first().and_then(|d| match d.location(root) {
         Ok(dv::descriptor::DvLocation::File { path, .. }) => Some(path),
         _ => None,
@@ -518,7 +711,10 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     }
     for (i, _) in &own {
         adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-        adds[*i].stats = adds[*i].stats_text()?.as_deref().map(|s| loosen_bounds(s).into());
+        adds[*i].stats = adds[*i]
+            .stats_text()?
+            .as_deref()
+            .map(|s| loosen_bounds(s).into());
     }
     if !changed.is_empty() {
         metrics.insert("numDeletionVectorsAdded".into(), changed.len().to_string());
@@ -529,12 +725,31 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     }
     metrics.insert("numAddedFiles".into(), adds.len().to_string());
     metrics.insert("numRemovedFiles".into(), removes.len().to_string());
-    metrics.insert("numAddedBytes".into(), adds.iter().map(|a| a.size).sum::<i64>().to_string());
-    metrics.insert("numRemovedBytes".into(), removes.iter().filter_map(|r| r.size).sum::<i64>().to_string());
-    if let Some(n) = adds.iter().map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref()))).sum::<Result<Option<i64>>>()? {
+    metrics.insert(
+        "numAddedBytes".into(),
+        adds.iter().map(|a| a.size).sum::<i64>().to_string(),
+    );
+    metrics.insert(
+        "numRemovedBytes".into(),
+        removes
+            .iter()
+            .filter_map(|r| r.size)
+            .sum::<i64>()
+            .to_string(),
+    );
+    if let Some(n) = adds
+        .iter()
+        .map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref())))
+        .sum::<Result<Option<i64>>>()?
+    {
         metrics.insert("numOutputRows".into(), n.to_string());
     }
-    Ok(Materialized { adds, removes, metrics, dv_file })
+    Ok(Materialized {
+        adds,
+        removes,
+        metrics,
+        dv_file,
+    })
 }
 
 /// Stats of a file with a DV describe its physical rows: mark the bounds as not tight.
@@ -600,8 +815,14 @@ fn serialize(
     if let Some(m) = &p.metadata {
         let mut m = m.clone();
         if p.ict_newly_enabled {
-            m.configuration.insert("delta.inCommitTimestampEnablementVersion".into(), version.to_string());
-            m.configuration.insert("delta.inCommitTimestampEnablementTimestamp".into(), ict.unwrap_or(now).to_string());
+            m.configuration.insert(
+                "delta.inCommitTimestampEnablementVersion".into(),
+                version.to_string(),
+            );
+            m.configuration.insert(
+                "delta.inCommitTimestampEnablementTimestamp".into(),
+                ict.unwrap_or(now).to_string(),
+            );
         }
         line(json!({ "metaData": m }));
     }
@@ -652,10 +873,16 @@ fn finish(
 
 /// A classic checkpoint every `delta.checkpointInterval` commits. Failure never fails the commit.
 fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
-    let Some(read) = &txn.snapshot else { return (false, None) };
+    let Some(read) = &txn.snapshot else {
+        return (false, None);
+    };
     // A winner that changed metadata would have conflicted, so ours (or the read one) is in
     // effect at `version`: decide before replaying anything.
-    let config = &txn.metadata.as_ref().unwrap_or(read.metadata()).configuration;
+    let config = &txn
+        .metadata
+        .as_ref()
+        .unwrap_or(read.metadata())
+        .configuration;
     if version == 0 || version % checkpoint::interval(config) != 0 {
         return (false, None);
     }
@@ -683,7 +910,10 @@ mod tests {
     const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"p","type":"integer","nullable":true,"metadata":{}},{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
 
     fn table(dir: &Path, props: &[(&str, &str)]) -> Table {
-        let props = props.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let props = props
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Table::create(dir.to_str().unwrap(), SCHEMA, vec!["p".into()], props, None).unwrap()
     }
 
@@ -693,7 +923,16 @@ mod tests {
     }
 
     fn add(txn: &mut Transaction, name: &str, p: i32) {
-        txn.add_file(&format!("p={p}/{name}.parquet"), vec![("p".into(), Some(p.to_string()))], 10, None, true, None, None).unwrap();
+        txn.add_file(
+            &format!("p={p}/{name}.parquet"),
+            vec![("p".into(), Some(p.to_string()))],
+            10,
+            None,
+            true,
+            None,
+            None,
+        )
+        .unwrap();
     }
 
     fn commit_ok(txn: &mut Transaction) -> CommitResult {
@@ -711,8 +950,15 @@ mod tests {
         add(&mut b, "b", 2);
         assert_eq!(commit_ok(&mut b).version, 1);
         let r = commit_ok(&mut a);
-        assert_eq!((r.version, r.attempts, r.rebased_over.clone()), (2, 2, vec![1]));
-        assert!(r.checks[0].outcome.starts_with("no conflict"), "{:?}", r.checks);
+        assert_eq!(
+            (r.version, r.attempts, r.rebased_over.clone()),
+            (2, 2, vec![1])
+        );
+        assert!(
+            r.checks[0].outcome.starts_with("no conflict"),
+            "{:?}",
+            r.checks
+        );
 
         let mut c = begin(&mut t);
         c.scan(Some("p = 2")).unwrap();
@@ -724,7 +970,10 @@ mod tests {
             Err(Error::Conflict(x)) => {
                 assert_eq!(x.kind, ConflictKind::ConcurrentAppend);
                 assert_eq!(x.winning_version, 3);
-                assert_eq!(x.partition_hint, Some(vec![("p".to_string(), Some("2".to_string()))]));
+                assert_eq!(
+                    x.partition_hint,
+                    Some(vec![("p".to_string(), Some("2".to_string()))])
+                );
             }
             other => panic!("{other:?}"),
         }

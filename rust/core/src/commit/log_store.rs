@@ -22,9 +22,16 @@ struct Faults {
 
 fn faults() -> Faults {
     let spec = std::env::var("DELTA_OCC_FAULTS").unwrap_or_default();
-    let mut f = Faults { pause: None, ack_lost: false, publish_error: None };
+    let mut f = Faults {
+        pause: None,
+        ack_lost: false,
+        publish_error: None,
+    };
     for part in spec.split(',').map(str::trim) {
-        if let Some(ms) = part.strip_prefix("pause_ms=").and_then(|v| v.parse::<u64>().ok()) {
+        if let Some(ms) = part
+            .strip_prefix("pause_ms=")
+            .and_then(|v| v.parse::<u64>().ok())
+        {
             f.pause = Some(std::time::Duration::from_millis(ms));
         } else if part == "ack_lost" {
             f.ack_lost = true;
@@ -71,7 +78,10 @@ impl Faults {
 pub fn put_if_absent(log_dir: &Path, version: i64, bytes: &[u8]) -> Result<bool> {
     let faults = faults();
     if let Some(kind) = faults.publish_error {
-        return Err(Error::io(log_dir, std::io::Error::new(kind, "injected fault: publish failed")));
+        return Err(Error::io(
+            log_dir,
+            std::io::Error::new(kind, "injected fault: publish failed"),
+        ));
     }
     std::fs::create_dir_all(log_dir).map_err(|e| Error::io(log_dir, e))?;
     let target = commit_path(log_dir, version);
@@ -98,7 +108,10 @@ pub fn put_if_absent(log_dir: &Path, version: i64, bytes: &[u8]) -> Result<bool>
         Ok(()) => {
             sync_dir(log_dir);
             if faults.ack_lost {
-                return Err(Error::io(&target, std::io::Error::other("injected fault: publish acknowledgement lost")));
+                return Err(Error::io(
+                    &target,
+                    std::io::Error::other("injected fault: publish acknowledgement lost"),
+                ));
             }
             Ok(true)
         }
@@ -117,7 +130,11 @@ fn sync_dir(dir: &Path) {
 /// Write a file that may be replaced (checkpoints, `_last_checkpoint`): temp + rename.
 pub fn put_replace(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("file"), uuid::Uuid::new_v4()));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        uuid::Uuid::new_v4()
+    ));
     let written = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
@@ -141,7 +158,10 @@ mod tests {
         assert!(put_if_absent(dir.path(), 0, b"one\n").unwrap());
         assert!(!put_if_absent(dir.path(), 0, b"two\n").unwrap());
         assert_eq!(std::fs::read(commit_path(dir.path(), 0)).unwrap(), b"one\n");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 
@@ -149,10 +169,14 @@ mod tests {
     fn racing_threads_exactly_one_wins() {
         let dir = tempfile::tempdir().unwrap();
         let wins: usize = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..8).map(|i| {
-                let d = dir.path();
-                s.spawn(move || put_if_absent(d, 5, format!("{i}\n").as_bytes()).unwrap() as usize)
-            }).collect();
+            let hs: Vec<_> = (0..8)
+                .map(|i| {
+                    let d = dir.path();
+                    s.spawn(move || {
+                        put_if_absent(d, 5, format!("{i}\n").as_bytes()).unwrap() as usize
+                    })
+                })
+                .collect();
             hs.into_iter().map(|h| h.join().unwrap()).sum()
         });
         assert_eq!(wins, 1);

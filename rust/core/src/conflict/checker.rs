@@ -13,7 +13,8 @@ use crate::snapshot::{PartitionColumn, Snapshot};
 
 use super::{Conflict, ConflictKind, WinningCommit};
 
-const EMPTY_DIRECTORY_HINT: &str = "This happens when multiple writers are writing to an empty directory. \
+const EMPTY_DIRECTORY_HINT: &str =
+    "This happens when multiple writers are writing to an empty directory. \
 Creating the table ahead of time will avoid this conflict.";
 
 /// What a transaction read (concurrency.md §1 step 1).
@@ -70,7 +71,14 @@ impl TxnView<'_> {
         }))
     }
 
-    pub(crate) fn file_conflict(&self, kind: ConflictKind, w: &WinningCommit, path: &str, pv: Option<&PartitionValues>, reason: String) -> Error {
+    pub(crate) fn file_conflict(
+        &self,
+        kind: ConflictKind,
+        w: &WinningCommit,
+        path: &str,
+        pv: Option<&PartitionValues>,
+        reason: String,
+    ) -> Error {
         let mut e = self.conflict(kind, w, reason);
         if let Error::Conflict(c) = &mut e {
             c.conflicting_file = Some(path.to_string());
@@ -88,7 +96,10 @@ impl TxnView<'_> {
             self.partition_columns
                 .iter()
                 .map(|c| {
-                    (c.name.clone(), crate::partition::raw_value(pv, &c.physical).map(String::from))
+                    (
+                        c.name.clone(),
+                        crate::partition::raw_value(pv, &c.physical).map(String::from),
+                    )
                 })
                 .collect(),
         )
@@ -104,7 +115,9 @@ pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<String>> 
         let mut j = Judges::new(t);
         return winners.iter().map(|w| check_with(t, w, &mut j)).collect();
     }
-    crate::parallel::map_with(winners, || Judges::new(t), |j, w| check_with(t, w, j)).into_iter().collect()
+    crate::parallel::map_with(winners, || Judges::new(t), |j, w| check_with(t, w, j))
+        .into_iter()
+        .collect()
 }
 
 /// One judge per read predicate, kept across the winners one thread checks, so a partition
@@ -113,7 +126,13 @@ pub struct Judges<'a>(Vec<FileJudge<'a>>);
 
 impl<'a> Judges<'a> {
     pub fn new(t: &TxnView<'a>) -> Self {
-        Judges(t.read.predicates.iter().map(|p| FileJudge::new(p, t.data_skipping)).collect())
+        Judges(
+            t.read
+                .predicates
+                .iter()
+                .map(|p| FileJudge::new(p, t.data_skipping))
+                .collect(),
+        )
     }
 }
 
@@ -122,7 +141,11 @@ pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
     check_with(t, w, &mut Judges::new(t))
 }
 
-fn check_with<'a>(t: &TxnView<'a>, w: &'a WinningCommit, judges: &mut Judges<'a>) -> Result<String> {
+fn check_with<'a>(
+    t: &TxnView<'a>,
+    w: &'a WinningCommit,
+    judges: &mut Judges<'a>,
+) -> Result<String> {
     check_head(t, w)?;
     let appends = check_appends_with(t, w, judges)?;
     check_deletes(t, w)?;
@@ -142,7 +165,11 @@ pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
     }
     for d in &w.domains {
         if d.domain != "delta.rowTracking" && t.domains.contains(&d.domain) {
-            return Err(t.conflict(ConflictKind::ConcurrentTransaction, w, format!("A conflicting metadata domain {} is added.", d.domain)));
+            return Err(t.conflict(
+                ConflictKind::ConcurrentTransaction,
+                w,
+                format!("A conflicting metadata domain {} is added.", d.domain),
+            ));
         }
     }
     for x in &w.txns {
@@ -150,7 +177,10 @@ pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
             return Err(t.conflict(
                 ConflictKind::ConcurrentTransaction,
                 w,
-                format!("It set the version of application id {:?}, which this transaction read.", x.app_id),
+                format!(
+                    "It set the version of application id {:?}, which this transaction read.",
+                    x.app_id
+                ),
             ));
         }
     }
@@ -184,7 +214,11 @@ pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
     check_appends_with(t, w, &mut Judges::new(t))
 }
 
-fn check_appends_with<'a>(t: &TxnView<'a>, w: &'a WinningCommit, judges: &mut Judges<'a>) -> Result<String> {
+fn check_appends_with<'a>(
+    t: &TxnView<'a>,
+    w: &'a WinningCommit,
+    judges: &mut Judges<'a>,
+) -> Result<String> {
     let n = w.num_data_adds;
     if n == 0 {
         return Ok("it added no data files".into());
@@ -203,59 +237,93 @@ fn check_appends_with<'a>(t: &TxnView<'a>, w: &'a WinningCommit, judges: &mut Ju
         ));
     }
     if t.read.predicates.is_empty() {
-        return Ok(format!("this transaction recorded no read predicate; {n} added files cannot match"));
+        return Ok(format!(
+            "this transaction recorded no read predicate; {n} added files cannot match"
+        ));
     }
     if let Some((a, p)) = first_appended_match(w, &mut judges.0) {
         let what = match &p.text {
             Some(text) => format!("The added file may contain rows matching this transaction's read predicate `{text}`."),
             None => "This transaction scanned the table without a predicate.".to_string(),
         };
-        return Err(t.file_conflict(ConflictKind::ConcurrentAppend, w, &a.path, Some(&a.partition_values), what));
+        return Err(t.file_conflict(
+            ConflictKind::ConcurrentAppend,
+            w,
+            &a.path,
+            Some(&a.partition_values),
+            what,
+        ));
     }
     Ok(format!(
         "none of the {n} added files can hold rows matching the read predicates{}",
-        if t.data_skipping { " (partition values and statistics)" } else { " (partition values)" }
+        if t.data_skipping {
+            " (partition values and statistics)"
+        } else {
+            " (partition values)"
+        }
     ))
 }
 
 /// The first dataChange add (in commit order) that may hold rows matching a read predicate, with
 /// the first such predicate. Predicates judged by partition alone look at one file per distinct
 /// tuple; the others read statistics, and only of the files before the first tuple match.
-fn first_appended_match<'a>(w: &'a WinningCommit, judges: &mut [FileJudge<'a>]) -> Option<(&'a AddFile, &'a Predicate)> {
+fn first_appended_match<'a>(
+    w: &'a WinningCommit,
+    judges: &mut [FileJudge<'a>],
+) -> Option<(&'a AddFile, &'a Predicate)> {
     let mut first = w
         .data_partitions
         .iter()
-        .find(|(i, key)| judges.iter_mut().any(|j| j.by_partition() && j.tuple_may_match(&w.adds[*i], key)))
+        .find(|(i, key)| {
+            judges
+                .iter_mut()
+                .any(|j| j.by_partition() && j.tuple_may_match(&w.adds[*i], key))
+        })
         .map(|(i, _)| i);
     if judges.iter().any(|j| !j.by_partition()) {
         let end = first.unwrap_or(w.adds.len());
         let mut by_stats = w.data_adds().take_while(|(i, _)| *i < end);
-        if let Some((i, _)) = by_stats.find(|(_, a)| judges.iter_mut().any(|j| !j.by_partition() && j.may_match(a))) {
+        if let Some((i, _)) = by_stats.find(|(_, a)| {
+            judges
+                .iter_mut()
+                .any(|j| !j.by_partition() && j.may_match(a))
+        }) {
             first = Some(i);
         }
     }
     let a = &w.adds[first?];
-    let j = judges.iter_mut().position(|j| j.may_match(a)).expect("some predicate matched this file");
+    let j = judges
+        .iter_mut()
+        .position(|j| j.may_match(a))
+        .expect("some predicate matched this file");
     Some((a, judges[j].predicate()))
 }
 
 /// Whether the §2 table (or a blind-append txn) makes the winner's `n` added files irrelevant.
 pub(crate) fn appends_ignored(t: &TxnView, w: &WinningCommit, n: usize) -> Option<String> {
     if t.is_blind_append {
-        return Some(format!("this transaction is a blind append; the winner's {n} added files do not matter"));
+        return Some(format!(
+            "this transaction is a blind append; the winner's {n} added files do not matter"
+        ));
     }
     match t.level {
-        IsolationLevel::SnapshotIsolation => Some(format!("SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files")),
-        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => {
-            Some(format!("WriteSerializable ignores the winner's blind append of {n} files"))
-        }
+        IsolationLevel::SnapshotIsolation => Some(format!(
+            "SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files"
+        )),
+        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => Some(
+            format!("WriteSerializable ignores the winner's blind append of {n} files"),
+        ),
         _ => None,
     }
 }
 
 /// Partition values of a removed file: from the remove, else from the file the txn read.
 pub(crate) fn removed_partition(t: &TxnView, r: &RemoveFile) -> Option<PartitionValues> {
-    r.partition_values.clone().or_else(|| t.read_snapshot.and_then(|s| s.file(&r.path)).map(|f| f.partition_values.clone()))
+    r.partition_values.clone().or_else(|| {
+        t.read_snapshot
+            .and_then(|s| s.file(&r.path))
+            .map(|f| f.partition_values.clone())
+    })
 }
 
 /// §3 checks 6 and 7.
@@ -265,7 +333,11 @@ fn check_deletes(t: &TxnView, w: &WinningCommit) -> Result<()> {
 
 /// Checks 6 and 7 over some of the winner's removes (all of them at file level; one file at a
 /// time on a DV table with row-level concurrency off).
-pub(crate) fn check_deletes_of(t: &TxnView, w: &WinningCommit, removes: &[RemoveFile]) -> Result<()> {
+pub(crate) fn check_deletes_of(
+    t: &TxnView,
+    w: &WinningCommit,
+    removes: &[RemoveFile],
+) -> Result<()> {
     for r in removes {
         if t.read.files.contains(&r.path) {
             let pv = removed_partition(t, r);
@@ -324,7 +396,10 @@ mod tests {
             let lo = rng.below(100);
             let stats = match rng.below(5) {
                 0 => "null".to_string(),
-                _ => format!(r#""{{\"numRecords\":3,\"minValues\":{{\"x\":{lo}}},\"maxValues\":{{\"x\":{}}},\"nullCount\":{{\"x\":0}}}}""#, lo + rng.below(20)),
+                _ => format!(
+                    r#""{{\"numRecords\":3,\"minValues\":{{\"x\":{lo}}},\"maxValues\":{{\"x\":{}}},\"nullCount\":{{\"x\":0}}}}""#,
+                    lo + rng.below(20)
+                ),
             };
             let data_change = rng.below(6) != 0;
             text.push_str(&format!(
@@ -332,7 +407,10 @@ mod tests {
             ));
             text.push('\n');
         }
-        WinningCommit::from_actions(version, json::parse_actions(text.as_bytes(), Path::new("t.json"), Some(version)).unwrap())
+        WinningCommit::from_actions(
+            version,
+            json::parse_actions(text.as_bytes(), Path::new("t.json"), Some(version)).unwrap(),
+        )
     }
 
     /// The judges (one tuple judged once per content, across winners; statistics only before the
@@ -356,17 +434,41 @@ mod tests {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..300 {
             let preds: Vec<Predicate> = (0..1 + rng.below(3))
-                .map(|_| Predicate::parse(texts[rng.below(texts.len() as u64) as usize], &schema, ColumnMappingMode::None, &["p".into()]).unwrap())
+                .map(|_| {
+                    Predicate::parse(
+                        texts[rng.below(texts.len() as u64) as usize],
+                        &schema,
+                        ColumnMappingMode::None,
+                        &["p".into()],
+                    )
+                    .unwrap()
+                })
                 .collect();
             let skipping = rng.below(2) == 0;
             let winners: Vec<WinningCommit> = (1..=4).map(|v| winner(v, &mut rng)).collect();
-            let mut judges: Vec<FileJudge> = preds.iter().map(|p| FileJudge::new(p, skipping)).collect();
+            let mut judges: Vec<FileJudge> =
+                preds.iter().map(|p| FileJudge::new(p, skipping)).collect();
             for w in &winners {
                 // The file-by-file rule: stats when skipping, else partition-only conjuncts.
-                let matches = |p: &Predicate, a: &AddFile| if skipping { p.file_may_match(a, true) } else { p.partition_matches(a) };
-                let expected = w.data_adds().find_map(|(_, a)| preds.iter().find(|p| matches(p, a)).map(|p| (&a.path, &p.text)));
+                let matches = |p: &Predicate, a: &AddFile| {
+                    if skipping {
+                        p.file_may_match(a, true)
+                    } else {
+                        p.partition_matches(a)
+                    }
+                };
+                let expected = w.data_adds().find_map(|(_, a)| {
+                    preds
+                        .iter()
+                        .find(|p| matches(p, a))
+                        .map(|p| (&a.path, &p.text))
+                });
                 let got = first_appended_match(w, &mut judges).map(|(a, p)| (&a.path, &p.text));
-                assert_eq!(got, expected, "case {case}, version {}, skipping {skipping}", w.version);
+                assert_eq!(
+                    got, expected,
+                    "case {case}, version {}, skipping {skipping}",
+                    w.version
+                );
             }
         }
     }

@@ -50,8 +50,17 @@ impl ConflictKind {
             ConflictKind::ConcurrentTransaction => "DELTA_CONCURRENT_TRANSACTION",
         };
         match self {
-            ConflictKind::ConcurrentAppend | ConflictKind::ConcurrentDeleteRead | ConflictKind::ConcurrentDeleteDelete => {
-                format!("{base}.{}", if with_hint { "WITH_PARTITION_HINT" } else { "WITHOUT_HINT" })
+            ConflictKind::ConcurrentAppend
+            | ConflictKind::ConcurrentDeleteRead
+            | ConflictKind::ConcurrentDeleteDelete => {
+                format!(
+                    "{base}.{}",
+                    if with_hint {
+                        "WITH_PARTITION_HINT"
+                    } else {
+                        "WITHOUT_HINT"
+                    }
+                )
             }
             _ => base.to_string(),
         }
@@ -82,7 +91,12 @@ impl Conflict {
     pub fn hint_text(&self) -> Option<String> {
         self.partition_hint.as_ref().map(|h| {
             h.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("__HIVE_DEFAULT_PARTITION__")))
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.as_deref().unwrap_or("__HIVE_DEFAULT_PARTITION__")
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("/")
         })
@@ -93,7 +107,11 @@ impl fmt::Display for Conflict {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let hint = self.hint_text();
         let (op, table, v) = (&self.winning_operation, &self.table, self.winning_version);
-        write!(f, "[{}] Transaction conflict detected. ", self.kind.error_class(hint.is_some()))?;
+        write!(
+            f,
+            "[{}] Transaction conflict detected. ",
+            self.kind.error_class(hint.is_some())
+        )?;
         match self.kind {
             ConflictKind::ConcurrentAppend => {
                 write!(f, "A concurrent {op} added data to table {table} committed at version {v}.")?;

@@ -47,7 +47,11 @@ pub struct Staged {
 
 impl Staged {
     pub fn changes_file(&self, path: &str) -> bool {
-        self.dv.contains_key(path) || self.removes.iter().any(|r| &*r.path == path && r.data_change)
+        self.dv.contains_key(path)
+            || self
+                .removes
+                .iter()
+                .any(|r| &*r.path == path && r.data_change)
     }
 }
 
@@ -95,7 +99,10 @@ struct Bin<'a> {
     read_dvs: Vec<Option<Option<DeletionVectorDescriptor>>>,
 }
 
-type Provenance = (Vec<(String, u64)>, Vec<Option<Option<DeletionVectorDescriptor>>>);
+type Provenance = (
+    Vec<(String, u64)>,
+    Vec<Option<Option<DeletionVectorDescriptor>>>,
+);
 
 fn provenance(a: &AddFile) -> Option<Provenance> {
     let text = a.tags()?.get(PROVENANCE_TAG)?.as_ref()?;
@@ -115,7 +122,10 @@ fn provenance(a: &AddFile) -> Option<Provenance> {
 }
 
 fn decode(p: &str) -> String {
-    percent_encoding::percent_decode_str(p).decode_utf8().map(|c| c.into_owned()).unwrap_or_else(|_| p.to_string())
+    percent_encoding::percent_decode_str(p)
+        .decode_utf8()
+        .map(|c| c.into_owned())
+        .unwrap_or_else(|_| p.to_string())
 }
 
 /// Input path (decoded) → (bin, index of the input in the bin), for compaction outputs.
@@ -127,7 +137,11 @@ fn bins(adds: &[AddFile]) -> (Vec<Bin<'_>>, HashMap<String, (usize, usize)>) {
             for (k, (p, _)) in inputs.iter().enumerate() {
                 index.insert(p.clone(), (out.len(), k));
             }
-            out.push(Bin { output: a, inputs, read_dvs });
+            out.push(Bin {
+                output: a,
+                inputs,
+                read_dvs,
+            });
         }
     }
     (out, index)
@@ -155,7 +169,9 @@ fn compacted_dv(
         }
     }
     let Some(file) = t.read_snapshot.and_then(|s| s.file(path)) else {
-        return Err(format!("{path} is not a file of the snapshot this transaction read"));
+        return Err(format!(
+            "{path} is not a file of the snapshot this transaction read"
+        ));
     };
     let physical = or_fallback(super::rows::physical_rows(cx.root, file))?;
     if written == physical {
@@ -186,7 +202,10 @@ fn remap(bin: &Bin, k: usize, input_dv: &DeletionBitmap, rows: &DeletionBitmap) 
     out
 }
 
-pub(crate) fn read_dv(root: &Path, d: Option<&crate::dv::DeletionVectorDescriptor>) -> Result<DeletionBitmap> {
+pub(crate) fn read_dv(
+    root: &Path,
+    d: Option<&crate::dv::DeletionVectorDescriptor>,
+) -> Result<DeletionBitmap> {
     match d {
         None => Ok(DeletionBitmap::default()),
         Some(d) => dv::file::read(root, d),
@@ -220,12 +239,29 @@ fn read_predicates(read: &ReadSet) -> Vec<Predicate> {
 }
 
 /// §3 checks 5–7 replaced by §4 rules 1–5 for one winner.
-pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext) -> Result<Verdict> {
-    let mut next = Rebase { base: st, next: None };
+pub fn check_winner(
+    t: &TxnView,
+    st: &Staged,
+    w: &WinningCommit,
+    cx: &RowContext,
+) -> Result<Verdict> {
+    let mut next = Rebase {
+        base: st,
+        next: None,
+    };
     let mut resolved = 0u64;
     let removed: HashMap<&str, &RemoveFile> = w.removes.iter().map(|r| (&*r.path, r)).collect();
-    let readded: HashMap<&str, &AddFile> = w.adds.iter().filter(|a| removed.contains_key(&*a.path)).map(|a| (&*a.path, a)).collect();
-    let mut notes = vec![if cx.exact { appends(t, st, w, cx, &removed)? } else { checker::check_appends(t, w)? }];
+    let readded: HashMap<&str, &AddFile> = w
+        .adds
+        .iter()
+        .filter(|a| removed.contains_key(&*a.path))
+        .map(|a| (&*a.path, a))
+        .collect();
+    let mut notes = vec![if cx.exact {
+        appends(t, st, w, cx, &removed)?
+    } else {
+        checker::check_appends(t, w)?
+    }];
     let (w_bins, w_index) = bins(&w.adds);
     let (our_bins, our_index) = bins(&st.adds);
     let mut dropped: Vec<usize> = Vec::new();
@@ -234,12 +270,22 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
         let path: &str = &r.path;
         let key = decode(path);
         let we_read = st.read.whole_table || st.read.files.contains(path);
-        let ours = our_index.get(&key).copied().filter(|_| st.removes.iter().any(|x| &*x.path == path && !x.data_change));
+        let ours = our_index.get(&key).copied().filter(|_| {
+            st.removes
+                .iter()
+                .any(|x| &*x.path == path && !x.data_change)
+        });
         if !we_read && !st.changes_file(path) && ours.is_none() {
             continue;
         }
         if Instant::now() > cx.deadline {
-            return Err(fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, "the time budget for row-level resolution of this commit attempt ran out"));
+            return Err(fallback(
+                t,
+                w,
+                r,
+                ConflictKind::ConcurrentDeleteRead,
+                "the time budget for row-level resolution of this commit attempt ran out",
+            ));
         }
         // Rule 5: the winner compacted this file.
         if let (false, Some(&(b, k))) = (r.data_change, w_index.get(&key)) {
@@ -252,25 +298,44 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
             }
             let latest = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
-            let input_dv = compacted_dv(t, cx, path, bin.inputs[k].1, &latest, bin.read_dvs[k].as_ref())
-                .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
+            let input_dv = compacted_dv(
+                t,
+                cx,
+                path,
+                bin.inputs[k].1,
+                &latest,
+                bin.read_dvs[k].as_ref(),
+            )
+            .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
             let s = next.edit();
             let mut moved = s.dv.remove(path).map(|ch| ch.rows).unwrap_or_default();
-            if let Some(i) = s.removes.iter().position(|x| &*x.path == path && x.data_change) {
+            if let Some(i) = s
+                .removes
+                .iter()
+                .position(|x| &*x.path == path && x.data_change)
+            {
                 s.removes.remove(i);
                 let n = bin.inputs[k].1 + input_dv.len();
                 moved = moved.union(&live_rows(n, &input_dv));
             }
             if !moved.is_empty() {
                 let mapped = remap(bin, k, &input_dv, &moved);
-                let e = s.dv.entry(bin.output.path.clone()).or_insert_with(|| DvChange { base: bin.output.clone(), rows: DeletionBitmap::default() });
+                let e =
+                    s.dv.entry(bin.output.path.clone())
+                        .or_insert_with(|| DvChange {
+                            base: bin.output.clone(),
+                            rows: DeletionBitmap::default(),
+                        });
                 e.rows = e.rows.union(&mapped);
                 resolved += 1;
             }
             if st.read.files.contains(path) {
                 s.read.files.insert(bin.output.path.clone());
             }
-            notes.push(format!("it compacted {path}; this transaction's changes were remapped onto {}", bin.output.path));
+            notes.push(format!(
+                "it compacted {path}; this transaction's changes were remapped onto {}",
+                bin.output.path
+            ));
             continue;
         }
         // Rule 5: this transaction compacts the file and lost to DML (or to a compaction
@@ -286,14 +351,21 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
             // The DV this compaction read (its remove may since carry a winner's newer DV).
             let read_file = t.read_snapshot.and_then(|snap| snap.file(path));
             let Some(read_file) = read_file else {
-                return Err(fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &format!("{path} is not a file of the snapshot this compaction read")));
+                return Err(fallback(
+                    t,
+                    w,
+                    r,
+                    ConflictKind::ConcurrentDeleteRead,
+                    &format!("{path} is not a file of the snapshot this compaction read"),
+                ));
             };
             let base_dv = or_fallback(read_dv(cx.root, read_file.deletion_vector.as_deref()))
                 .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why))?;
             let gone = match readded.get(path) {
                 Some(a) => {
-                    let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref()))
-                        .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why))?;
+                    let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref())).map_err(
+                        |why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why),
+                    )?;
                     DeletionBitmap(&new.0 - &base_dv.0)
                 }
                 None => {
@@ -305,7 +377,11 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
             let s = next.edit();
             let e = s.own_dvs.entry(bin.output.path.clone()).or_default();
             *e = e.union(&mapped);
-            let i = s.removes.iter().position(|x| &*x.path == path).expect("present");
+            let i = s
+                .removes
+                .iter()
+                .position(|x| &*x.path == path)
+                .expect("present");
             match readded.get(path) {
                 Some(a) => s.removes[i] = remove_of(a, false),
                 None => {
@@ -320,7 +396,15 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
             checker::check_deletes_of(t, w, std::slice::from_ref(r))?;
             continue;
         }
-        notes.push(rows_of_file(t, st, &mut next, w, r, readded.get(path).copied(), cx)?);
+        notes.push(rows_of_file(
+            t,
+            st,
+            &mut next,
+            w,
+            r,
+            readded.get(path).copied(),
+            cx,
+        )?);
         resolved += 1;
     }
     for ob in dropped {
@@ -330,15 +414,34 @@ pub fn check_winner(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext
         let s = next.edit();
         s.adds.retain(|a| a.path != out);
         s.own_dvs.remove(&out);
-        s.removes.retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
+        s.removes
+            .retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
         s.dropped_bins += 1;
-        notes.push(format!("a concurrent compaction already replaced inputs of {out}; that bin was dropped"));
+        notes.push(format!(
+            "a concurrent compaction already replaced inputs of {out}; that bin was dropped"
+        ));
     }
-    Ok(Verdict { why: notes.join("; "), rebased: next.next, rows_resolved: resolved })
+    Ok(Verdict {
+        why: notes.join("; "),
+        rebased: next.next,
+        rows_resolved: resolved,
+    })
 }
 
-fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, kind: ConflictKind, why: &str) -> Error {
-    t.file_conflict(kind, w, &r.path, checker::removed_partition(t, r).as_ref(), fallback_reason(why))
+fn fallback(
+    t: &TxnView,
+    w: &WinningCommit,
+    r: &RemoveFile,
+    kind: ConflictKind,
+    why: &str,
+) -> Error {
+    t.file_conflict(
+        kind,
+        w,
+        &r.path,
+        checker::removed_partition(t, r).as_ref(),
+        fallback_reason(why),
+    )
 }
 
 /// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
@@ -355,21 +458,36 @@ fn rows_of_file(
     let path: &str = &r.path;
     let fb = |kind, why: String| fallback(t, w, r, kind, &why);
     if !r.data_change && readded.is_none() {
-        let kind = if st.changes_file(path) { ConflictKind::ConcurrentDeleteDelete } else { ConflictKind::ConcurrentDeleteRead };
-        return Err(fb(kind, "the concurrent compaction recorded no row provenance".into()));
+        let kind = if st.changes_file(path) {
+            ConflictKind::ConcurrentDeleteDelete
+        } else {
+            ConflictKind::ConcurrentDeleteRead
+        };
+        return Err(fb(
+            kind,
+            "the concurrent compaction recorded no row provenance".into(),
+        ));
     }
-    let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref())).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
-    let file = readded.cloned().or_else(|| t.read_snapshot.and_then(|s| s.file(path)).cloned());
+    let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
+        .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+    let file = readded
+        .cloned()
+        .or_else(|| t.read_snapshot.and_then(|s| s.file(path)).cloned());
     let Some(file) = file else {
-        return Err(fb(ConflictKind::ConcurrentDeleteRead, format!("{path} is not a file of the snapshot this transaction read")));
+        return Err(fb(
+            ConflictKind::ConcurrentDeleteRead,
+            format!("{path} is not a file of the snapshot this transaction read"),
+        ));
     };
     let w_rows = match readded {
         Some(a) => {
-            let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref())).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+            let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref()))
+                .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
             DeletionBitmap(&new.0 - &base_dv.0)
         }
         None => {
-            let n = or_fallback(physical_rows(cx.root, &file)).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+            let n = or_fallback(physical_rows(cx.root, &file))
+                .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
             live_rows(n, &base_dv)
         }
     };
@@ -378,7 +496,8 @@ fn rows_of_file(
     let c_rows = if let Some(ch) = st.dv.get(path) {
         Some(DeletionBitmap(&ch.rows.0 - &base_dv.0))
     } else if st.removes.iter().any(|x| &*x.path == path && x.data_change) {
-        let n = or_fallback(physical_rows(cx.root, &file)).map_err(|e| fb(ConflictKind::ConcurrentDeleteDelete, e))?;
+        let n = or_fallback(physical_rows(cx.root, &file))
+            .map_err(|e| fb(ConflictKind::ConcurrentDeleteDelete, e))?;
         Some(live_rows(n, &base_dv))
     } else {
         None
@@ -391,7 +510,10 @@ fn rows_of_file(
                 w,
                 path,
                 pv.as_ref(),
-                format!("Both transactions deleted or updated the same {} row(s) of this file.", both.len()),
+                format!(
+                    "Both transactions deleted or updated the same {} row(s) of this file.",
+                    both.len()
+                ),
             );
             if let Error::Conflict(x) = &mut e {
                 x.overlapping_rows = Some(both.len());
@@ -405,7 +527,8 @@ fn rows_of_file(
         if let Some(why) = unevaluable(&preds) {
             return Err(fb(ConflictKind::ConcurrentDeleteRead, why));
         }
-        let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows, cx.cache)).map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+        let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows, cx.cache))
+            .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
         if !hit.is_empty() {
             let mut e = t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
@@ -430,12 +553,25 @@ fn rows_of_file(
             }
         }
     }
-    Ok(format!("it changed {} row(s) of {path}, none of which this transaction read or changes", w_rows.len()))
+    Ok(format!(
+        "it changed {} row(s) of {path}, none of which this transaction read or changes",
+        w_rows.len()
+    ))
 }
 
 /// Rule 4: rows the winner added conflict only if one of them satisfies the read predicate.
-fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed: &HashMap<&str, &RemoveFile>) -> Result<String> {
-    let candidates: Vec<&AddFile> = w.adds.iter().filter(|a| a.data_change && !removed.contains_key(&*a.path)).collect();
+fn appends(
+    t: &TxnView,
+    st: &Staged,
+    w: &WinningCommit,
+    cx: &RowContext,
+    removed: &HashMap<&str, &RemoveFile>,
+) -> Result<String> {
+    let candidates: Vec<&AddFile> = w
+        .adds
+        .iter()
+        .filter(|a| a.data_change && !removed.contains_key(&*a.path))
+        .collect();
     let n = candidates.len();
     if n == 0 {
         return Ok("it added no new data files".into());
@@ -444,16 +580,28 @@ fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed
         return Ok(why);
     }
     if !st.read.whole_table && st.read.predicates.is_empty() {
-        return Ok(format!("this transaction recorded no read predicate; {n} added files cannot match"));
+        return Ok(format!(
+            "this transaction recorded no read predicate; {n} added files cannot match"
+        ));
     }
     let preds = read_predicates(&st.read);
     for a in candidates {
-        let may: Vec<Predicate> = preds.iter().filter(|p| p.file_may_match(a, true)).cloned().collect();
+        let may: Vec<Predicate> = preds
+            .iter()
+            .filter(|p| p.file_may_match(a, true))
+            .cloned()
+            .collect();
         if may.is_empty() {
             continue;
         }
         let conflict = |reason: String, rows: Option<u64>| {
-            let mut e = t.file_conflict(ConflictKind::ConcurrentAppend, w, &a.path, Some(&a.partition_values), reason);
+            let mut e = t.file_conflict(
+                ConflictKind::ConcurrentAppend,
+                w,
+                &a.path,
+                Some(&a.partition_values),
+                reason,
+            );
             if let Error::Conflict(x) = &mut e {
                 x.overlapping_rows = rows;
             }
@@ -463,7 +611,12 @@ fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed
             return Err(conflict(fallback_reason(&why), None));
         }
         if Instant::now() > cx.deadline {
-            return Err(conflict(fallback_reason("the time budget for row-level resolution of this commit attempt ran out"), None));
+            return Err(conflict(
+                fallback_reason(
+                    "the time budget for row-level resolution of this commit attempt ran out",
+                ),
+                None,
+            ));
         }
         let hit = (|| -> Result<DeletionBitmap> {
             let deleted = read_dv(cx.root, a.deletion_vector.as_deref())?;
@@ -473,13 +626,32 @@ fn appends(t: &TxnView, st: &Staged, w: &WinningCommit, cx: &RowContext, removed
         match hit {
             Ok(h) if h.is_empty() => {}
             Ok(h) => {
-                let text = may[0].text.as_deref().map(|t| format!("`{t}`")).unwrap_or_else(|| "(all rows)".into());
-                return Err(conflict(format!("{} added row(s) match this transaction's read predicate {text}.", h.len()), Some(h.len())));
+                let text = may[0]
+                    .text
+                    .as_deref()
+                    .map(|t| format!("`{t}`"))
+                    .unwrap_or_else(|| "(all rows)".into());
+                return Err(conflict(
+                    format!(
+                        "{} added row(s) match this transaction's read predicate {text}.",
+                        h.len()
+                    ),
+                    Some(h.len()),
+                ));
             }
-            Err(e) => return Err(conflict(fallback_reason(&format!("a file needed for the row-level decision could not be read ({e})")), None)),
+            Err(e) => {
+                return Err(conflict(
+                    fallback_reason(&format!(
+                        "a file needed for the row-level decision could not be read ({e})"
+                    )),
+                    None,
+                ))
+            }
         }
     }
-    Ok(format!("none of the rows in the winner's {n} added files match the read predicates"))
+    Ok(format!(
+        "none of the rows in the winner's {n} added files match the read predicates"
+    ))
 }
 
 #[cfg(test)]
@@ -496,7 +668,15 @@ mod tests {
             data_change: false,
             stats: None,
             deletion_vector: None,
-            extra: AddExtra { tags: tags.map(|t| [(PROVENANCE_TAG.to_string(), Some(t.to_string()))].into_iter().collect()), ..Default::default() }.boxed(),
+            extra: AddExtra {
+                tags: tags.map(|t| {
+                    [(PROVENANCE_TAG.to_string(), Some(t.to_string()))]
+                        .into_iter()
+                        .collect()
+                }),
+                ..Default::default()
+            }
+            .boxed(),
         }
     }
 
@@ -507,21 +687,41 @@ mod tests {
     #[test]
     fn remap_skips_rows_deleted_before_compaction() {
         // Input a: 5 physical rows, row 1 deleted (4 live); input b: 3 rows, none deleted.
-        let out = add("out.parquet", Some(r#"[["a%20x.parquet", 4], ["b.parquet", 3]]"#));
+        let out = add(
+            "out.parquet",
+            Some(r#"[["a%20x.parquet", 4], ["b.parquet", 3]]"#),
+        );
         let (bins, index) = bins(std::slice::from_ref(&out));
-        assert_eq!(index.get("a x.parquet"), Some(&(0, 0)), "paths are compared decoded");
+        assert_eq!(
+            index.get("a x.parquet"),
+            Some(&(0, 0)),
+            "paths are compared decoded"
+        );
         let bin = &bins[0];
         // Row 3 of a is its third live row (0, 2, 3, 4) → output 2; row 1 was already deleted.
-        assert_eq!(remap(bin, 0, &bits(&[1]), &bits(&[1, 3, 4])).to_vec(), vec![2, 3]);
+        assert_eq!(
+            remap(bin, 0, &bits(&[1]), &bits(&[1, 3, 4])).to_vec(),
+            vec![2, 3]
+        );
         // Row 0 of b follows a's 4 live rows.
-        assert_eq!(remap(bin, 1, &DeletionBitmap::default(), &bits(&[0, 2])).to_vec(), vec![4, 6]);
+        assert_eq!(
+            remap(bin, 1, &DeletionBitmap::default(), &bits(&[0, 2])).to_vec(),
+            vec![4, 6]
+        );
     }
 
     #[test]
     fn provenance_records_the_dv_each_input_was_read_with() {
         let tag = r#"[["a", 4, {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "offset": null, "sizeInBytes": 21, "cardinality": 1}], ["b", 3, null], ["c", 2]]"#;
         let (inputs, read) = provenance(&add("out", Some(tag))).expect("parses");
-        assert_eq!(inputs, vec![("a".to_string(), 4), ("b".to_string(), 3), ("c".to_string(), 2)]);
+        assert_eq!(
+            inputs,
+            vec![
+                ("a".to_string(), 4),
+                ("b".to_string(), 3),
+                ("c".to_string(), 2)
+            ]
+        );
         assert!(matches!(&read[0], Some(Some(d)) if d.storage_type == "i" && d.cardinality == 1));
         assert_eq!(read[1], Some(None), "null: read without a DV");
         assert_eq!(read[2], None, "two-element entries (older tags): unknown");

@@ -31,7 +31,8 @@ pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
 }
 
 fn data_path(root: &Path, file: &AddFile) -> Result<std::path::PathBuf> {
-    crate::uri::resolve_data_path(root, &file.path).map_err(|m| Error::invalid(format!("data file {}: {m}", file.path)))
+    crate::uri::resolve_data_path(root, &file.path)
+        .map_err(|m| Error::invalid(format!("data file {}: {m}", file.path)))
 }
 
 fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -73,14 +74,24 @@ pub fn matching_rows(
         let mut values: Vec<Scalar> = p
             .columns
             .iter()
-            .map(|c| if c.partition { eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null) } else { Scalar::Null })
+            .map(|c| {
+                if c.partition {
+                    eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null)
+                } else {
+                    Scalar::Null
+                }
+            })
             .collect();
         let arrays: Vec<(usize, &ArrayRef)> = p
             .columns
             .iter()
             .enumerate()
             .filter(|(_, c)| !c.partition)
-            .filter_map(|(i, c)| data.iter().find(|(n, _)| *n == c.physical).map(|(_, a)| (i, a)))
+            .filter_map(|(i, c)| {
+                data.iter()
+                    .find(|(n, _)| *n == c.physical)
+                    .map(|(_, a)| (i, a))
+            })
             .collect();
         for pos in positions.0.iter() {
             if out.0.contains(pos) {
@@ -88,7 +99,11 @@ pub fn matching_rows(
             }
             for &(i, a) in &arrays {
                 if pos as usize >= a.len() {
-                    return Err(Error::invalid(format!("row {pos} is beyond the {} rows of data file {}", a.len(), file.path)));
+                    return Err(Error::invalid(format!(
+                        "row {pos} is beyond the {} rows of data file {}",
+                        a.len(),
+                        file.path
+                    )));
                 }
                 values[i] = scalar_at(a, pos as usize, &p.columns[i].data_type);
             }
@@ -107,7 +122,12 @@ pub fn live_rows(n: u64, deleted: &DeletionBitmap) -> DeletionBitmap {
     DeletionBitmap(all - &deleted.0)
 }
 
-fn cached_columns(root: &Path, file: &AddFile, columns: &[&ColumnRef], cache: &ColumnCache) -> Result<Vec<(String, ArrayRef)>> {
+fn cached_columns(
+    root: &Path,
+    file: &AddFile,
+    columns: &[&ColumnRef],
+    cache: &ColumnCache,
+) -> Result<Vec<(String, ArrayRef)>> {
     let mut out = Vec::new();
     let mut missing = Vec::new();
     {
@@ -131,25 +151,44 @@ fn cached_columns(root: &Path, file: &AddFile, columns: &[&ColumnRef], cache: &C
 }
 
 /// Whole columns (by physical name) of a data file; absent columns are left out (all NULL).
-fn read_columns(root: &Path, file: &AddFile, columns: &[&ColumnRef]) -> Result<Vec<(String, ArrayRef)>> {
+fn read_columns(
+    root: &Path,
+    file: &AddFile,
+    columns: &[&ColumnRef],
+) -> Result<Vec<(String, ArrayRef)>> {
     let path = data_path(root, file)?;
     let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(&path, e))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(&path, e))?;
     let arrow_schema = builder.schema().clone();
     let mut roots = Vec::new();
     let mut names = Vec::new();
     for c in columns {
-        if let Some((i, _)) = arrow_schema.fields().iter().enumerate().find(|(_, f)| f.name() == &c.physical) {
+        if let Some((i, _)) = arrow_schema
+            .fields()
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.name() == &c.physical)
+        {
             roots.push(i);
             names.push(c.physical.clone());
         }
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| parquet_error(&path, e))?;
-    let batches: Vec<RecordBatch> = reader.collect::<std::result::Result<_, _>>().map_err(|e| parquet_error(&path, e))?;
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(1 << 16)
+        .build()
+        .map_err(|e| parquet_error(&path, e))?;
+    let batches: Vec<RecordBatch> = reader
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| parquet_error(&path, e))?;
     let mut out = Vec::new();
     for name in names {
-        let parts: Vec<ArrayRef> = batches.iter().filter_map(|b| b.column_by_name(&name).cloned()).collect();
+        let parts: Vec<ArrayRef> = batches
+            .iter()
+            .filter_map(|b| b.column_by_name(&name).cloned())
+            .collect();
         let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
         let whole = match refs.len() {
             0 => continue,
@@ -175,7 +214,9 @@ fn scalar_at(a: &ArrayRef, i: usize, column_type: &DataType) -> Scalar {
         ArrowType::UInt8 => Scalar::Long(a.as_primitive::<types::UInt8Type>().value(i) as i64),
         ArrowType::UInt16 => Scalar::Long(a.as_primitive::<types::UInt16Type>().value(i) as i64),
         ArrowType::UInt32 => Scalar::Long(a.as_primitive::<types::UInt32Type>().value(i) as i64),
-        ArrowType::Float32 => Scalar::Double(a.as_primitive::<types::Float32Type>().value(i) as f64),
+        ArrowType::Float32 => {
+            Scalar::Double(a.as_primitive::<types::Float32Type>().value(i) as f64)
+        }
         ArrowType::Float64 => Scalar::Double(a.as_primitive::<types::Float64Type>().value(i)),
         ArrowType::Boolean => Scalar::Boolean(a.as_boolean().value(i)),
         ArrowType::Utf8 => Scalar::String(a.as_string::<i32>().value(i).to_string()),
@@ -184,13 +225,24 @@ fn scalar_at(a: &ArrayRef, i: usize, column_type: &DataType) -> Scalar {
         ArrowType::Binary => Scalar::Binary(a.as_binary::<i32>().value(i).to_vec()),
         ArrowType::LargeBinary => Scalar::Binary(a.as_binary::<i64>().value(i).to_vec()),
         ArrowType::Date32 => Scalar::Date(a.as_primitive::<types::Date32Type>().value(i)),
-        ArrowType::Date64 => Scalar::Date((a.as_primitive::<types::Date64Type>().value(i) / 86_400_000) as i32),
+        ArrowType::Date64 => {
+            Scalar::Date((a.as_primitive::<types::Date64Type>().value(i) / 86_400_000) as i32)
+        }
         ArrowType::Timestamp(unit, _) => {
             let micros = match unit {
-                TimeUnit::Second => a.as_primitive::<types::TimestampSecondType>().value(i) * 1_000_000,
-                TimeUnit::Millisecond => a.as_primitive::<types::TimestampMillisecondType>().value(i) * 1_000,
-                TimeUnit::Microsecond => a.as_primitive::<types::TimestampMicrosecondType>().value(i),
-                TimeUnit::Nanosecond => a.as_primitive::<types::TimestampNanosecondType>().value(i).div_euclid(1_000),
+                TimeUnit::Second => {
+                    a.as_primitive::<types::TimestampSecondType>().value(i) * 1_000_000
+                }
+                TimeUnit::Millisecond => {
+                    a.as_primitive::<types::TimestampMillisecondType>().value(i) * 1_000
+                }
+                TimeUnit::Microsecond => {
+                    a.as_primitive::<types::TimestampMicrosecondType>().value(i)
+                }
+                TimeUnit::Nanosecond => a
+                    .as_primitive::<types::TimestampNanosecondType>()
+                    .value(i)
+                    .div_euclid(1_000),
             };
             if ntz {
                 Scalar::TimestampNtz(micros)
@@ -198,7 +250,9 @@ fn scalar_at(a: &ArrayRef, i: usize, column_type: &DataType) -> Scalar {
                 Scalar::Timestamp(micros)
             }
         }
-        ArrowType::Decimal128(_, s) => Scalar::Decimal(a.as_primitive::<types::Decimal128Type>().value(i), *s),
+        ArrowType::Decimal128(_, s) => {
+            Scalar::Decimal(a.as_primitive::<types::Decimal128Type>().value(i), *s)
+        }
         // Types the evaluator has no scalar for never satisfy a comparison.
         _ => Scalar::Null,
     }

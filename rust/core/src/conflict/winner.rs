@@ -5,7 +5,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::log::actions::{Action, Actions, AddFile, PartitionValues, StatsText, DomainMetadata, Metadata, Protocol, RemoveFile, Txn};
+use crate::log::actions::{
+    Action, Actions, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
+    StatsText, Txn,
+};
 use crate::log::json;
 use crate::log::path::commit_path;
 
@@ -45,7 +48,11 @@ impl WinningCommit {
     }
 
     pub fn from_actions(version: i64, actions: Actions) -> Self {
-        let mut w = WinningCommit { version, adds: actions.adds, ..Default::default() };
+        let mut w = WinningCommit {
+            version,
+            adds: actions.adds,
+            ..Default::default()
+        };
         for a in actions.other {
             match a {
                 Action::Add(_) => unreachable!("Actions keeps adds apart"),
@@ -60,9 +67,15 @@ impl WinningCommit {
         }
         w.data_partitions = DistinctPartitions::of(&w.adds);
         w.num_data_adds = w.adds.iter().filter(|a| a.data_change).count();
-        let info: Option<Value> = w.commit_info.as_deref().and_then(|c| serde_json::from_str(c).ok());
+        let info: Option<Value> = w
+            .commit_info
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok());
         let get = |k: &str| info.as_ref().and_then(|i| i.get(k));
-        w.operation = get("operation").and_then(Value::as_str).unwrap_or("TRANSACTION").to_string();
+        w.operation = get("operation")
+            .and_then(Value::as_str)
+            .unwrap_or("TRANSACTION")
+            .to_string();
         w.txn_id = get("txnId").and_then(Value::as_str).map(String::from);
         w.in_commit_timestamp = get("inCommitTimestamp").and_then(Value::as_i64);
         w.is_blind_append = match get("isBlindAppend").and_then(Value::as_bool) {
@@ -70,7 +83,9 @@ impl WinningCommit {
             // delta-occ extension (concurrency.md §2): deltalake never writes the flag; its appends
             // are WRITE with mode Append and only dataChange adds.
             None => {
-                let mode = get("operationParameters").and_then(|p| p.get("mode")).and_then(Value::as_str);
+                let mode = get("operationParameters")
+                    .and_then(|p| p.get("mode"))
+                    .and_then(Value::as_str);
                 w.operation == "WRITE"
                     && mode == Some("Append")
                     && w.removes.is_empty()
@@ -136,7 +151,10 @@ impl DistinctPartitions {
     /// `(index in adds of the tuple's first file, the tuple's key)` in order of first appearance.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> {
         let starts = std::iter::once(0).chain(self.entries.iter().map(|e| e.1 as usize));
-        self.entries.iter().zip(starts).map(|(&(i, end), start)| (i as usize, &self.keys[start..end as usize]))
+        self.entries
+            .iter()
+            .zip(starts)
+            .map(|(&(i, end), start)| (i as usize, &self.keys[start..end as usize]))
     }
 }
 
@@ -164,7 +182,11 @@ mod tests {
     use super::*;
 
     fn key(pairs: &[(&str, Option<&str>)]) -> Vec<u8> {
-        let pv: PartitionValues = pairs.iter().map(|(k, v)| (Box::from(*k), v.map(Box::from))).collect::<Vec<_>>().into();
+        let pv: PartitionValues = pairs
+            .iter()
+            .map(|(k, v)| (Box::from(*k), v.map(Box::from)))
+            .collect::<Vec<_>>()
+            .into();
         let mut out = Vec::new();
         encode_key(&pv, &mut out);
         out
@@ -197,10 +219,19 @@ mod tests {
             r#"{"add":{"path":"c","partitionValues":{"p":"1"},"size":1,"modificationTime":0,"dataChange":true}}"#,
             r#"{"add":{"path":"d","partitionValues":{"p":"2"},"size":1,"modificationTime":0,"dataChange":true}}"#,
         ];
-        let actions = json::parse_actions(lines.join("\n").as_bytes(), Path::new("t.json"), Some(1)).unwrap();
+        let actions =
+            json::parse_actions(lines.join("\n").as_bytes(), Path::new("t.json"), Some(1)).unwrap();
         let w = WinningCommit::from_actions(1, actions);
-        let firsts: Vec<&str> = w.data_partitions.iter().map(|(i, _)| &*w.adds[i].path).collect();
-        assert_eq!(firsts, ["b", "c"], "the first dataChange file of each tuple, in order");
+        let firsts: Vec<&str> = w
+            .data_partitions
+            .iter()
+            .map(|(i, _)| &*w.adds[i].path)
+            .collect();
+        assert_eq!(
+            firsts,
+            ["b", "c"],
+            "the first dataChange file of each tuple, in order"
+        );
         assert_eq!(w.num_data_adds, 3);
     }
 }

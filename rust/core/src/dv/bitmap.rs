@@ -19,7 +19,9 @@ impl DeletionBitmap {
         let mut t = RoaringTreemap::new();
         for p in positions {
             if p > MAX_ROW_INDEX {
-                return Err(format!("row index {p} is larger than Delta allows ({MAX_ROW_INDEX})"));
+                return Err(format!(
+                    "row index {p} is larger than Delta allows ({MAX_ROW_INDEX})"
+                ));
             }
             t.insert(p);
         }
@@ -46,14 +48,19 @@ impl DeletionBitmap {
     pub fn serialize(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + self.0.serialized_size());
         out.extend_from_slice(&MAGIC_PORTABLE.to_le_bytes());
-        self.0.serialize_into(&mut out).expect("writing to a Vec cannot fail");
+        self.0
+            .serialize_into(&mut out)
+            .expect("writing to a Vec cannot fail");
         out
     }
 
     /// Deserialize either format. Every malformed input is an `Err`, never a panic.
     pub fn deserialize(bytes: &[u8]) -> Result<Self, String> {
         if bytes.len() < 4 {
-            return Err(format!("bitmap is {} bytes, too short for the magic number", bytes.len()));
+            return Err(format!(
+                "bitmap is {} bytes, too short for the magic number",
+                bytes.len()
+            ));
         }
         let magic = u32::from_le_bytes(bytes[..4].try_into().unwrap());
         let body = &bytes[4..];
@@ -68,7 +75,9 @@ impl DeletionBitmap {
         };
         if let Some(max) = treemap.max() {
             if max > MAX_ROW_INDEX {
-                return Err(format!("bitmap holds row index {max}, beyond the largest Delta allows"));
+                return Err(format!(
+                    "bitmap holds row index {max}, beyond the largest Delta allows"
+                ));
             }
         }
         Ok(DeletionBitmap(treemap))
@@ -77,7 +86,8 @@ impl DeletionBitmap {
 
 fn read_u32(r: &mut Cursor<&[u8]>) -> Result<u32, String> {
     let mut b = [0u8; 4];
-    r.read_exact(&mut b).map_err(|_| "bitmap truncated".to_string())?;
+    r.read_exact(&mut b)
+        .map_err(|_| "bitmap truncated".to_string())?;
     Ok(u32::from_le_bytes(b))
 }
 
@@ -92,14 +102,20 @@ fn read_portable(body: &[u8]) -> Result<RoaringTreemap, String> {
     let buckets = (hi << 32) | lo;
     // Each bucket needs at least a key and a cookie: refuse counts the input cannot hold.
     if buckets > body.len() as u64 / 8 {
-        return Err(format!("bitmap claims {buckets} buckets but holds only {} bytes", body.len()));
+        return Err(format!(
+            "bitmap claims {buckets} buckets but holds only {} bytes",
+            body.len()
+        ));
     }
     let mut parts = Vec::with_capacity(buckets as usize);
     let mut previous: Option<u32> = None;
     for _ in 0..buckets {
         let key = read_u32(&mut r)?;
         if previous.is_some_and(|p| key <= p) {
-            return Err(format!("bucket keys are not ascending ({key} after {})", previous.unwrap()));
+            return Err(format!(
+                "bucket keys are not ascending ({key} after {})",
+                previous.unwrap()
+            ));
         }
         previous = Some(key);
         parts.push((key, read_bitmap(&mut r)?));
@@ -112,13 +128,19 @@ fn read_native(body: &[u8]) -> Result<RoaringTreemap, String> {
     let mut r = Cursor::new(body);
     let count = read_u32(&mut r)?;
     if count as u64 > body.len() as u64 / 8 {
-        return Err(format!("bitmap claims {count} buckets but holds only {} bytes", body.len()));
+        return Err(format!(
+            "bitmap claims {count} buckets but holds only {} bytes",
+            body.len()
+        ));
     }
     let mut parts = Vec::with_capacity(count as usize);
     for key in 0..count {
         let size = read_u32(&mut r)? as usize;
         let start = r.position() as usize;
-        let end = start.checked_add(size).filter(|&e| e <= body.len()).ok_or("bitmap truncated")?;
+        let end = start
+            .checked_add(size)
+            .filter(|&e| e <= body.len())
+            .ok_or("bitmap truncated")?;
         let mut sub = Cursor::new(&body[start..end]);
         parts.push((key, read_bitmap(&mut sub)?));
         r.set_position(end as u64);
@@ -129,7 +151,10 @@ fn read_native(body: &[u8]) -> Result<RoaringTreemap, String> {
 
 fn expect_consumed(r: &Cursor<&[u8]>, len: usize) -> Result<(), String> {
     if r.position() as usize != len {
-        return Err(format!("{} trailing bytes after the bitmap", len - r.position() as usize));
+        return Err(format!(
+            "{} trailing bytes after the bitmap",
+            len - r.position() as usize
+        ));
     }
     Ok(())
 }
@@ -164,8 +189,13 @@ mod tests {
         bytes.extend_from_slice(&0u32.to_le_bytes());
         RoaringBitmap::new().serialize_into(&mut bytes).unwrap();
         bytes.extend_from_slice(&1u32.to_le_bytes());
-        RoaringBitmap::from_iter([2u32]).serialize_into(&mut bytes).unwrap();
-        assert_eq!(DeletionBitmap::deserialize(&bytes).unwrap().to_vec(), vec![(1u64 << 32) + 2]);
+        RoaringBitmap::from_iter([2u32])
+            .serialize_into(&mut bytes)
+            .unwrap();
+        assert_eq!(
+            DeletionBitmap::deserialize(&bytes).unwrap().to_vec(),
+            vec![(1u64 << 32) + 2]
+        );
     }
 
     #[test]
@@ -173,10 +203,15 @@ mod tests {
         let mut bytes = MAGIC_NATIVE.to_le_bytes().to_vec();
         bytes.extend_from_slice(&1u32.to_le_bytes());
         let mut inner = Vec::new();
-        RoaringBitmap::from_iter([1u32, 9]).serialize_into(&mut inner).unwrap();
+        RoaringBitmap::from_iter([1u32, 9])
+            .serialize_into(&mut inner)
+            .unwrap();
         bytes.extend_from_slice(&(inner.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&inner);
-        assert_eq!(DeletionBitmap::deserialize(&bytes).unwrap().to_vec(), vec![1, 9]);
+        assert_eq!(
+            DeletionBitmap::deserialize(&bytes).unwrap().to_vec(),
+            vec![1, 9]
+        );
     }
 
     #[test]

@@ -46,9 +46,13 @@ impl DeletionVectorDescriptor {
         match self.storage_type.as_str() {
             "i" => {
                 let mut bytes = z85::decode(&self.path_or_inline_dv)?;
-                let size = usize::try_from(self.size_in_bytes).map_err(|_| "negative sizeInBytes".to_string())?;
+                let size = usize::try_from(self.size_in_bytes)
+                    .map_err(|_| "negative sizeInBytes".to_string())?;
                 if size > bytes.len() {
-                    return Err(format!("inline DV holds {} bytes, sizeInBytes says {size}", bytes.len()));
+                    return Err(format!(
+                        "inline DV holds {} bytes, sizeInBytes says {size}",
+                        bytes.len()
+                    ));
                 }
                 bytes.truncate(size);
                 Ok(DvLocation::Inline(bytes))
@@ -56,10 +60,13 @@ impl DeletionVectorDescriptor {
             "u" => {
                 let s = &self.path_or_inline_dv;
                 if s.len() < 20 || !s.is_char_boundary(s.len() - 20) {
-                    return Err(format!("pathOrInlineDv {s:?} is shorter than a 20-character Z85 UUID"));
+                    return Err(format!(
+                        "pathOrInlineDv {s:?} is shorter than a 20-character Z85 UUID"
+                    ));
                 }
                 let (prefix, encoded) = s.split_at(s.len() - 20);
-                let uuid = uuid::Uuid::from_slice(&z85::decode(encoded)?).map_err(|e| e.to_string())?;
+                let uuid =
+                    uuid::Uuid::from_slice(&z85::decode(encoded)?).map_err(|e| e.to_string())?;
                 let name = format!("deletion_vector_{uuid}.bin");
                 let mut path = table_root.to_path_buf();
                 if !prefix.is_empty() {
@@ -73,12 +80,20 @@ impl DeletionVectorDescriptor {
                     .map_err(|e| format!("absolute DV path {:?}: {e}", self.path_or_inline_dv))?;
                 Ok(DvLocation::File { path, offset })
             }
-            other => Err(format!("unsupported DV storage type {other:?} (expected 'u', 'i' or 'p')")),
+            other => Err(format!(
+                "unsupported DV storage type {other:?} (expected 'u', 'i' or 'p')"
+            )),
         }
     }
 
     /// A `u` descriptor for a DV stored at `offset` of `deletion_vector_<uuid>.bin` under `prefix`.
-    pub fn for_uuid_file(prefix: &str, uuid: uuid::Uuid, offset: i32, size: i32, cardinality: i64) -> Self {
+    pub fn for_uuid_file(
+        prefix: &str,
+        uuid: uuid::Uuid,
+        offset: i32,
+        size: i32,
+        cardinality: i64,
+    ) -> Self {
         DeletionVectorDescriptor {
             storage_type: "u".into(),
             path_or_inline_dv: format!("{prefix}{}", z85::encode(uuid.as_bytes())),
@@ -121,7 +136,9 @@ mod tests {
         assert_eq!(
             loc,
             DvLocation::File {
-                path: PathBuf::from("/t/ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"),
+                path: PathBuf::from(
+                    "/t/ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"
+                ),
                 offset: 4
             }
         );

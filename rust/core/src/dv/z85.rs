@@ -36,7 +36,10 @@ pub fn encode(data: &[u8]) -> String {
 pub fn decode(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
     if bytes.len() % 5 != 0 {
-        return Err(format!("Z85 text length {} is not a multiple of 5", bytes.len()));
+        return Err(format!(
+            "Z85 text length {} is not a multiple of 5",
+            bytes.len()
+        ));
     }
     let mut out = Vec::with_capacity(bytes.len() / 5 * 4);
     for (block_no, chunk) in bytes.chunks(5).enumerate() {
@@ -44,7 +47,11 @@ pub fn decode(text: &str) -> Result<Vec<u8>, String> {
         for (i, &b) in chunk.iter().enumerate() {
             let d = DECODE[b as usize];
             if d == 0xFF {
-                return Err(format!("invalid Z85 character {:?} at position {}", b as char, block_no * 5 + i));
+                return Err(format!(
+                    "invalid Z85 character {:?} at position {}",
+                    b as char,
+                    block_no * 5 + i
+                ));
             }
             value = value * 85 + d as u64;
         }
@@ -65,7 +72,10 @@ mod tests {
         // protocol-notes.md §5.3: the spec example `ab^-aqEH.-t@S}K{vb[*k^` has prefix `ab` and
         // UUID d2c639aa-8816-431a-aaf6-d3fe2512ff61.
         let bytes = decode("^-aqEH.-t@S}K{vb[*k^").unwrap();
-        assert_eq!(uuid::Uuid::from_slice(&bytes).unwrap().to_string(), "d2c639aa-8816-431a-aaf6-d3fe2512ff61");
+        assert_eq!(
+            uuid::Uuid::from_slice(&bytes).unwrap().to_string(),
+            "d2c639aa-8816-431a-aaf6-d3fe2512ff61"
+        );
         assert_eq!(encode(&bytes), "^-aqEH.-t@S}K{vb[*k^");
     }
 

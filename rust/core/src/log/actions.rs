@@ -46,7 +46,11 @@ impl From<Vec<(Box<str>, Option<Box<str>>)>> for PartitionValues {
 
 impl<K: Into<Box<str>>, V: Into<Box<str>>> FromIterator<(K, Option<V>)> for PartitionValues {
     fn from_iter<I: IntoIterator<Item = (K, Option<V>)>>(iter: I) -> Self {
-        PartitionValues(iter.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect())
+        PartitionValues(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.map(Into::into)))
+                .collect(),
+        )
     }
 }
 
@@ -66,30 +70,42 @@ impl PartitionInterner {
         if let Some(pv) = self.by_json.get(raw) {
             return Ok(pv.clone());
         }
-        let parsed: PartitionValuesSeed = serde_json::from_str(raw).map_err(|e| format!("partitionValues: {e}"))?;
+        let parsed: PartitionValuesSeed =
+            serde_json::from_str(raw).map_err(|e| format!("partitionValues: {e}"))?;
         let pv = self.values(parsed.0.iter().map(|(k, v)| (&**k, v.as_deref())));
         self.by_json.insert(raw.into(), pv.clone());
         Ok(pv)
     }
 
     /// The tuple with these `(column, value)` pairs.
-    pub fn values<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone) -> PartitionValues {
+    pub fn values<'a>(
+        &mut self,
+        pairs: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone,
+    ) -> PartitionValues {
         let hash = hash_pairs(&self.hasher, pairs.clone());
         let same = |pv: &PartitionValues| {
             let mut it = pairs.clone();
-            pv.iter().all(|(a, b)| it.next().is_some_and(|(k, v)| &**a == k && b.as_deref() == v)) && it.next().is_none()
+            pv.iter().all(|(a, b)| {
+                it.next()
+                    .is_some_and(|(k, v)| &**a == k && b.as_deref() == v)
+            }) && it.next().is_none()
         };
         if let Some(pv) = self.by_value.find(hash, same) {
             return pv.clone();
         }
         let pv: PartitionValues = pairs.collect();
         let hasher = &self.hasher;
-        self.by_value.insert_unique(hash, pv.clone(), |p| hash_pairs(hasher, p.iter().map(|(k, v)| (&**k, v.as_deref()))));
+        self.by_value.insert_unique(hash, pv.clone(), |p| {
+            hash_pairs(hasher, p.iter().map(|(k, v)| (&**k, v.as_deref())))
+        });
         pv
     }
 }
 
-fn hash_pairs<'a>(hasher: &hashbrown::DefaultHashBuilder, pairs: impl Iterator<Item = (&'a str, Option<&'a str>)>) -> u64 {
+fn hash_pairs<'a>(
+    hasher: &hashbrown::DefaultHashBuilder,
+    pairs: impl Iterator<Item = (&'a str, Option<&'a str>)>,
+) -> u64 {
     use std::hash::{BuildHasher, Hash, Hasher};
     let mut h = hasher.build_hasher();
     for (k, v) in pairs {
@@ -171,7 +187,9 @@ enum Repr {
 impl StatsText {
     pub fn plain(text: &str) -> Self {
         if text.starts_with('"') {
-            StatsText(Repr::Text(serde_json::to_string(text).unwrap_or_default().into()))
+            StatsText(Repr::Text(
+                serde_json::to_string(text).unwrap_or_default().into(),
+            ))
         } else {
             StatsText(Repr::Text(text.into()))
         }
@@ -293,7 +311,10 @@ pub struct Format {
 
 impl Default for Format {
     fn default() -> Self {
-        Format { provider: "parquet".into(), options: HashMap::new() }
+        Format {
+            provider: "parquet".into(),
+            options: HashMap::new(),
+        }
     }
 }
 
@@ -495,7 +516,11 @@ pub(crate) enum StatsSink<'s> {
     /// Left in the file: each literal's `(add index, file offset, length)` is pushed onto `found`
     /// (`base` is the address of the text at file offset `offset`); the caller fills the adds'
     /// stats in afterwards.
-    Locate { base: usize, offset: u64, found: &'s mut Vec<(usize, u64, u32)> },
+    Locate {
+        base: usize,
+        offset: u64,
+        found: &'s mut Vec<(usize, u64, u32)>,
+    },
 }
 
 impl<'a> JsonLine<'a> {
@@ -506,13 +531,30 @@ impl<'a> JsonLine<'a> {
 
     /// Push this line's actions (normally exactly one) onto `out`. `stats`, if given, replaces
     /// the add's parsed stats literal (which was a placeholder).
-    pub(crate) fn into_actions(self, stats: Option<&str>, out: &mut Actions, interner: &mut PartitionInterner, sink: &mut StatsSink) -> Result<(), String> {
+    pub(crate) fn into_actions(
+        self,
+        stats: Option<&str>,
+        out: &mut Actions,
+        interner: &mut PartitionInterner,
+        sink: &mut StatsSink,
+    ) -> Result<(), String> {
         if let Some(a) = self.add {
             let stats = match (stats.or(a.stats.map(RawValue::get)), sink) {
                 (None, _) => None,
                 (Some(literal), StatsSink::Keep) => Some(StatsText::literal(literal)),
-                (Some(literal), StatsSink::Locate { base, offset, found }) => {
-                    found.push((out.adds.len(), *offset + (literal.as_ptr() as usize - *base) as u64, literal.len() as u32));
+                (
+                    Some(literal),
+                    StatsSink::Locate {
+                        base,
+                        offset,
+                        found,
+                    },
+                ) => {
+                    found.push((
+                        out.adds.len(),
+                        *offset + (literal.as_ptr() as usize - *base) as u64,
+                        literal.len() as u32,
+                    ));
                     None
                 }
             };
@@ -540,7 +582,10 @@ impl<'a> JsonLine<'a> {
                 data_change: r.data_change,
                 extended_file_metadata: r.extended_file_metadata,
                 // serde gives `None` for a JSON null.
-                partition_values: r.partition_values.map(|raw| interner.json(raw.get())).transpose()?,
+                partition_values: r
+                    .partition_values
+                    .map(|raw| interner.json(raw.get()))
+                    .transpose()?,
                 size: r.size,
                 deletion_vector: r.deletion_vector,
                 base_row_id: r.base_row_id,
@@ -594,7 +639,8 @@ struct PartitionValuesSeed(Vec<(Box<str>, Option<Box<str>>)>);
 
 impl<'de> Deserialize<'de> for PartitionValuesSeed {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(PartitionValuesVisitor).map(PartitionValuesSeed)
+        d.deserialize_map(PartitionValuesVisitor)
+            .map(PartitionValuesSeed)
     }
 }
 
@@ -603,14 +649,21 @@ fn stats_literal<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue
     let raw = Option::<&'de RawValue>::deserialize(d)?;
     // serde gives `None` for a JSON null.
     match raw {
-        Some(r) if !r.get().starts_with('"') => Err(serde::de::Error::custom("add.stats must be a string or null")),
+        Some(r) if !r.get().starts_with('"') => Err(serde::de::Error::custom(
+            "add.stats must be a string or null",
+        )),
         r => Ok(r),
     }
 }
 
-fn string_map_dropping_nulls<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+fn string_map_dropping_nulls<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
     let m = Option::<BTreeMap<String, Option<String>>>::deserialize(d)?;
-    Ok(m.unwrap_or_default().into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
+    Ok(m.unwrap_or_default()
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -619,7 +672,12 @@ fn string_map_dropping_nulls<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap
 pub fn partition_values_json(pv: &PartitionValues) -> serde_json::Value {
     let mut m = serde_json::Map::new();
     for (k, v) in pv.iter() {
-        m.insert(k.to_string(), v.as_deref().map(|s| serde_json::Value::String(s.into())).unwrap_or(serde_json::Value::Null));
+        m.insert(
+            k.to_string(),
+            v.as_deref()
+                .map(|s| serde_json::Value::String(s.into()))
+                .unwrap_or(serde_json::Value::Null),
+        );
     }
     serde_json::Value::Object(m)
 }
@@ -628,7 +686,10 @@ impl AddFile {
     pub fn to_json(&self) -> crate::error::Result<serde_json::Value> {
         let mut m = serde_json::Map::new();
         m.insert("path".into(), self.path.as_ref().into());
-        m.insert("partitionValues".into(), partition_values_json(&self.partition_values));
+        m.insert(
+            "partitionValues".into(),
+            partition_values_json(&self.partition_values),
+        );
         m.insert("size".into(), self.size.into());
         m.insert("modificationTime".into(), self.modification_time.into());
         m.insert("dataChange".into(), self.data_change.into());
@@ -706,16 +767,37 @@ mod tests {
     #[test]
     fn add_stats_must_be_a_string_or_null() {
         let line = |stats: &str| {
-            format!(r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":2,"dataChange":true,"stats":{stats}}}}}"#)
+            format!(
+                r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":2,"dataChange":true,"stats":{stats}}}}}"#
+            )
         };
-        let parse = |l: &str| serde_json::from_str::<JsonLine>(l).map(|j| {
-            let mut out = Actions::default();
-            j.into_actions(None, &mut out, &mut PartitionInterner::default(), &mut StatsSink::Keep).unwrap();
-            out.adds.pop().unwrap().stats_text().unwrap().map(|c| c.into_owned())
-        });
+        let parse = |l: &str| {
+            serde_json::from_str::<JsonLine>(l).map(|j| {
+                let mut out = Actions::default();
+                j.into_actions(
+                    None,
+                    &mut out,
+                    &mut PartitionInterner::default(),
+                    &mut StatsSink::Keep,
+                )
+                .unwrap();
+                out.adds
+                    .pop()
+                    .unwrap()
+                    .stats_text()
+                    .unwrap()
+                    .map(|c| c.into_owned())
+            })
+        };
         assert_eq!(parse(&line("null")).unwrap(), None);
-        assert_eq!(parse(&line(r#""{\"numRecords\":1}""#)).unwrap().as_deref(), Some(r#"{"numRecords":1}"#));
-        assert!(parse(&line("{}")).unwrap_err().to_string().contains("stats must be a string"));
+        assert_eq!(
+            parse(&line(r#""{\"numRecords\":1}""#)).unwrap().as_deref(),
+            Some(r#"{"numRecords":1}"#)
+        );
+        assert!(parse(&line("{}"))
+            .unwrap_err()
+            .to_string()
+            .contains("stats must be a string"));
         assert!(parse(&line("12")).is_err());
     }
 
@@ -732,6 +814,9 @@ mod tests {
         let e = i.values([("p", Some("1"))].into_iter());
         assert!(d.id() != a.id() && e.id() != a.id() && d != a && e != a);
         assert_eq!(i.json(r#"{"p":"\u0031"}"#).unwrap().id(), e.id());
-        assert!(i.json(r#"{"p":1}"#).unwrap_err().contains("partitionValues"));
+        assert!(i
+            .json(r#"{"p":1}"#)
+            .unwrap_err()
+            .contains("partitionValues"));
     }
 }

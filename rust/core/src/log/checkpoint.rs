@@ -7,14 +7,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::builder::StringBuilder;
 use arrow_array::{Array, ArrayRef, BooleanArray, MapArray, RecordBatch, StringArray, StructArray};
 use arrow_schema::DataType;
-use parquet::file::metadata::PageIndexPolicy;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
 use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::PageIndexPolicy;
 
 use super::actions::*;
 use super::deferred::Deferred;
@@ -23,7 +26,16 @@ use super::segment::CheckpointFiles;
 use crate::dv::DeletionVectorDescriptor;
 use crate::error::{Error, Result};
 
-const TOP_LEVEL: &[&str] = &["add", "remove", "metaData", "protocol", "txn", "domainMetadata", "sidecar", "checkpointMetadata"];
+const TOP_LEVEL: &[&str] = &[
+    "add",
+    "remove",
+    "metaData",
+    "protocol",
+    "txn",
+    "domainMetadata",
+    "sidecar",
+    "checkpointMetadata",
+];
 
 /// All actions of a checkpoint, sidecars expanded.
 pub fn read(log_dir: &Path, cp: &CheckpointFiles) -> Result<Actions> {
@@ -82,19 +94,35 @@ struct RowRange {
 pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
     crate::error::no_panic(
         || read_parquet_split(path, version, None),
-        |msg| Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet (the parquet reader failed: {msg})")),
+        |msg| {
+            Error::corrupt(
+                path,
+                Some(version),
+                format!("unreadable checkpoint parquet (the parquet reader failed: {msg})"),
+            )
+        },
     )
 }
 
 /// [`read_parquet`] split over `threads` work units (None: as many as the rows are worth).
 fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Result<Actions> {
     let (meta, len) = open(path, version)?;
-    let groups: Vec<usize> = meta.metadata().row_groups().iter().map(|g| g.num_rows().max(0) as usize).collect();
+    let groups: Vec<usize> = meta
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows().max(0) as usize)
+        .collect();
     let rows: usize = groups.iter().sum();
     let threads = threads.unwrap_or_else(|| crate::parallel::threads_for(rows, ROWS_PER_THREAD));
     let units = work_units(&groups, threads);
     let descr = meta.parquet_schema();
-    let leaf = |name: &str| descr.columns().iter().position(|c| c.path().parts() == ["add", name]);
+    let leaf = |name: &str| {
+        descr
+            .columns()
+            .iter()
+            .position(|c| c.path().parts() == ["add", name])
+    };
     let stats_leaf = leaf("stats");
     // Checkpoints written with writeStatsAsJson=false carry only `stats_parsed`: read it eagerly
     // then (rare); otherwise the JSON stats column is read on first use.
@@ -107,18 +135,35 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
             TOP_LEVEL.contains(&parts[0].as_str())
                 && !(parts[0] == "add"
                     && parts.len() > 1
-                    && (parts[1] == "partitionValues_parsed" || parts[1] == "stats_parsed" && stats_leaf.is_some()))
+                    && (parts[1] == "partitionValues_parsed"
+                        || parts[1] == "stats_parsed" && stats_leaf.is_some()))
                 && Some(*i) != stats_leaf
         })
         .map(|(i, _)| i)
         .collect();
-    let source = Arc::new(ReadSource { path: path.to_path_buf(), version, meta, groups, units });
+    let source = Arc::new(ReadSource {
+        path: path.to_path_buf(),
+        version,
+        meta,
+        groups,
+        units,
+    });
     let deferred = stats_leaf.map(|leaf| {
         let counts = source.units.iter().map(|_| AtomicUsize::new(0)).collect();
-        Arc::new(DeferredPart { source: source.clone(), leaf, counts, stats: Deferred::new(path, version, len) })
+        Arc::new(DeferredPart {
+            source: source.clone(),
+            leaf,
+            counts,
+            stats: Deferred::new(path, version, len),
+        })
     });
     let results = crate::parallel::map(&(0..source.units.len()).collect::<Vec<_>>(), |&u| {
-        let deferred = deferred.as_ref().map(|part| Arc::new(DeferredStats { part: part.clone(), unit: u }));
+        let deferred = deferred.as_ref().map(|part| {
+            Arc::new(DeferredStats {
+                part: part.clone(),
+                unit: u,
+            })
+        });
         let out = read_unit(&source, u, &leaves, deferred.as_ref())?;
         if let Some(d) = &deferred {
             d.part.counts[u].store(out.adds.len(), Ordering::Relaxed);
@@ -148,11 +193,19 @@ impl ReadSource {
         let file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone());
         let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
-        let mut builder = builder.with_projection(mask).with_row_groups(units.iter().map(|r| r.group).collect());
-        if units.iter().any(|r| r.start > 0 || r.end < self.groups[r.group]) {
+        let mut builder = builder
+            .with_projection(mask)
+            .with_row_groups(units.iter().map(|r| r.group).collect());
+        if units
+            .iter()
+            .any(|r| r.start > 0 || r.end < self.groups[r.group])
+        {
             builder = builder.with_row_selection(selection(&self.groups, units));
         }
-        builder.with_batch_size(16 * 1024).build().map_err(|e| self.corrupt(&e))
+        builder
+            .with_batch_size(16 * 1024)
+            .build()
+            .map_err(|e| self.corrupt(&e))
     }
 
     fn corrupt(&self, e: &dyn std::fmt::Display) -> Error {
@@ -190,15 +243,22 @@ impl DeferredStats {
 impl DeferredPart {
     fn load(&self) -> std::result::Result<Vec<StringArray>, String> {
         let units: Vec<usize> = (0..self.source.units.len()).collect();
-        crate::parallel::map(&units, |&u| self.load_unit(u)).into_iter().collect()
+        crate::parallel::map(&units, |&u| self.load_unit(u))
+            .into_iter()
+            .collect()
     }
 
     fn load_unit(&self, u: usize) -> std::result::Result<StringArray, String> {
-        let reader = self.source.reader(u, &[self.leaf]).map_err(|e| e.to_string())?;
+        let reader = self
+            .source
+            .reader(u, &[self.leaf])
+            .map_err(|e| e.to_string())?;
         let mut out = StringBuilder::new();
         for batch in reader {
             let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
-            let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else { continue };
+            let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else {
+                continue;
+            };
             let stats = str_col(add, "stats").ok_or("add.stats is not a string column")?;
             for i in (0..add.len()).filter(|&i| add.is_valid(i)) {
                 out.append_option(stats.get(i));
@@ -216,16 +276,27 @@ impl DeferredPart {
 /// The footer and, when the writer stored one, the offset index (so a row range reads only its pages).
 fn open(path: &Path, version: i64) -> Result<(ArrowReaderMetadata, u64)> {
     let file = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "checkpoint file (or sidecar) is missing"),
+        std::io::ErrorKind::NotFound => Error::corrupt(
+            path,
+            Some(version),
+            "checkpoint file (or sidecar) is missing",
+        ),
         _ => Error::io(path, e),
     })?;
     let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    Ok((ArrowReaderMetadata::load(&file, options).map_err(|e| corrupt(path, version, &e))?, len))
+    Ok((
+        ArrowReaderMetadata::load(&file, options).map_err(|e| corrupt(path, version, &e))?,
+        len,
+    ))
 }
 
 fn corrupt(path: &Path, version: i64, e: &dyn std::fmt::Display) -> Error {
-    Error::corrupt(path, Some(version), format!("unreadable checkpoint parquet: {e}"))
+    Error::corrupt(
+        path,
+        Some(version),
+        format!("unreadable checkpoint parquet: {e}"),
+    )
 }
 
 /// Split row groups (given by their row counts) over `threads`: whole groups round-robin when
@@ -234,7 +305,16 @@ fn work_units(groups: &[usize], threads: usize) -> Vec<Vec<RowRange>> {
     if threads <= 1 || groups.len() >= threads {
         let threads = threads.max(1);
         return (0..threads)
-            .map(|t| (t..groups.len()).step_by(threads).map(|g| RowRange { group: g, start: 0, end: groups[g] }).collect())
+            .map(|t| {
+                (t..groups.len())
+                    .step_by(threads)
+                    .map(|g| RowRange {
+                        group: g,
+                        start: 0,
+                        end: groups[g],
+                    })
+                    .collect()
+            })
             .filter(|u: &Vec<RowRange>| !u.is_empty())
             .collect();
     }
@@ -243,7 +323,11 @@ fn work_units(groups: &[usize], threads: usize) -> Vec<Vec<RowRange>> {
             groups
                 .iter()
                 .enumerate()
-                .map(|(g, &n)| RowRange { group: g, start: n * t / threads, end: n * (t + 1) / threads })
+                .map(|(g, &n)| RowRange {
+                    group: g,
+                    start: n * t / threads,
+                    end: n * (t + 1) / threads,
+                })
                 .filter(|r| r.end > r.start)
                 .collect()
         })
@@ -266,12 +350,18 @@ fn selection(groups: &[usize], units: &[RowRange]) -> RowSelection {
     sel.into()
 }
 
-fn read_unit(source: &ReadSource, u: usize, leaves: &[usize], deferred: Option<&Arc<DeferredStats>>) -> Result<Actions> {
+fn read_unit(
+    source: &ReadSource,
+    u: usize,
+    leaves: &[usize],
+    deferred: Option<&Arc<DeferredStats>>,
+) -> Result<Actions> {
     let mut out = Actions::default();
     let mut interner = PartitionInterner::default();
     for batch in source.reader(u, leaves)? {
         let batch = batch.map_err(|e| source.corrupt(&e))?;
-        decode_batch(&batch, &mut out, &mut interner, deferred).map_err(|m| Error::corrupt(&source.path, Some(source.version), m))?;
+        decode_batch(&batch, &mut out, &mut interner, deferred)
+            .map_err(|m| Error::corrupt(&source.path, Some(source.version), m))?;
     }
     Ok(out)
 }
@@ -333,10 +423,17 @@ struct StrMap<'a> {
 impl<'a> StrMap<'a> {
     fn new(a: &'a ArrayRef) -> Option<Self> {
         let map = a.as_map_opt()?;
-        Some(StrMap { map, keys: Str::new(map.keys())?, values: Str::new(map.values())? })
+        Some(StrMap {
+            map,
+            keys: Str::new(map.keys())?,
+            values: Str::new(map.values())?,
+        })
     }
     /// The entries of row `i` (None when the map is null); entries with a null key are skipped.
-    fn entries(&self, i: usize) -> Option<impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone + '_> {
+    fn entries(
+        &self,
+        i: usize,
+    ) -> Option<impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone + '_> {
         if self.map.is_null(i) {
             return None;
         }
@@ -382,7 +479,11 @@ fn str_list_at(s: &StructArray, name: &str, i: usize) -> Option<Vec<String>> {
     }
     let values = list.value(i);
     let strs = Str::new(&values)?;
-    Some((0..values.len()).filter_map(|j| strs.get(j).map(String::from)).collect())
+    Some(
+        (0..values.len())
+            .filter_map(|j| strs.get(j).map(String::from))
+            .collect(),
+    )
 }
 
 fn required<T>(v: Option<T>, action: &str, field: &str, row: usize) -> Result<T, String> {
@@ -416,8 +517,13 @@ impl<'a> DvCols<'a> {
         }
         Ok(Some(Box::new(DeletionVectorDescriptor {
             storage_type: required(self.storage.get(i), "deletionVector", "storageType", i)?.into(),
-            path_or_inline_dv: required(self.path.get(i), "deletionVector", "pathOrInlineDv", i)?.into(),
-            offset: self.offset.as_ref().and_then(|o| o.get(i)).map(|o| o as i32),
+            path_or_inline_dv: required(self.path.get(i), "deletionVector", "pathOrInlineDv", i)?
+                .into(),
+            offset: self
+                .offset
+                .as_ref()
+                .and_then(|o| o.get(i))
+                .map(|o| o as i32),
             size_in_bytes: required(self.size.get(i), "deletionVector", "sizeInBytes", i)? as i32,
             cardinality: required(self.cardinality.get(i), "deletionVector", "cardinality", i)?,
             max_row_index: None,
@@ -425,7 +531,12 @@ impl<'a> DvCols<'a> {
     }
 }
 
-fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut PartitionInterner, deferred: Option<&Arc<DeferredStats>>) -> Result<(), String> {
+fn decode_batch(
+    batch: &RecordBatch,
+    out: &mut Actions,
+    interner: &mut PartitionInterner,
+    deferred: Option<&Arc<DeferredStats>>,
+) -> Result<(), String> {
     let col = |name: &str| batch.column_by_name(name).and_then(|c| c.as_struct_opt());
     if let Some(s) = col("add") {
         decode_adds(s, out, interner, deferred)?;
@@ -439,18 +550,35 @@ fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut Partition
         }
     }
     if let Some(s) = col("protocol") {
-        let (r, w) = (int_col(s, "minReaderVersion"), int_col(s, "minWriterVersion"));
+        let (r, w) = (
+            int_col(s, "minReaderVersion"),
+            int_col(s, "minWriterVersion"),
+        );
         for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
             out.push(Action::Protocol(Protocol {
-                min_reader_version: required(r.as_ref().and_then(|c| c.get(i)), "protocol", "minReaderVersion", i)? as i32,
-                min_writer_version: required(w.as_ref().and_then(|c| c.get(i)), "protocol", "minWriterVersion", i)? as i32,
+                min_reader_version: required(
+                    r.as_ref().and_then(|c| c.get(i)),
+                    "protocol",
+                    "minReaderVersion",
+                    i,
+                )? as i32,
+                min_writer_version: required(
+                    w.as_ref().and_then(|c| c.get(i)),
+                    "protocol",
+                    "minWriterVersion",
+                    i,
+                )? as i32,
                 reader_features: str_list_at(s, "readerFeatures", i),
                 writer_features: str_list_at(s, "writerFeatures", i),
             }));
         }
     }
     if let Some(s) = col("txn") {
-        let (app, ver, upd) = (str_col(s, "appId"), int_col(s, "version"), int_col(s, "lastUpdated"));
+        let (app, ver, upd) = (
+            str_col(s, "appId"),
+            int_col(s, "version"),
+            int_col(s, "lastUpdated"),
+        );
         for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
             out.push(Action::Txn(Txn {
                 app_id: required(app.as_ref().and_then(|c| c.get(i)), "txn", "appId", i)?.into(),
@@ -460,17 +588,31 @@ fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut Partition
         }
     }
     if let Some(s) = col("domainMetadata") {
-        let (d, c, r) = (str_col(s, "domain"), str_col(s, "configuration"), bool_col(s, "removed"));
+        let (d, c, r) = (
+            str_col(s, "domain"),
+            str_col(s, "configuration"),
+            bool_col(s, "removed"),
+        );
         for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
             out.push(Action::Domain(DomainMetadata {
-                domain: required(d.as_ref().and_then(|c| c.get(i)), "domainMetadata", "domain", i)?.into(),
+                domain: required(
+                    d.as_ref().and_then(|c| c.get(i)),
+                    "domainMetadata",
+                    "domain",
+                    i,
+                )?
+                .into(),
                 configuration: c.as_ref().and_then(|c| c.get(i)).unwrap_or("").into(),
                 removed: bool_at(r, i).unwrap_or(false),
             }));
         }
     }
     if let Some(s) = col("sidecar") {
-        let (p, sz, mt) = (str_col(s, "path"), int_col(s, "sizeInBytes"), int_col(s, "modificationTime"));
+        let (p, sz, mt) = (
+            str_col(s, "path"),
+            int_col(s, "sizeInBytes"),
+            int_col(s, "modificationTime"),
+        );
         for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
             out.push(Action::Sidecar(Sidecar {
                 path: required(p.as_ref().and_then(|c| c.get(i)), "sidecar", "path", i)?.into(),
@@ -487,7 +629,12 @@ fn decode_batch(batch: &RecordBatch, out: &mut Actions, interner: &mut Partition
     Ok(())
 }
 
-fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner, deferred: Option<&Arc<DeferredStats>>) -> Result<(), String> {
+fn decode_adds(
+    s: &StructArray,
+    out: &mut Actions,
+    interner: &mut PartitionInterner,
+    deferred: Option<&Arc<DeferredStats>>,
+) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }
@@ -507,14 +654,20 @@ fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInter
     for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
         out.adds.push(AddFile {
             path: required(path.get(i), "add", "path", i)?.into(),
-            partition_values: pv.as_ref().and_then(|m| m.entries(i)).map(|e| interner.values(e)).unwrap_or_default(),
+            partition_values: pv
+                .as_ref()
+                .and_then(|m| m.entries(i))
+                .map(|e| interner.values(e))
+                .unwrap_or_default(),
             size: required(size.as_ref().and_then(|c| c.get(i)), "add", "size", i)?,
             modification_time: mtime.as_ref().and_then(|c| c.get(i)).unwrap_or(0),
             data_change: bool_at(data_change, i).unwrap_or(false),
             stats: match (deferred, stats.as_ref().and_then(|c| c.get(i))) {
                 (Some(d), _) => Some(StatsText::from_checkpoint(d.clone(), out.adds.len() as u32)),
                 (None, Some(text)) => Some(text.into()),
-                (None, None) => stats_parsed.and_then(|sp| super::stats_json::row_to_json(sp, i)).map(|v| v.to_string().into()),
+                (None, None) => stats_parsed
+                    .and_then(|sp| super::stats_json::row_to_json(sp, i))
+                    .map(|v| v.to_string().into()),
             },
             deletion_vector: match &dv {
                 Some(d) => d.get(i)?,
@@ -533,10 +686,16 @@ fn decode_adds(s: &StructArray, out: &mut Actions, interner: &mut PartitionInter
 }
 
 fn tags_map(pv: Vec<(&str, Option<&str>)>) -> BTreeMap<String, Option<String>> {
-    pv.into_iter().map(|(k, v)| (k.into(), v.map(Into::into))).collect()
+    pv.into_iter()
+        .map(|(k, v)| (k.into(), v.map(Into::into)))
+        .collect()
 }
 
-fn decode_removes(s: &StructArray, out: &mut Actions, interner: &mut PartitionInterner) -> Result<(), String> {
+fn decode_removes(
+    s: &StructArray,
+    out: &mut Actions,
+    interner: &mut PartitionInterner,
+) -> Result<(), String> {
     if s.null_count() == s.len() {
         return Ok(());
     }
@@ -555,7 +714,10 @@ fn decode_removes(s: &StructArray, out: &mut Actions, interner: &mut PartitionIn
             deletion_timestamp: ts.as_ref().and_then(|c| c.get(i)),
             data_change: bool_at(data_change, i).unwrap_or(false),
             extended_file_metadata: bool_at(ext, i),
-            partition_values: pv.as_ref().and_then(|m| m.entries(i)).map(|e| interner.values(e)),
+            partition_values: pv
+                .as_ref()
+                .and_then(|m| m.entries(i))
+                .map(|e| interner.values(e)),
             size: size.as_ref().and_then(|c| c.get(i)),
             deletion_vector: match &dv {
                 Some(d) => d.get(i)?,
@@ -570,16 +732,18 @@ fn decode_removes(s: &StructArray, out: &mut Actions, interner: &mut PartitionIn
 
 fn decode_metadata(s: &StructArray, i: usize) -> Result<Metadata, String> {
     let get = |name: &str| str_col(s, name).and_then(|c| c.get(i)).map(String::from);
-    let format = child(s, "format").and_then(|f| f.as_struct_opt()).and_then(|f| {
-        let provider = str_col(f, "provider")?.get(i)?.to_string();
-        let options = map_col(f, "options")
-            .and_then(|m| m.get(i))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.map(Into::into)))
-            .collect();
-        Some(Format { provider, options })
-    });
+    let format = child(s, "format")
+        .and_then(|f| f.as_struct_opt())
+        .and_then(|f| {
+            let provider = str_col(f, "provider")?.get(i)?.to_string();
+            let options = map_col(f, "options")
+                .and_then(|m| m.get(i))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.map(Into::into)))
+                .collect();
+            Some(Format { provider, options })
+        });
     Ok(Metadata {
         id: required(get("id"), "metaData", "id", i)?,
         name: get("name"),
@@ -612,14 +776,24 @@ mod tests {
             "\n"
         ));
         for i in 0..adds {
-            let pv = if i % 7 == 0 { "null".to_string() } else { format!("\"{}\"", i % 5) };
-            let stats = if i % 13 == 0 { "null".to_string() } else { format!(r#""{{\"numRecords\":{i}}}""#) };
+            let pv = if i % 7 == 0 {
+                "null".to_string()
+            } else {
+                format!("\"{}\"", i % 5)
+            };
+            let stats = if i % 13 == 0 {
+                "null".to_string()
+            } else {
+                format!(r#""{{\"numRecords\":{i}}}""#)
+            };
             out += &format!(
                 r#"{{"add":{{"path":"f{i}.parquet","partitionValues":{{"p":{pv}}},"size":{i},"modificationTime":1,"dataChange":false,"stats":{stats}}}}}"#
             );
             out.push('\n');
             if i % 11 == 0 {
-                out += &format!(r#"{{"remove":{{"path":"gone{i}.parquet","deletionTimestamp":5,"dataChange":false}}}}"#);
+                out += &format!(
+                    r#"{{"remove":{{"path":"gone{i}.parquet","deletionTimestamp":5,"dataChange":false}}}}"#
+                );
                 out.push('\n');
             }
         }
@@ -629,7 +803,9 @@ mod tests {
     /// A checkpoint of `adds` adds written with small pages and `rows_per_group` rows per group.
     fn write(dir: &Path, adds: usize, rows_per_group: usize) -> PathBuf {
         let schema = Arc::new(crate::commit::checkpoint::schema());
-        let mut decoder = arrow_json::ReaderBuilder::new(schema.clone()).build_decoder().unwrap();
+        let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .build_decoder()
+            .unwrap();
         decoder.decode(lines(adds).as_bytes()).unwrap();
         let batch = decoder.flush().unwrap().unwrap();
         let props = WriterProperties::builder()
@@ -638,19 +814,34 @@ mod tests {
             .set_write_batch_size(16)
             .build();
         let path = dir.join(format!("{rows_per_group}.checkpoint.parquet"));
-        let mut writer = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
+        let mut writer =
+            ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         path
     }
 
-    fn summary(a: &Actions) -> (Vec<(String, Vec<(String, Option<String>)>, i64, Option<String>)>, Vec<String>) {
+    fn summary(
+        a: &Actions,
+    ) -> (
+        Vec<(String, Vec<(String, Option<String>)>, i64, Option<String>)>,
+        Vec<String>,
+    ) {
         let mut adds: Vec<_> = a
             .adds
             .iter()
             .map(|f| {
-                let pv = f.partition_values.iter().map(|(k, v)| (k.to_string(), v.as_deref().map(String::from))).collect();
-                (f.path.to_string(), pv, f.size, f.stats_text().unwrap().map(|s| s.into_owned()))
+                let pv = f
+                    .partition_values
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
+                    .collect();
+                (
+                    f.path.to_string(),
+                    pv,
+                    f.size,
+                    f.stats_text().unwrap().map(|s| s.into_owned()),
+                )
             })
             .collect();
         adds.sort();
@@ -668,12 +859,22 @@ mod tests {
             assert_eq!(whole.adds.len(), 600);
             assert_eq!(whole.other.len(), 2 + 600usize.div_ceil(11));
             let by_path = |p: &str| whole.adds.iter().find(|a| &*a.path == p).unwrap();
-            assert_eq!(by_path("f7.parquet").stats_text().unwrap().as_deref(), Some(r#"{"numRecords":7}"#));
+            assert_eq!(
+                by_path("f7.parquet").stats_text().unwrap().as_deref(),
+                Some(r#"{"numRecords":7}"#)
+            );
             assert_eq!(by_path("f26.parquet").stats_text().unwrap(), None);
-            assert_eq!(by_path("f599.parquet").stats_text().unwrap().as_deref(), Some(r#"{"numRecords":599}"#));
+            assert_eq!(
+                by_path("f599.parquet").stats_text().unwrap().as_deref(),
+                Some(r#"{"numRecords":599}"#)
+            );
             for threads in [2, 3, 8] {
                 let split = read_parquet_split(&path, 3, Some(threads)).unwrap();
-                assert_eq!(summary(&split), summary(&whole), "{rows_per_group} rows per group, {threads} units");
+                assert_eq!(
+                    summary(&split),
+                    summary(&whole),
+                    "{rows_per_group} rows per group, {threads} units"
+                );
             }
         }
     }
@@ -686,10 +887,19 @@ mod tests {
         let changed = read_parquet_split(&path, 3, Some(2)).unwrap();
         std::fs::remove_file(&path).unwrap();
         let err = gone.adds[0].stats_text().unwrap_err().to_string();
-        assert!(err.contains("1000.checkpoint.parquet") && err.contains("version 3"), "{err}");
+        assert!(
+            err.contains("1000.checkpoint.parquet") && err.contains("version 3"),
+            "{err}"
+        );
         // Unreadable stats prune nothing.
         let schema = crate::schema::StructType::parse(r#"{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#).unwrap();
-        let pred = crate::predicate::Predicate::parse("x > 5", &schema, crate::schema::ColumnMappingMode::None, &[]).unwrap();
+        let pred = crate::predicate::Predicate::parse(
+            "x > 5",
+            &schema,
+            crate::schema::ColumnMappingMode::None,
+            &[],
+        )
+        .unwrap();
         assert!(pred.file_may_match(&gone.adds[0], true));
         std::fs::rename(write(dir.path(), 299, 1000), &path).unwrap();
         let err = changed.adds[5].stats_text().unwrap_err().to_string();
@@ -698,19 +908,32 @@ mod tests {
 
     #[test]
     fn work_units_cover_every_row_once() {
-        for (groups, threads) in [(vec![10], 3), (vec![10, 4], 3), (vec![1, 1, 1, 1], 2), (vec![0, 5], 4), (vec![2], 5)] {
+        for (groups, threads) in [
+            (vec![10], 3),
+            (vec![10, 4], 3),
+            (vec![1, 1, 1, 1], 2),
+            (vec![0, 5], 4),
+            (vec![2], 5),
+        ] {
             let units = work_units(&groups, threads);
             assert!(units.len() <= threads);
             let mut seen: Vec<Vec<bool>> = groups.iter().map(|&n| vec![false; n]).collect();
             for unit in &units {
                 for r in unit {
                     for row in r.start..r.end {
-                        assert!(!seen[r.group][row], "{groups:?} / {threads}: row {row} of group {} twice", r.group);
+                        assert!(
+                            !seen[r.group][row],
+                            "{groups:?} / {threads}: row {row} of group {} twice",
+                            r.group
+                        );
                         seen[r.group][row] = true;
                     }
                 }
             }
-            assert!(seen.iter().flatten().all(|&s| s), "{groups:?} / {threads}: a row is missing");
+            assert!(
+                seen.iter().flatten().all(|&s| s),
+                "{groups:?} / {threads}: a row is missing"
+            );
         }
     }
 }

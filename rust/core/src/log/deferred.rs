@@ -17,7 +17,12 @@ pub(crate) struct Deferred<T> {
 
 impl<T> Deferred<T> {
     pub fn new(path: &Path, version: i64, len: u64) -> Self {
-        Deferred { path: path.to_path_buf(), version, len, loaded: OnceLock::new() }
+        Deferred {
+            path: path.to_path_buf(),
+            version,
+            len,
+            loaded: OnceLock::new(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -29,12 +34,19 @@ impl<T> Deferred<T> {
     /// file and version.
     pub fn get(&self, load: impl FnOnce() -> std::result::Result<T, String>) -> Result<&T> {
         let loaded = self.loaded.get_or_init(|| {
-            let len = std::fs::metadata(&self.path).map_err(|e| format!("reading add.stats again: {e}"))?.len();
+            let len = std::fs::metadata(&self.path)
+                .map_err(|e| format!("reading add.stats again: {e}"))?
+                .len();
             if len != self.len {
-                return Err(format!("the file changed since it was loaded ({len} bytes, {} before)", self.len));
+                return Err(format!(
+                    "the file changed since it was loaded ({len} bytes, {} before)",
+                    self.len
+                ));
             }
             load()
         });
-        loaded.as_ref().map_err(|m| Error::corrupt(&self.path, Some(self.version), m.clone()))
+        loaded
+            .as_ref()
+            .map_err(|m| Error::corrupt(&self.path, Some(self.version), m.clone()))
     }
 }

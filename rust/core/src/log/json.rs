@@ -24,7 +24,11 @@ pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<
 /// The parts in file order, or the first failure with its line numbered from the line counts of
 /// the parts before it (each part counts its own lines as it is parsed; numbers are only needed
 /// for an error message).
-fn join_parts(results: Vec<std::result::Result<(Actions, usize), PartError>>, file: &Path, version: Option<i64>) -> Result<Vec<Actions>> {
+fn join_parts(
+    results: Vec<std::result::Result<(Actions, usize), PartError>>,
+    file: &Path,
+    version: Option<i64>,
+) -> Result<Vec<Actions>> {
     let mut parts = Vec::with_capacity(results.len());
     let mut line = 1;
     for r in results {
@@ -34,7 +38,11 @@ fn join_parts(results: Vec<std::result::Result<(Actions, usize), PartError>>, fi
                 line += lines;
             }
             Err(PartError::Line(LineError { line: l, message })) => {
-                return Err(Error::corrupt(file, version, format!("line {}: {message}", line + l)));
+                return Err(Error::corrupt(
+                    file,
+                    version,
+                    format!("line {}: {message}", line + l),
+                ));
             }
             Err(PartError::Io(e)) => return Err(Error::io(file, e)),
         }
@@ -70,19 +78,35 @@ struct LineError {
 /// Parse one chunk (whole lines); returns its actions and its number of lines.
 fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError> {
     // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
-    let mut out = Actions { adds: Vec::with_capacity(bytes.len() / 300 + 1), other: Vec::new() };
-    let lines = parse_lines_into(bytes, &mut out, &mut PartitionInterner::default(), &mut StatsSink::Keep)?;
+    let mut out = Actions {
+        adds: Vec::with_capacity(bytes.len() / 300 + 1),
+        other: Vec::new(),
+    };
+    let lines = parse_lines_into(
+        bytes,
+        &mut out,
+        &mut PartitionInterner::default(),
+        &mut StatsSink::Keep,
+    )?;
     Ok((out, lines))
 }
 
 /// Parse whole lines onto `out`; returns the number of lines.
-fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInterner, sink: &mut StatsSink) -> std::result::Result<usize, LineError> {
+fn parse_lines_into(
+    bytes: &[u8],
+    out: &mut Actions,
+    interner: &mut PartitionInterner,
+    sink: &mut StatsSink,
+) -> std::result::Result<usize, LineError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let valid = &bytes[..e.valid_up_to()];
         let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
         LineError {
             line: valid.iter().filter(|&&b| b == b'\n').count(),
-            message: format!("not UTF-8 (at byte {} of the line)", valid.len() - line_start),
+            message: format!(
+                "not UTF-8 (at byte {} of the line)",
+                valid.len() - line_start
+            ),
         }
     })?;
     let mut lines = 0;
@@ -93,18 +117,25 @@ fn parse_lines_into(bytes: &[u8], out: &mut Actions, interner: &mut PartitionInt
         if line.trim().is_empty() {
             continue;
         }
-        let invalid = |e: String| LineError { line: i, message: format!("invalid action JSON: {e}") };
+        let invalid = |e: String| LineError {
+            line: i,
+            message: format!("invalid action JSON: {e}"),
+        };
         // A trailing stats literal is cut out before serde sees the line (see stats_literal).
         if let Some(split) = stats_literal::split(line, &mut short, &key) {
             if let Ok(parsed) = serde_json::from_str::<JsonLine>(&short) {
                 if split.confirmed(&short, parsed.add_stats()) {
-                    parsed.into_actions(Some(split.literal), out, interner, sink).map_err(invalid)?;
+                    parsed
+                        .into_actions(Some(split.literal), out, interner, sink)
+                        .map_err(invalid)?;
                     continue;
                 }
             }
         }
         let parsed: JsonLine = serde_json::from_str(line).map_err(|e| invalid(e.to_string()))?;
-        parsed.into_actions(None, out, interner, sink).map_err(invalid)?;
+        parsed
+            .into_actions(None, out, interner, sink)
+            .map_err(invalid)?;
     }
     Ok(lines)
 }
@@ -120,10 +151,19 @@ pub fn read_large_commit(path: &Path, version: i64, size: u64) -> Result<Vec<Act
     read_ranges(path, version, size, threads, CHUNK)
 }
 
-fn read_ranges(path: &Path, version: i64, size: u64, threads: usize, chunk: usize) -> Result<Vec<Actions>> {
+fn read_ranges(
+    path: &Path,
+    version: i64,
+    size: u64,
+    threads: usize,
+    chunk: usize,
+) -> Result<Vec<Actions>> {
     let file = std::fs::File::open(path).map_err(|e| open_error(path, version, e))?;
     let n = threads.max(1) as u64;
-    let commit = Arc::new(DeferredCommit { stats: Deferred::new(path, version, size), spans: (0..n).map(|_| OnceLock::new()).collect() });
+    let commit = Arc::new(DeferredCommit {
+        stats: Deferred::new(path, version, size),
+        spans: (0..n).map(|_| OnceLock::new()).collect(),
+    });
     let ranges: Vec<usize> = (0..n as usize).collect();
     let results = crate::parallel::map(&ranges, |&i| {
         let (start, end) = (size * i as u64 / n, size * (i as u64 + 1) / n);
@@ -139,11 +179,21 @@ enum PartError {
 
 /// Parse the lines that start in bytes `start..end` of the file (the last one may run past
 /// `end`); returns their actions and number of lines.
-fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize, start: u64, end: u64, chunk: usize) -> std::result::Result<(Actions, usize), PartError> {
+fn parse_range(
+    file: &std::fs::File,
+    commit: &Arc<DeferredCommit>,
+    range: usize,
+    start: u64,
+    end: u64,
+    chunk: usize,
+) -> std::result::Result<(Actions, usize), PartError> {
     if start >= end {
         return Ok((Actions::default(), 0));
     }
-    let mut out = Actions { adds: Vec::with_capacity(((end - start) / 300) as usize + 1), other: Vec::new() };
+    let mut out = Actions {
+        adds: Vec::with_capacity(((end - start) / 300) as usize + 1),
+        other: Vec::new(),
+    };
     let mut interner = PartitionInterner::default();
     let mut found = Vec::new();
     let mut lines = 0;
@@ -184,12 +234,31 @@ fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize,
             break;
         }
         // Whole lines in buf, then only those starting before `end`.
-        let whole = if eof { len } else { buf[..len].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) };
+        let whole = if eof {
+            len
+        } else {
+            buf[..len]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1)
+        };
         let limit = (end - pos) as usize;
-        let cut = if limit < whole { newline(&buf[limit - 1..whole]).map_or(whole, |p| limit + p) } else { whole };
-        let mut sink = StatsSink::Locate { base: buf.as_ptr() as usize, offset: pos, found: &mut found };
-        let n = parse_lines_into(&buf[..cut], &mut out, &mut interner, &mut sink)
-            .map_err(|e| PartError::Line(LineError { line: lines + e.line, message: e.message }))?;
+        let cut = if limit < whole {
+            newline(&buf[limit - 1..whole]).map_or(whole, |p| limit + p)
+        } else {
+            whole
+        };
+        let mut sink = StatsSink::Locate {
+            base: buf.as_ptr() as usize,
+            offset: pos,
+            found: &mut found,
+        };
+        let n = parse_lines_into(&buf[..cut], &mut out, &mut interner, &mut sink).map_err(|e| {
+            PartError::Line(LineError {
+                line: lines + e.line,
+                message: e.message,
+            })
+        })?;
         lines += n;
         buf.copy_within(cut..len, 0);
         len -= cut;
@@ -199,7 +268,10 @@ fn parse_range(file: &std::fs::File, commit: &Arc<DeferredCommit>, range: usize,
         }
     }
     if !found.is_empty() {
-        let stats = Arc::new(DeferredStats { commit: commit.clone(), range });
+        let stats = Arc::new(DeferredStats {
+            commit: commit.clone(),
+            range,
+        });
         for (k, &(i, _, _)) in found.iter().enumerate() {
             out.adds[i].stats = Some(StatsText::from_commit(stats.clone(), k as u32));
         }
@@ -236,11 +308,20 @@ impl DeferredStats {
 impl DeferredCommit {
     fn load(&self) -> std::result::Result<Vec<(String, Vec<usize>)>, String> {
         let empty = Vec::new();
-        let spans: Vec<&Vec<(u64, u32)>> = self.spans.iter().map(|s| s.get().unwrap_or(&empty)).collect();
-        crate::parallel::map(&spans, |s| self.load_range(s)).into_iter().collect()
+        let spans: Vec<&Vec<(u64, u32)>> = self
+            .spans
+            .iter()
+            .map(|s| s.get().unwrap_or(&empty))
+            .collect();
+        crate::parallel::map(&spans, |s| self.load_range(s))
+            .into_iter()
+            .collect()
     }
 
-    fn load_range(&self, spans: &[(u64, u32)]) -> std::result::Result<(String, Vec<usize>), String> {
+    fn load_range(
+        &self,
+        spans: &[(u64, u32)],
+    ) -> std::result::Result<(String, Vec<usize>), String> {
         let again = |e: &dyn std::fmt::Display| format!("reading add.stats again: {e}");
         let file = std::fs::File::open(self.stats.path()).map_err(|e| again(&e))?;
         let mut text = String::with_capacity(spans.iter().map(|&(_, n)| n as usize).sum());
@@ -291,7 +372,11 @@ pub fn read_commit(path: &Path, version: i64) -> Result<Actions> {
 /// this snapshot), unlike other I/O errors.
 fn open_error(path: &Path, version: i64, e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound => Error::corrupt(path, Some(version), "commit file disappeared while reading the log"),
+        std::io::ErrorKind::NotFound => Error::corrupt(
+            path,
+            Some(version),
+            "commit file disappeared while reading the log",
+        ),
         _ => Error::io(path, e),
     }
 }
@@ -312,11 +397,22 @@ mod tests {
         let a = &actions.adds[0];
         assert_eq!(&*a.path, "a%20b");
         assert_eq!(a.partition_values[1], ("q".into(), None));
-        assert_eq!(a.stats_text().unwrap().as_deref(), Some("{\"numRecords\":3}"));
+        assert_eq!(
+            a.stats_text().unwrap().as_deref(),
+            Some("{\"numRecords\":3}")
+        );
 
-        let err = parse_actions(b"{\"add\":{\"path\":\"x\"}}\n{\"add\":", Path::new("f.json"), Some(3)).unwrap_err();
+        let err = parse_actions(
+            b"{\"add\":{\"path\":\"x\"}}\n{\"add\":",
+            Path::new("f.json"),
+            Some(3),
+        )
+        .unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("f.json") && msg.contains("version 3") && msg.contains("line 1"), "{msg}");
+        assert!(
+            msg.contains("f.json") && msg.contains("version 3") && msg.contains("line 1"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -330,10 +426,14 @@ mod tests {
             let stats = match i % 4 {
                 0 => String::new(),
                 1 => r#","stats":null"#.to_string(),
-                2 => format!(r#","stats":"{{\"numRecords\":{i},\"minValues\":{{\"s\":\"a\\\"b\\u00fc\"}}}}""#),
+                2 => format!(
+                    r#","stats":"{{\"numRecords\":{i},\"minValues\":{{\"s\":\"a\\\"b\\u00fc\"}}}}""#
+                ),
                 _ => format!(r#","stats":"{{\"numRecords\":{i}}}""#),
             };
-            text += &format!(r#"{{"add":{{"path":"p{i}{pad}","partitionValues":{{}},"size":{i},"modificationTime":2,"dataChange":true{stats}}}}}"#);
+            text += &format!(
+                r#"{{"add":{{"path":"p{i}{pad}","partitionValues":{{}},"size":{i},"modificationTime":2,"dataChange":true{stats}}}}}"#
+            );
             text += if i % 9 == 0 { "\r\n" } else { "\n" };
             if i % 50 == 0 {
                 text += "\n";
@@ -343,11 +443,20 @@ mod tests {
         let whole = parse_actions(text.as_bytes(), &p, Some(0)).unwrap();
         let paths = |parts: Vec<Actions>| {
             let adds = parts.into_iter().flat_map(|a| a.adds);
-            adds.map(|a| (a.path.to_string(), a.stats_text().unwrap().map(|s| s.into_owned()))).collect::<Vec<_>>()
+            adds.map(|a| {
+                (
+                    a.path.to_string(),
+                    a.stats_text().unwrap().map(|s| s.into_owned()),
+                )
+            })
+            .collect::<Vec<_>>()
         };
         let expected = paths(vec![whole]);
         assert_eq!(expected.len(), 400);
-        assert_eq!(expected[2].1.as_deref(), Some(r#"{"numRecords":2,"minValues":{"s":"a\"b\u00fc"}}"#));
+        assert_eq!(
+            expected[2].1.as_deref(),
+            Some(r#"{"numRecords":2,"minValues":{"s":"a\"b\u00fc"}}"#)
+        );
         assert_eq!(expected[1].1, None);
         for threads in [1, 2, 3, 7, 64] {
             for chunk in [97, 512, 4096, 1 << 20] {
@@ -371,8 +480,13 @@ mod tests {
         broken += r#"{"add":{"path":"last","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
         std::fs::write(&p, &broken).unwrap();
         for threads in [1, 3, 7] {
-            let err = read_ranges(&p, 0, broken.len() as u64, threads, 333).unwrap_err().to_string();
-            assert!(err.contains(&format!("line {}:", lines_before + 1)), "{threads}: {err}");
+            let err = read_ranges(&p, 0, broken.len() as u64, threads, 333)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("line {}:", lines_before + 1)),
+                "{threads}: {err}"
+            );
         }
     }
 
@@ -382,7 +496,9 @@ mod tests {
         let chunks = split_lines(text.as_bytes(), 4);
         assert_eq!(chunks.len(), 4);
         assert_eq!(chunks.concat(), text.as_bytes());
-        assert!(chunks.iter().all(|c| c.ends_with(b"\n") && c.starts_with(b"line")));
+        assert!(chunks
+            .iter()
+            .all(|c| c.ends_with(b"\n") && c.starts_with(b"line")));
     }
 
     #[test]
@@ -393,12 +509,19 @@ mod tests {
         let mut text: String = (0..n).map(|_| format!("{good}\n")).collect();
         text.push_str("{\"add\": nope}\n");
         text.push_str(&format!("{good}\n"));
-        let err = parse_actions(text.as_bytes(), Path::new("c.json"), Some(1)).unwrap_err().to_string();
+        let err = parse_actions(text.as_bytes(), Path::new("c.json"), Some(1))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(&format!("line {}:", n + 1)), "{err}");
         let mut bad = text.into_bytes();
         bad.truncate(good.len() * 3 + 3);
         bad[good.len() + 1 + 5] = 0xff;
-        let err = parse_actions(&bad, Path::new("c.json"), Some(1)).unwrap_err().to_string();
-        assert!(err.contains("line 2:") && err.contains("not UTF-8"), "{err}");
+        let err = parse_actions(&bad, Path::new("c.json"), Some(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2:") && err.contains("not UTF-8"),
+            "{err}"
+        );
     }
 }

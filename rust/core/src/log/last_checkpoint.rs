@@ -21,7 +21,13 @@ pub fn read(log_dir: &Path) -> (Option<LastCheckpoint>, Option<String>) {
         Ok(bytes) => match serde_json::from_slice::<LastCheckpoint>(&bytes) {
             Ok(lc) if lc.version >= 0 => (Some(lc), None),
             Ok(lc) => (None, Some(format!("negative version {}", lc.version))),
-            Err(e) => (None, Some(format!("{} is not valid JSON ({e}); listing the log instead", path.display()))),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "{} is not valid JSON ({e}); listing the log instead",
+                    path.display()
+                )),
+            ),
         },
         Err(_) => (None, None),
     }

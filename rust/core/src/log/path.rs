@@ -8,11 +8,18 @@ pub enum LogFileKind {
     /// `<v>.checkpoint.parquet`
     ClassicCheckpoint,
     /// `<v>.checkpoint.<part>.<parts>.parquet`
-    MultiPartCheckpoint { part: u32, parts: u32 },
+    MultiPartCheckpoint {
+        part: u32,
+        parts: u32,
+    },
     /// `<v>.checkpoint.<uuid>.json|parquet`
-    UuidCheckpoint { json: bool },
+    UuidCheckpoint {
+        json: bool,
+    },
     /// `<x>.<y>.compacted.json` (optional; replay does not need it)
-    Compaction { end: i64 },
+    Compaction {
+        end: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +43,10 @@ pub fn commit_path(log_dir: &Path, version: i64) -> PathBuf {
 }
 
 fn version_prefix(name: &str) -> Option<(i64, &str)> {
-    if name.len() < 21 || !name.as_bytes()[..20].iter().all(u8::is_ascii_digit) || name.as_bytes()[20] != b'.' {
+    if name.len() < 21
+        || !name.as_bytes()[..20].iter().all(u8::is_ascii_digit)
+        || name.as_bytes()[20] != b'.'
+    {
         return None;
     }
     Some((name[..20].parse().ok()?, &name[21..]))
@@ -64,7 +74,9 @@ pub fn parse_name(name: &str) -> Option<(i64, LogFileKind)> {
                         LogFileKind::MultiPartCheckpoint { part, parts }
                     }
                     [u, ext @ ("json" | "parquet")] if uuid::Uuid::parse_str(u).is_ok() => {
-                        LogFileKind::UuidCheckpoint { json: *ext == "json" }
+                        LogFileKind::UuidCheckpoint {
+                            json: *ext == "json",
+                        }
                     }
                     _ => return None,
                 }
@@ -72,7 +84,9 @@ pub fn parse_name(name: &str) -> Option<(i64, LogFileKind)> {
                 if !is_digits(c, 20) {
                     return None;
                 }
-                LogFileKind::Compaction { end: c.parse().ok()? }
+                LogFileKind::Compaction {
+                    end: c.parse().ok()?,
+                }
             } else {
                 return None;
             }
@@ -87,8 +101,14 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(parse_name("00000000000000000010.json"), Some((10, LogFileKind::Commit)));
-        assert_eq!(parse_name("00000000000000000010.checkpoint.parquet"), Some((10, LogFileKind::ClassicCheckpoint)));
+        assert_eq!(
+            parse_name("00000000000000000010.json"),
+            Some((10, LogFileKind::Commit))
+        );
+        assert_eq!(
+            parse_name("00000000000000000010.checkpoint.parquet"),
+            Some((10, LogFileKind::ClassicCheckpoint))
+        );
         assert_eq!(
             parse_name("00000000000000000001.checkpoint.0000000002.0000000003.parquet"),
             Some((1, LogFileKind::MultiPartCheckpoint { part: 2, parts: 3 }))

@@ -25,7 +25,10 @@ struct Slot {
 /// One seed per process, so hashes computed on worker threads match the index's.
 fn path_hash(path: &str) -> u32 {
     static HASHER: OnceLock<DefaultHashBuilder> = OnceLock::new();
-    (HASHER.get_or_init(DefaultHashBuilder::default).hash_one(path) >> 32) as u32
+    (HASHER
+        .get_or_init(DefaultHashBuilder::default)
+        .hash_one(path)
+        >> 32) as u32
 }
 
 /// Spread a 32-bit tag over the 64 bits hashbrown uses (low bits pick the bucket, the top 7 are
@@ -53,7 +56,10 @@ pub struct LogState {
 
 impl LogState {
     pub fn new() -> Self {
-        LogState { version: -1, ..Default::default() }
+        LogState {
+            version: -1,
+            ..Default::default()
+        }
     }
 
     /// Apply the actions of one checkpoint (the state must be empty).
@@ -127,19 +133,31 @@ impl LogState {
         } else {
             self.files.append(&mut adds);
         }
-        assert!(self.files.len() <= u32::MAX as usize, "more than 4 billion live files");
+        assert!(
+            self.files.len() <= u32::MAX as usize,
+            "more than 4 billion live files"
+        );
         self.index.reserve(tags.len(), |s| table_hash(s.tag));
         let mut replaced = Vec::new();
         for (k, tag) in tags.into_iter().enumerate() {
             let i = base + k;
             let files = &self.files;
-            match self.index.find_mut(table_hash(tag), |s| s.tag == tag && files[s.file as usize].path == files[i].path) {
+            match self.index.find_mut(table_hash(tag), |s| {
+                s.tag == tag && files[s.file as usize].path == files[i].path
+            }) {
                 Some(slot) => {
                     replaced.push(slot.file as usize);
                     slot.file = i as u32;
                 }
                 None => {
-                    self.index.insert_unique(table_hash(tag), Slot { tag, file: i as u32 }, |s| table_hash(s.tag));
+                    self.index.insert_unique(
+                        table_hash(tag),
+                        Slot {
+                            tag,
+                            file: i as u32,
+                        },
+                        |s| table_hash(s.tag),
+                    );
                 }
             }
         }
@@ -154,7 +172,9 @@ impl LogState {
         let dv_id = remove.dv_unique_id();
         let tag = path_hash(&remove.path);
         let files = &self.files;
-        let found = self.index.find_entry(table_hash(tag), |s| s.tag == tag && files[s.file as usize].path == remove.path);
+        let found = self.index.find_entry(table_hash(tag), |s| {
+            s.tag == tag && files[s.file as usize].path == remove.path
+        });
         if let Ok(entry) = found {
             let i = entry.get().file as usize;
             if files[i].dv_unique_id() == dv_id {
@@ -170,7 +190,10 @@ impl LogState {
         let last = self.files.len() - 1;
         if i != last {
             let tag = path_hash(&self.files[last].path);
-            if let Some(slot) = self.index.find_mut(table_hash(tag), |s| s.file as usize == last) {
+            if let Some(slot) = self
+                .index
+                .find_mut(table_hash(tag), |s| s.file as usize == last)
+            {
                 slot.file = i as u32;
             }
         }
@@ -181,7 +204,9 @@ impl LogState {
     pub fn file_index(&self, path: &str) -> Option<usize> {
         let tag = path_hash(path);
         self.index
-            .find(table_hash(tag), |s| s.tag == tag && &*self.files[s.file as usize].path == path)
+            .find(table_hash(tag), |s| {
+                s.tag == tag && &*self.files[s.file as usize].path == path
+            })
             .map(|s| s.file as usize)
     }
 }
@@ -263,7 +288,10 @@ mod tests {
     #[test]
     fn remove_then_readd_and_swap_index() {
         let mut s = LogState::new();
-        s.apply_commit(0, vec![add("a", None), add("b", None), add("c", None)].into());
+        s.apply_commit(
+            0,
+            vec![add("a", None), add("b", None), add("c", None)].into(),
+        );
         s.apply_commit(1, vec![remove("a", None)].into());
         assert_eq!(s.files.len(), 2);
         assert!(s.file_index("a").is_none());
@@ -284,13 +312,29 @@ mod tests {
         if let Action::Add(f) = &mut first {
             f.size = 7;
         }
-        s.apply_commit(0, vec![first, add("b", None), add("a", Some("x")), add("c", None)].into());
+        s.apply_commit(
+            0,
+            vec![first, add("b", None), add("a", Some("x")), add("c", None)].into(),
+        );
         assert_eq!(s.files.len(), 3);
-        assert_eq!(s.files[s.file_index("a").unwrap()].dv_unique_id().as_deref(), Some("ix"));
+        assert_eq!(
+            s.files[s.file_index("a").unwrap()]
+                .dv_unique_id()
+                .as_deref(),
+            Some("ix")
+        );
         // A later commit re-adding live paths replaces them in place of duplicates.
-        s.apply_commit(1, vec![add("c", Some("y")), add("b", Some("z")), add("d", None)].into());
+        s.apply_commit(
+            1,
+            vec![add("c", Some("y")), add("b", Some("z")), add("d", None)].into(),
+        );
         assert_eq!(s.files.len(), 4);
-        for (p, dv) in [("a", Some("ix")), ("b", Some("iz")), ("c", Some("iy")), ("d", None)] {
+        for (p, dv) in [
+            ("a", Some("ix")),
+            ("b", Some("iz")),
+            ("c", Some("iy")),
+            ("d", None),
+        ] {
             let i = s.file_index(p).unwrap_or_else(|| panic!("{p} missing"));
             assert_eq!(&*s.files[i].path, p);
             assert_eq!(s.files[i].dv_unique_id().as_deref(), dv);

@@ -48,12 +48,19 @@ pub fn list(root: &Path, start: i64) -> Result<Listing> {
         let entry = entry.map_err(|e| Error::io(&dir, e))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some((version, kind)) = parse_name(name) else { continue };
+        let Some((version, kind)) = parse_name(name) else {
+            continue;
+        };
         if version < start && kind == LogFileKind::Commit {
             continue;
         }
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
-        let file = LogFile { version, kind, path: entry.path(), size };
+        let file = LogFile {
+            version,
+            kind,
+            path: entry.path(),
+            size,
+        };
         match file.kind {
             LogFileKind::Commit => {
                 listing.commits.insert(version, file);
@@ -74,7 +81,12 @@ impl Listing {
 
     /// Complete checkpoints in ascending version order (one per version).
     pub fn complete_checkpoints(&self) -> Vec<CheckpointFiles> {
-        self.checkpoints.iter().filter_map(|(&v, files)| complete_at(files).map(|files| CheckpointFiles { version: v, files })).collect()
+        self.checkpoints
+            .iter()
+            .filter_map(|(&v, files)| {
+                complete_at(files).map(|files| CheckpointFiles { version: v, files })
+            })
+            .collect()
     }
 
     fn incomplete_note(&self, below_or_at: i64) -> String {
@@ -84,11 +96,16 @@ impl Listing {
                 let parts: Vec<String> = files
                     .iter()
                     .filter_map(|f| match f.kind {
-                        LogFileKind::MultiPartCheckpoint { part, parts } => Some(format!("{part}/{parts}")),
+                        LogFileKind::MultiPartCheckpoint { part, parts } => {
+                            Some(format!("{part}/{parts}"))
+                        }
                         _ => None,
                     })
                     .collect();
-                notes.push(format!("checkpoint {v} is incomplete (only parts {} present)", parts.join(", ")));
+                notes.push(format!(
+                    "checkpoint {v} is incomplete (only parts {} present)",
+                    parts.join(", ")
+                ));
             }
         }
         if notes.is_empty() {
@@ -107,9 +124,17 @@ impl Listing {
         })?;
         let version = version.unwrap_or(latest);
         if version < 0 || version > latest {
-            return Err(Error::VersionNotFound { table, version, reason: format!("the latest version is {latest}") });
+            return Err(Error::VersionNotFound {
+                table,
+                version,
+                reason: format!("the latest version is {latest}"),
+            });
         }
-        let checkpoint = self.complete_checkpoints().into_iter().rev().find(|c| c.version <= version);
+        let checkpoint = self
+            .complete_checkpoints()
+            .into_iter()
+            .rev()
+            .find(|c| c.version <= version);
         let first = checkpoint.as_ref().map(|c| c.version + 1).unwrap_or(0);
         let mut commits = Vec::with_capacity((version - first + 1).max(0) as usize);
         for v in first..=version {
@@ -118,12 +143,20 @@ impl Listing {
                 None => return Err(self.gap_error(root, v, first, version)),
             }
         }
-        Ok(LogSegment { version, checkpoint, commits })
+        Ok(LogSegment {
+            version,
+            checkpoint,
+            commits,
+        })
     }
 
     fn gap_error(&self, root: &Path, missing: i64, first: i64, version: i64) -> Error {
         let table = root.display().to_string();
-        let present: Vec<i64> = self.commits.range(first..=version).map(|(v, _)| *v).collect();
+        let present: Vec<i64> = self
+            .commits
+            .range(first..=version)
+            .map(|(v, _)| *v)
+            .collect();
         let earliest = self.commits.keys().next().copied();
         let cleaned_up = first == 0 && earliest.is_none_or(|e| e > missing);
         let latest = self.latest_version().unwrap_or(version);
@@ -145,15 +178,25 @@ impl Listing {
         } else {
             format!("versions are not contiguous: commit {missing} is missing between {first} and {version} (found {present:?})")
         };
-        Error::corrupt(path, Some(missing), format!("{what}{}", self.incomplete_note(version)))
+        Error::corrupt(
+            path,
+            Some(missing),
+            format!("{what}{}", self.incomplete_note(version)),
+        )
     }
 }
 
 fn complete_at(files: &[LogFile]) -> Option<Vec<LogFile>> {
-    if let Some(f) = files.iter().find(|f| f.kind == LogFileKind::ClassicCheckpoint) {
+    if let Some(f) = files
+        .iter()
+        .find(|f| f.kind == LogFileKind::ClassicCheckpoint)
+    {
         return Some(vec![f.clone()]);
     }
-    if let Some(f) = files.iter().find(|f| matches!(f.kind, LogFileKind::UuidCheckpoint { .. })) {
+    if let Some(f) = files
+        .iter()
+        .find(|f| matches!(f.kind, LogFileKind::UuidCheckpoint { .. }))
+    {
         return Some(vec![f.clone()]);
     }
     // Multi-part: any total whose parts are all present.

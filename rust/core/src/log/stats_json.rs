@@ -39,14 +39,23 @@ fn value_at(a: &dyn Array, i: usize) -> Option<Value> {
         DataType::LargeUtf8 => Some(Value::String(a.as_string::<i64>().value(i).to_string())),
         DataType::Date32 => {
             let days = a.as_primitive::<Date32Type>().value(i);
-            chrono::DateTime::from_timestamp(days as i64 * 86_400, 0).map(|d| Value::String(d.format("%Y-%m-%d").to_string()))
+            chrono::DateTime::from_timestamp(days as i64 * 86_400, 0)
+                .map(|d| Value::String(d.format("%Y-%m-%d").to_string()))
         }
         DataType::Timestamp(unit, _) => {
             let micros = match unit {
-                TimeUnit::Second => a.as_primitive::<TimestampSecondType>().value(i).checked_mul(1_000_000)?,
-                TimeUnit::Millisecond => a.as_primitive::<TimestampMillisecondType>().value(i).checked_mul(1_000)?,
+                TimeUnit::Second => a
+                    .as_primitive::<TimestampSecondType>()
+                    .value(i)
+                    .checked_mul(1_000_000)?,
+                TimeUnit::Millisecond => a
+                    .as_primitive::<TimestampMillisecondType>()
+                    .value(i)
+                    .checked_mul(1_000)?,
                 TimeUnit::Microsecond => a.as_primitive::<TimestampMicrosecondType>().value(i),
-                TimeUnit::Nanosecond => a.as_primitive::<TimestampNanosecondType>().value(i) / 1_000,
+                TimeUnit::Nanosecond => {
+                    a.as_primitive::<TimestampNanosecondType>().value(i) / 1_000
+                }
             };
             chrono::DateTime::from_timestamp_micros(micros)
                 .map(|d| Value::String(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))

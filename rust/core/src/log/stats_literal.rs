@@ -19,7 +19,9 @@ pub(crate) struct Split<'l> {
 impl Split<'_> {
     /// Whether serde, parsing `short`, found the add's stats to be the placeholder.
     pub fn confirmed(&self, short: &str, parsed: Option<&str>) -> bool {
-        parsed.is_some_and(|p| p == "\"\"" && p.as_ptr() as usize == short.as_ptr() as usize + self.at)
+        parsed.is_some_and(|p| {
+            p == "\"\"" && p.as_ptr() as usize == short.as_ptr() as usize + self.at
+        })
     }
 }
 
@@ -35,7 +37,11 @@ const MIN_LITERAL: usize = 48;
 
 /// If `line` is an add whose last field is a stats string literal, write the line with that literal
 /// replaced by `""` into `short` and return where the literal is.
-pub(crate) fn split<'l>(line: &'l str, short: &mut String, key: &memchr::memmem::Finder) -> Option<Split<'l>> {
+pub(crate) fn split<'l>(
+    line: &'l str,
+    short: &mut String,
+    key: &memchr::memmem::Finder,
+) -> Option<Split<'l>> {
     let b = line.as_bytes();
     if !b.starts_with(b"{\"add\"") {
         return None;
@@ -58,14 +64,21 @@ pub(crate) fn split<'l>(line: &'l str, short: &mut String, key: &memchr::memmem:
         return None;
     }
     let open = trim_front(b, colon + 1);
-    if open >= close || b[open] != b'"' || close - open + 1 < MIN_LITERAL || !is_string_body(&b[open + 1..close]) {
+    if open >= close
+        || b[open] != b'"'
+        || close - open + 1 < MIN_LITERAL
+        || !is_string_body(&b[open + 1..close])
+    {
         return None;
     }
     short.clear();
     short.push_str(&line[..open]);
     short.push_str("\"\"");
     short.push_str(&line[close + 1..]);
-    Some(Split { literal: &line[open..=close], at: open })
+    Some(Split {
+        literal: &line[open..=close],
+        at: open,
+    })
 }
 
 fn is_ws(c: u8) -> bool {
@@ -138,7 +151,13 @@ fn bytewise(body: &[u8], mut i: usize) -> bool {
             b'\\' => {
                 let n = match body.get(i + 1) {
                     Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
-                    Some(b'u') if body.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => 6,
+                    Some(b'u')
+                        if body
+                            .get(i + 2..i + 6)
+                            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                    {
+                        6
+                    }
                     _ => return false,
                 };
                 i += n;
@@ -163,7 +182,20 @@ mod tests {
 
     #[test]
     fn string_body_agrees_with_serde() {
-        let pieces: [&[u8]; 12] = [b"a", b"\\\"", b"\\\\", b"\\n", b"\\u00e9", b"\\u00g9", b"\\x", b"\"", b"\x01", b"\\", b"{\\\"id\\\":1}", b"       "];
+        let pieces: [&[u8]; 12] = [
+            b"a",
+            b"\\\"",
+            b"\\\\",
+            b"\\n",
+            b"\\u00e9",
+            b"\\u00g9",
+            b"\\x",
+            b"\"",
+            b"\x01",
+            b"\\",
+            b"{\\\"id\\\":1}",
+            b"       ",
+        ];
         // Deterministic walk over many concatenations, so blocks straddle every kind of piece.
         let mut seed = 0x9e3779b97f4a7c15u64;
         for _ in 0..20_000 {
@@ -175,16 +207,27 @@ mod tests {
             for _ in 0..(s % 40) {
                 s = s.rotate_left(5).wrapping_mul(0x2545F4914F6CDD1D);
                 // Mostly the common pieces, now and then a rare one.
-                let k = if s.is_multiple_of(8) { (s >> 8) as usize % pieces.len() } else { [0, 1, 10, 11][(s >> 8) as usize % 4] };
+                let k = if s.is_multiple_of(8) {
+                    (s >> 8) as usize % pieces.len()
+                } else {
+                    [0, 1, 10, 11][(s >> 8) as usize % 4]
+                };
                 body.extend_from_slice(pieces[k]);
             }
-            assert_eq!(is_string_body(&body), serde_says(&body), "{:?}", String::from_utf8_lossy(&body));
+            assert_eq!(
+                is_string_body(&body),
+                serde_says(&body),
+                "{:?}",
+                String::from_utf8_lossy(&body)
+            );
         }
     }
 
     #[test]
     fn masks_match_the_portable_version() {
-        let bytes: Vec<u8> = (0..=255u8).chain(b"\\\"\\\"ab\x1f \x00\x7f\x80".iter().copied()).collect();
+        let bytes: Vec<u8> = (0..=255u8)
+            .chain(b"\\\"\\\"ab\x1f \x00\x7f\x80".iter().copied())
+            .collect();
         for w in bytes.windows(16) {
             let block: &[u8; 16] = w.try_into().unwrap();
             assert_eq!(masks(block), masks_portable(block));
@@ -193,8 +236,11 @@ mod tests {
 
     #[test]
     fn split_cuts_only_a_trailing_add_stats_string() {
-        let stats = r#""{\"numRecords\":1,\"minValues\":{\"a\":\"x\"},\"maxValues\":{\"a\":\"y\"}}""#;
-        let line = format!(r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true,"stats": {stats} }} }}"#);
+        let stats =
+            r#""{\"numRecords\":1,\"minValues\":{\"a\":\"x\"},\"maxValues\":{\"a\":\"y\"}}""#;
+        let line = format!(
+            r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true,"stats": {stats} }} }}"#
+        );
         let mut short = String::new();
         let s = split(&line, &mut short, &key_finder()).expect("trailing literal");
         assert_eq!(s.literal, stats);
@@ -204,7 +250,10 @@ mod tests {
             r#"{"add":{"path":"p","stats":null}}"#.to_string(),
             format!(r#"{{"add":{{"path":"p","stats":{stats},"tags":{{"a":"b"}}}}}}"#),
             format!(r#"{{"remove":{{"path":"p","stats":{stats}}}}}"#),
-            format!(r#"{{"add":{{"path":"p","stats":{}\"}}}}"#, &stats[..stats.len() - 1]),
+            format!(
+                r#"{{"add":{{"path":"p","stats":{}\"}}}}"#,
+                &stats[..stats.len() - 1]
+            ),
         ] {
             assert!(split(&line, &mut short, &key_finder()).is_none(), "{line}");
         }
@@ -213,7 +262,9 @@ mod tests {
     #[test]
     fn confirmed_needs_the_placeholder_itself() {
         let stats = format!("\"{}\"", "\\\"x\\\"".repeat(20));
-        let line = format!(r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true,"stats":{stats}}}}}"#);
+        let line = format!(
+            r#"{{"add":{{"path":"p","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true,"stats":{stats}}}}}"#
+        );
         let mut short = String::new();
         let s = split(&line, &mut short, &key_finder()).expect("trailing literal");
         let at = short.find("\"\"}").unwrap();

@@ -4,7 +4,6 @@
 
 use std::cmp::Ordering;
 
-
 use super::expr::{compare, like, like_prefix, CmpOp, ColumnRef, Expr};
 use super::stats_layout::{Bounds, Located};
 use crate::log::actions::PartitionValues;
@@ -37,12 +36,20 @@ pub type Tri = Option<bool>;
 
 /// The value of a partition column for a file; `Err` when the log value does not parse.
 pub fn partition_value(pv: &PartitionValues, column: &ColumnRef) -> Result<Scalar, String> {
-    partition::parse(partition::raw_value(pv, &column.physical), &column.data_type)
+    partition::parse(
+        partition::raw_value(pv, &column.physical),
+        &column.data_type,
+    )
 }
 
 /// Domains for every column the predicate references. `with_stats` false leaves data columns
 /// unknown (no data skipping).
-pub fn domains(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool) -> Vec<Domain> {
+pub fn domains(
+    columns: &[ColumnRef],
+    pv: &PartitionValues,
+    stats: Option<&str>,
+    with_stats: bool,
+) -> Vec<Domain> {
     let mut s = Scratch::default();
     domains_into(columns, pv, stats, with_stats, &mut s);
     s.domains
@@ -69,7 +76,10 @@ impl Scratch {
     pub fn for_expr(expr: &Expr, columns: usize) -> Self {
         let mut needs = vec![0; columns];
         stats_needed(expr, &mut needs);
-        Scratch { needs, ..Default::default() }
+        Scratch {
+            needs,
+            ..Default::default()
+        }
     }
 }
 
@@ -104,14 +114,22 @@ fn stats_needed(expr: &Expr, needs: &mut [u8]) {
 }
 
 /// [`domains`] into reused buffers.
-pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Option<&str>, with_stats: bool, s: &'s mut Scratch) -> &'s [Domain] {
+pub fn domains_into<'s>(
+    columns: &[ColumnRef],
+    pv: &PartitionValues,
+    stats: Option<&str>,
+    with_stats: bool,
+    s: &'s mut Scratch,
+) -> &'s [Domain] {
     let stats = stats.filter(|_| with_stats && columns.iter().any(|c| !c.partition));
     let parsed = stats.filter(|text| s.located.locate(text, columns));
     s.domains.resize_with(columns.len(), || Domain::Unknown);
     for (i, c) in columns.iter().enumerate() {
         let d = &mut s.domains[i];
         if c.partition {
-            *d = partition_value(pv, c).map(Domain::Exact).unwrap_or(Domain::Unknown);
+            *d = partition_value(pv, c)
+                .map(Domain::Exact)
+                .unwrap_or(Domain::Unknown);
             continue;
         }
         let Some(text) = parsed else {
@@ -123,15 +141,35 @@ pub fn domains_into<'s>(columns: &[ColumnRef], pv: &PartitionValues, stats: Opti
         if !matches!(d, Domain::Range(_)) {
             *d = Domain::Range(ColumnStats::default());
         }
-        let Domain::Range(cs) = d else { unreachable!("set just above") };
+        let Domain::Range(cs) = d else {
+            unreachable!("set just above")
+        };
         let needs = s.needs.get(i).copied().unwrap_or(MIN | MAX | NULLS);
-        fill_column_stats(cs, text, &s.located.bounds[i], s.located.num_records, c, needs);
+        fill_column_stats(
+            cs,
+            text,
+            &s.located.bounds[i],
+            s.located.num_records,
+            c,
+            needs,
+        );
     }
     &s.domains
 }
 
-fn fill_column_stats(cs: &mut ColumnStats, text: &str, bounds: &Bounds, num_records: Option<i64>, c: &ColumnRef, needs: u8) {
-    let raw = |k: usize| bounds[k].filter(|_| needs & (1 << k) != 0).map(|(a, b)| &text[a..b]);
+fn fill_column_stats(
+    cs: &mut ColumnStats,
+    text: &str,
+    bounds: &Bounds,
+    num_records: Option<i64>,
+    c: &ColumnRef,
+    needs: u8,
+) {
+    let raw = |k: usize| {
+        bounds[k]
+            .filter(|_| needs & (1 << k) != 0)
+            .map(|(a, b)| &text[a..b])
+    };
     cs.min = raw(0).and_then(|r| stat_value(r, &c.data_type, Bound::Min));
     cs.max = raw(1).and_then(|r| stat_value(r, &c.data_type, Bound::Max));
     cs.null_count = raw(2).and_then(|r| r.parse::<i64>().ok());
@@ -173,16 +211,25 @@ pub fn may_match(expr: &Expr, d: &[Domain]) -> bool {
         Expr::In(e, list, negated) => match &**e {
             Expr::Column(i) => match &d[*i] {
                 Domain::Exact(v) => exact_in(v, list, *negated) == Some(true),
-                dom @ Domain::Range(_) if !negated => list.iter().any(|x| leaf_cmp(CmpOp::Eq, dom, x)),
+                dom @ Domain::Range(_) if !negated => {
+                    list.iter().any(|x| leaf_cmp(CmpOp::Eq, dom, x))
+                }
                 _ => true,
             },
             _ => true,
         },
-        Expr::Like { expr, pattern, negated, case_insensitive } => match &**expr {
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => match &**expr {
             Expr::Column(i) => match &d[*i] {
                 Domain::Exact(Scalar::String(s)) => like(s, pattern, *case_insensitive) != *negated,
                 Domain::Exact(_) => false,
-                Domain::Range(s) if !negated && !case_insensitive => like_range_may_match(s, pattern),
+                Domain::Range(s) if !negated && !case_insensitive => {
+                    like_range_may_match(s, pattern)
+                }
                 _ => true,
             },
             _ => true,
@@ -263,7 +310,9 @@ fn range_cmp(op: CmpOp, s: &ColumnStats, v: &Scalar) -> bool {
     let ord = |b: &Option<Scalar>| b.as_ref().and_then(|b| compare(b, v));
     let (lo, hi) = (ord(&s.min), ord(&s.max));
     match op {
-        CmpOp::Eq | CmpOp::NullSafeEq => lo != Some(Ordering::Greater) && hi != Some(Ordering::Less),
+        CmpOp::Eq | CmpOp::NullSafeEq => {
+            lo != Some(Ordering::Greater) && hi != Some(Ordering::Less)
+        }
         CmpOp::Ne => !(lo == Some(Ordering::Equal) && hi == Some(Ordering::Equal)),
         CmpOp::Lt => lo.is_none_or(|o| o == Ordering::Less),
         CmpOp::Le => lo.is_none_or(|o| o != Ordering::Greater),
@@ -306,7 +355,12 @@ pub fn eval(expr: &Expr, values: &[Scalar]) -> Tri {
         Expr::Cmp(op, l, r) => exact_cmp(*op, &operand(l, values)?, &operand(r, values)?),
         Expr::IsNull(e, negated) => Some((operand(e, values)? == Scalar::Null) != *negated),
         Expr::In(e, list, negated) => exact_in(&operand(e, values)?, list, *negated),
-        Expr::Like { expr, pattern, negated, case_insensitive } => match operand(expr, values)? {
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => match operand(expr, values)? {
             Scalar::String(s) => Some(like(&s, pattern, *case_insensitive) != *negated),
             _ => None,
         },
@@ -335,7 +389,9 @@ fn stat_value(text: &str, ty: &DataType, bound: Bound) -> Option<Scalar> {
         DataType::Decimal(..) => {
             let n: serde_json::Number = serde_json::from_str(text).ok()?;
             let s = n.to_string();
-            return partition::parse(Some(&s), ty).ok().or_else(|| n.as_f64().map(Scalar::Double));
+            return partition::parse(Some(&s), ty)
+                .ok()
+                .or_else(|| n.as_f64().map(Scalar::Double));
         }
         DataType::Primitive(p) => p.as_str(),
         _ => return None,
@@ -346,7 +402,9 @@ fn stat_value(text: &str, ty: &DataType, bound: Bound) -> Option<Scalar> {
                 return Some(Scalar::Long(n));
             }
             let n: serde_json::Number = serde_json::from_str(text).ok()?;
-            n.as_i64().map(Scalar::Long).or_else(|| n.as_f64().map(Scalar::Double))
+            n.as_i64()
+                .map(Scalar::Long)
+                .or_else(|| n.as_f64().map(Scalar::Double))
         }
         "float" | "double" => {
             let f: f64 = serde_json::from_str(text).ok()?;
@@ -368,8 +426,16 @@ fn stat_value(text: &str, ty: &DataType, bound: Bound) -> Option<Scalar> {
             let s: String = serde_json::from_str(text).ok()?;
             let micros = partition::parse_timestamp(&s)?;
             // Stats are truncated to milliseconds: widen the max to the end of its millisecond.
-            let micros = if bound == Bound::Max { micros.saturating_add(999) } else { micros };
-            Some(if p == "timestamp" { Scalar::Timestamp(micros) } else { Scalar::TimestampNtz(micros) })
+            let micros = if bound == Bound::Max {
+                micros.saturating_add(999)
+            } else {
+                micros
+            };
+            Some(if p == "timestamp" {
+                Scalar::Timestamp(micros)
+            } else {
+                Scalar::TimestampNtz(micros)
+            })
         }
         _ => None,
     }

@@ -88,10 +88,19 @@ pub enum Expr {
     /// `e [NOT] IN (literals)`.
     In(Box<Expr>, Vec<Scalar>, bool),
     /// `e [NOT] LIKE pattern`, case-insensitive for ILIKE.
-    Like { expr: Box<Expr>, pattern: String, negated: bool, case_insensitive: bool },
+    Like {
+        expr: Box<Expr>,
+        pattern: String,
+        negated: bool,
+        case_insensitive: bool,
+    },
     /// Something the evaluator cannot decide (functions, arithmetic, nested fields, subqueries):
     /// always "may match". `deterministic` is false for non-deterministic functions.
-    Opaque { sql: String, columns: Vec<usize>, deterministic: bool },
+    Opaque {
+        sql: String,
+        columns: Vec<usize>,
+        deterministic: bool,
+    },
 }
 
 impl Expr {
@@ -105,7 +114,11 @@ impl Expr {
         match self {
             Expr::Literal(Scalar::Boolean(b)) => Expr::bool(!b),
             Expr::Literal(Scalar::Null) => Expr::Literal(Scalar::Null),
-            Expr::Column(i) => Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(i)), Box::new(Expr::bool(false))),
+            Expr::Column(i) => Expr::Cmp(
+                CmpOp::Eq,
+                Box::new(Expr::Column(i)),
+                Box::new(Expr::bool(false)),
+            ),
             Expr::Cmp(op, l, r) => match op.negate() {
                 Some(n) => Expr::Cmp(n, l, r),
                 None => {
@@ -113,18 +126,42 @@ impl Expr {
                     let mut columns = Vec::new();
                     l.collect_columns(&mut columns);
                     r.collect_columns(&mut columns);
-                    Expr::Opaque { sql, columns, deterministic: true }
+                    Expr::Opaque {
+                        sql,
+                        columns,
+                        deterministic: true,
+                    }
                 }
             },
             Expr::And(v) => Expr::Or(v.into_iter().map(Expr::negate).collect()),
             Expr::Or(v) => Expr::And(v.into_iter().map(Expr::negate).collect()),
             Expr::IsNull(e, n) => Expr::IsNull(e, !n),
             Expr::In(e, list, n) => Expr::In(e, list, !n),
-            Expr::Like { expr, pattern, negated, case_insensitive } => {
-                Expr::Like { expr, pattern, negated: !negated, case_insensitive }
-            }
-            Expr::Opaque { sql, columns, deterministic } => Expr::Opaque { sql: format!("NOT ({sql})"), columns, deterministic },
-            Expr::Literal(other) => Expr::Opaque { sql: format!("NOT {other:?}"), columns: vec![], deterministic: true },
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => Expr::Like {
+                expr,
+                pattern,
+                negated: !negated,
+                case_insensitive,
+            },
+            Expr::Opaque {
+                sql,
+                columns,
+                deterministic,
+            } => Expr::Opaque {
+                sql: format!("NOT ({sql})"),
+                columns,
+                deterministic,
+            },
+            Expr::Literal(other) => Expr::Opaque {
+                sql: format!("NOT {other:?}"),
+                columns: vec![],
+                deterministic: true,
+            },
         }
     }
 
@@ -141,7 +178,9 @@ impl Expr {
                 r.collect_columns(out);
             }
             Expr::And(v) | Expr::Or(v) => v.iter().for_each(|e| e.collect_columns(out)),
-            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => e.collect_columns(out),
+            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => {
+                e.collect_columns(out)
+            }
             Expr::Opaque { columns, .. } => columns.iter().for_each(|i| {
                 if !out.contains(i) {
                     out.push(*i)
@@ -165,7 +204,9 @@ impl Expr {
             Expr::Opaque { deterministic, .. } => *deterministic,
             Expr::Cmp(_, l, r) => l.is_deterministic() && r.is_deterministic(),
             Expr::And(v) | Expr::Or(v) => v.iter().all(Expr::is_deterministic),
-            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => e.is_deterministic(),
+            Expr::IsNull(e, _) | Expr::In(e, _, _) | Expr::Like { expr: e, .. } => {
+                e.is_deterministic()
+            }
             Expr::Literal(_) | Expr::Column(_) => true,
         }
     }
@@ -187,7 +228,9 @@ pub fn compare(a: &Scalar, b: &Scalar) -> Option<Ordering> {
         (Double(x), Double(y)) => Some(float_cmp(*x, *y)),
         (Long(x), Double(y)) => Some(float_cmp(*x as f64, *y)),
         (Double(x), Long(y)) => Some(float_cmp(*x, *y as f64)),
-        (Decimal(x, sx), Decimal(y, sy)) => Some(rescale(*x, *sx, *sy.max(sx)).cmp(&rescale(*y, *sy, *sx.max(sy)))),
+        (Decimal(x, sx), Decimal(y, sy)) => {
+            Some(rescale(*x, *sx, *sy.max(sx)).cmp(&rescale(*y, *sy, *sx.max(sy))))
+        }
         (Decimal(x, s), Long(y)) => Some(x.cmp(&rescale(*y as i128, 0, *s))),
         (Long(x), Decimal(y, s)) => Some(rescale(*x as i128, 0, *s).cmp(y)),
         (Decimal(x, s), Double(y)) => Some(float_cmp(*x as f64 / 10f64.powi(*s as i32), *y)),
@@ -218,7 +261,10 @@ fn rescale(v: i128, from: i8, to: i8) -> i128 {
 /// SQL LIKE with `%` and `_` and backslash escapes.
 pub fn like(text: &str, pattern: &str, case_insensitive: bool) -> bool {
     let (t, p): (Vec<char>, Vec<char>) = if case_insensitive {
-        (text.to_lowercase().chars().collect(), pattern.to_lowercase().chars().collect())
+        (
+            text.to_lowercase().chars().collect(),
+            pattern.to_lowercase().chars().collect(),
+        )
     } else {
         (text.chars().collect(), pattern.chars().collect())
     };
@@ -304,9 +350,18 @@ mod tests {
 
     #[test]
     fn mixed_numeric_compare() {
-        assert_eq!(compare(&Scalar::Long(2), &Scalar::Double(2.5)), Some(Ordering::Less));
-        assert_eq!(compare(&Scalar::Decimal(150, 2), &Scalar::Long(1)), Some(Ordering::Greater));
-        assert_eq!(compare(&Scalar::Decimal(150, 2), &Scalar::Decimal(15, 1)), Some(Ordering::Equal));
+        assert_eq!(
+            compare(&Scalar::Long(2), &Scalar::Double(2.5)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            compare(&Scalar::Decimal(150, 2), &Scalar::Long(1)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            compare(&Scalar::Decimal(150, 2), &Scalar::Decimal(15, 1)),
+            Some(Ordering::Equal)
+        );
         assert_eq!(compare(&Scalar::Null, &Scalar::Long(1)), None);
         assert_eq!(compare(&Scalar::String("a".into()), &Scalar::Long(1)), None);
     }
@@ -323,14 +378,22 @@ mod tests {
     #[test]
     fn negation_pushes_down() {
         let e = Expr::And(vec![
-            Expr::Cmp(CmpOp::Lt, Box::new(Expr::Column(0)), Box::new(Expr::Literal(Scalar::Long(5)))),
+            Expr::Cmp(
+                CmpOp::Lt,
+                Box::new(Expr::Column(0)),
+                Box::new(Expr::Literal(Scalar::Long(5))),
+            ),
             Expr::IsNull(Box::new(Expr::Column(1)), false),
         ]);
         let n = e.negate();
         assert_eq!(
             n,
             Expr::Or(vec![
-                Expr::Cmp(CmpOp::Ge, Box::new(Expr::Column(0)), Box::new(Expr::Literal(Scalar::Long(5)))),
+                Expr::Cmp(
+                    CmpOp::Ge,
+                    Box::new(Expr::Column(0)),
+                    Box::new(Expr::Literal(Scalar::Long(5)))
+                ),
                 Expr::IsNull(Box::new(Expr::Column(1)), true),
             ])
         );

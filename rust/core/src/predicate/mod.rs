@@ -29,10 +29,21 @@ pub struct Predicate {
 impl Predicate {
     /// Every row (a scan without a predicate).
     pub fn all() -> Self {
-        Predicate { text: None, expr: Expr::bool(true), columns: vec![], partition_expr: None, has_data_conjuncts: false }
+        Predicate {
+            text: None,
+            expr: Expr::bool(true),
+            columns: vec![],
+            partition_expr: None,
+            has_data_conjuncts: false,
+        }
     }
 
-    pub fn parse(text: &str, schema: &StructType, mapping: ColumnMappingMode, partition_columns: &[String]) -> Result<Self> {
+    pub fn parse(
+        text: &str,
+        schema: &StructType,
+        mapping: ColumnMappingMode,
+        partition_columns: &[String],
+    ) -> Result<Self> {
         let ast = parse::parse_sql(text)?;
         let mut r = parse::Resolver::new(text, schema, mapping, partition_columns);
         let expr = r.boolean(&ast)?;
@@ -52,7 +63,13 @@ impl Predicate {
             }
         }
         let partition_expr = (!part.is_empty()).then(|| parse::flatten_and(part));
-        Ok(Predicate { text: Some(text.to_string()), expr, columns, partition_expr, has_data_conjuncts: data })
+        Ok(Predicate {
+            text: Some(text.to_string()),
+            expr,
+            columns,
+            partition_expr,
+            has_data_conjuncts: data,
+        })
     }
 
     pub fn is_all(&self) -> bool {
@@ -62,7 +79,9 @@ impl Predicate {
     /// Do the file's partition values satisfy the partition-only conjuncts (exactly; NULL never
     /// satisfies a comparison)? A partition value that does not parse counts as a match.
     pub fn partition_matches(&self, file: &AddFile) -> bool {
-        let Some(e) = &self.partition_expr else { return true };
+        let Some(e) = &self.partition_expr else {
+            return true;
+        };
         let mut values = Vec::with_capacity(self.columns.len());
         for c in &self.columns {
             if !c.partition {
@@ -84,8 +103,17 @@ impl Predicate {
             return true;
         }
         // Stats that cannot be read (a deferred checkpoint gone since load) prune nothing.
-        let stats = if use_stats && self.has_data_conjuncts { file.stats_text().ok().flatten() } else { None };
-        let d = eval::domains(&self.columns, &file.partition_values, stats.as_deref(), use_stats);
+        let stats = if use_stats && self.has_data_conjuncts {
+            file.stats_text().ok().flatten()
+        } else {
+            None
+        };
+        let d = eval::domains(
+            &self.columns,
+            &file.partition_values,
+            stats.as_deref(),
+            use_stats,
+        );
         eval::may_match(&self.expr, &d)
     }
 
@@ -109,7 +137,13 @@ pub struct FileJudge<'a> {
 impl<'a> FileJudge<'a> {
     pub fn new(pred: &'a Predicate, use_stats: bool) -> Self {
         let scratch = eval::Scratch::for_expr(&pred.expr, pred.columns.len());
-        FileJudge { pred, use_stats, by_tuple: Default::default(), by_key: Default::default(), scratch }
+        FileJudge {
+            pred,
+            use_stats,
+            by_tuple: Default::default(),
+            by_key: Default::default(),
+            scratch,
+        }
     }
 
     pub fn predicate(&self) -> &'a Predicate {
@@ -139,7 +173,13 @@ impl<'a> FileJudge<'a> {
             return tuple;
         }
         let stats = file.stats_text().ok().flatten(); // unreadable stats prune nothing
-        let d = eval::domains_into(&self.pred.columns, &file.partition_values, stats.as_deref(), true, &mut self.scratch);
+        let d = eval::domains_into(
+            &self.pred.columns,
+            &file.partition_values,
+            stats.as_deref(),
+            true,
+            &mut self.scratch,
+        );
         eval::may_match(&self.pred.expr, d)
     }
 
@@ -200,12 +240,25 @@ fn expr_json(e: &Expr, cols: &[ColumnRef]) -> serde_json::Value {
     match e {
         Expr::Literal(v) => scalar_json(v),
         Expr::Column(i) => json!({"col": cols[*i].name}),
-        Expr::Cmp(op, l, r) => json!({"op": op.as_str(), "left": expr_json(l, cols), "right": expr_json(r, cols)}),
+        Expr::Cmp(op, l, r) => {
+            json!({"op": op.as_str(), "left": expr_json(l, cols), "right": expr_json(r, cols)})
+        }
         Expr::And(v) => json!({"op": "and", "args": all(v)}),
         Expr::Or(v) => json!({"op": "or", "args": all(v)}),
-        Expr::IsNull(x, n) => json!({"op": if *n { "is_not_null" } else { "is_null" }, "arg": expr_json(x, cols)}),
-        Expr::In(x, list, n) => json!({"op": "in", "negated": n, "arg": expr_json(x, cols), "values": list.iter().map(scalar_json).collect::<Vec<_>>()}),
-        Expr::Like { expr, pattern, negated, case_insensitive } => json!({"op": "like", "arg": expr_json(expr, cols), "pattern": pattern, "negated": negated, "case_insensitive": case_insensitive}),
+        Expr::IsNull(x, n) => {
+            json!({"op": if *n { "is_not_null" } else { "is_null" }, "arg": expr_json(x, cols)})
+        }
+        Expr::In(x, list, n) => {
+            json!({"op": "in", "negated": n, "arg": expr_json(x, cols), "values": list.iter().map(scalar_json).collect::<Vec<_>>()})
+        }
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => {
+            json!({"op": "like", "arg": expr_json(expr, cols), "pattern": pattern, "negated": negated, "case_insensitive": case_insensitive})
+        }
         Expr::Opaque { sql, .. } => json!({"op": "opaque", "sql": sql}),
     }
 }
@@ -228,11 +281,21 @@ mod tests {
     }
 
     fn pred(text: &str) -> Predicate {
-        Predicate::parse(text, &schema(), ColumnMappingMode::None, &["p".to_string(), "d".to_string()]).unwrap()
+        Predicate::parse(
+            text,
+            &schema(),
+            ColumnMappingMode::None,
+            &["p".to_string(), "d".to_string()],
+        )
+        .unwrap()
     }
 
     fn file(p: Option<&str>, stats: Option<&str>) -> AddFile {
-        let pv: PartitionValues = vec![("p".into(), p.map(Into::into)), ("d".into(), Some("2024-01-01".into()))].into();
+        let pv: PartitionValues = vec![
+            ("p".into(), p.map(Into::into)),
+            ("d".into(), Some("2024-01-01".into())),
+        ]
+        .into();
         AddFile {
             path: "f".into(),
             partition_values: pv,
@@ -255,7 +318,10 @@ mod tests {
         assert!(p.partition_expr.is_some() && !p.has_data_conjuncts);
         assert!(p.partition_matches(&file(Some("2"), None)));
         assert!(!p.partition_matches(&file(Some("1"), None)));
-        assert!(!p.partition_matches(&file(None, None)), "NULL never satisfies a comparison");
+        assert!(
+            !p.partition_matches(&file(None, None)),
+            "NULL never satisfies a comparison"
+        );
         assert!(pred("p IS NULL").partition_matches(&file(None, None)));
         assert!(pred("NOT (p = 1)").partition_matches(&file(Some("2"), None)));
         assert!(!pred("NOT (p = 1)").partition_matches(&file(None, None)));
@@ -292,9 +358,17 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(pred(text).file_may_match(&f, true), want, "{text}");
-            assert!(pred(text).file_may_match(&file(Some("1"), None), true) || text.starts_with("p = 2 OR") || text.contains("p = 1 AND") , "{text} without stats");
+            assert!(
+                pred(text).file_may_match(&file(Some("1"), None), true)
+                    || text.starts_with("p = 2 OR")
+                    || text.contains("p = 1 AND"),
+                "{text} without stats"
+            );
         }
-        assert!(pred("x > 100").file_may_match(&f, false), "stats off means may match");
+        assert!(
+            pred("x > 100").file_may_match(&f, false),
+            "stats off means may match"
+        );
     }
 
     /// A judge parses only the stats its predicate can use; its verdicts equal those from every
@@ -302,10 +376,28 @@ mod tests {
     #[test]
     fn judge_parses_only_needed_stats_without_changing_verdicts() {
         let texts = [
-            "x > 5", "x >= 10", "x < 3", "x <= 1", "x = 4", "x <> 4", "x <=> NULL", "x = NULL", "x IS NULL",
-            "x IS NOT NULL", "x IN (1, 20)", "x NOT IN (1, 2)", "s LIKE 'b%'", "s > 'c'", "NOT (x > 5)",
-            "p = 1 AND x > 7", "p = 2 OR x < 2", "x BETWEEN 3 AND 6", "(x > 8 OR s = 'apple') AND t < TIMESTAMP '2024-01-01 00:00:00'",
-            "abs(x) > 3", "x + 1 > 3", "x > 5 AND x < 3",
+            "x > 5",
+            "x >= 10",
+            "x < 3",
+            "x <= 1",
+            "x = 4",
+            "x <> 4",
+            "x <=> NULL",
+            "x = NULL",
+            "x IS NULL",
+            "x IS NOT NULL",
+            "x IN (1, 20)",
+            "x NOT IN (1, 2)",
+            "s LIKE 'b%'",
+            "s > 'c'",
+            "NOT (x > 5)",
+            "p = 1 AND x > 7",
+            "p = 2 OR x < 2",
+            "x BETWEEN 3 AND 6",
+            "(x > 8 OR s = 'apple') AND t < TIMESTAMP '2024-01-01 00:00:00'",
+            "abs(x) > 3",
+            "x + 1 > 3",
+            "x > 5 AND x < 3",
         ];
         let mut rng = crate::test_rng::Rng(0x2545_f491_4f6c_dd1d);
         let files: Vec<AddFile> = (0..400)
@@ -328,7 +420,12 @@ mod tests {
             let p = pred(text);
             let mut judge = FileJudge::new(&p, true);
             for f in &files {
-                assert_eq!(judge.may_match(f), p.file_may_match(f, true), "{text} on {:?}", f.stats);
+                assert_eq!(
+                    judge.may_match(f),
+                    p.file_may_match(f, true),
+                    "{text} on {:?}",
+                    f.stats
+                );
             }
         }
     }
@@ -336,7 +433,9 @@ mod tests {
     #[test]
     fn bad_text_names_position() {
         let err = |t: &str| match Predicate::parse(t, &schema(), ColumnMappingMode::None, &[]) {
-            Err(crate::Error::Predicate { position, reason, .. }) => (position, reason),
+            Err(crate::Error::Predicate {
+                position, reason, ..
+            }) => (position, reason),
             other => panic!("{t}: {other:?}"),
         };
         let (pos, reason) = err("x > 5 AND nope = 1");

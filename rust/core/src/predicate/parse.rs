@@ -11,7 +11,14 @@ use crate::partition::{self, Scalar};
 use crate::schema::{ColumnMappingMode, DataType, StructType};
 
 /// Functions whose result may differ between evaluations.
-const NON_DETERMINISTIC: &[&str] = &["rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"];
+const NON_DETERMINISTIC: &[&str] = &[
+    "rand",
+    "random",
+    "randn",
+    "uuid",
+    "shuffle",
+    "monotonically_increasing_id",
+];
 
 pub struct Resolver<'a> {
     pub text: &'a str,
@@ -43,15 +50,22 @@ pub fn parse_sql(text: &str) -> Result<ast::Expr> {
             ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
             ParserError::RecursionLimitExceeded => "expression nested too deeply".into(),
         };
-        let position = position_from_message(text, &msg)
-            .unwrap_or_else(|| if msg.contains("EOF") { text.chars().count() + 1 } else { 1 });
+        let position = position_from_message(text, &msg).unwrap_or_else(|| {
+            if msg.contains("EOF") {
+                text.chars().count() + 1
+            } else {
+                1
+            }
+        });
         let reason = msg.split(" at Line:").next().unwrap_or(&msg).to_string();
         Error::predicate(text, position, reason)
     };
     if text.trim().is_empty() {
         return Err(Error::predicate(text, 1, "the predicate is empty"));
     }
-    let mut parser = Parser::new(&GenericDialect {}).try_with_sql(text).map_err(err)?;
+    let mut parser = Parser::new(&GenericDialect {})
+        .try_with_sql(text)
+        .map_err(err)?;
     let expr = parser.parse_expr().map_err(err)?;
     let next = parser.peek_token();
     if next.token != Token::EOF {
@@ -65,8 +79,20 @@ pub fn parse_sql(text: &str) -> Result<ast::Expr> {
 }
 
 fn position_from_message(text: &str, msg: &str) -> Option<usize> {
-    let line: u64 = msg.split("Line: ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
-    let column: u64 = msg.split("Column: ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let line: u64 = msg
+        .split("Line: ")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    let column: u64 = msg
+        .split("Column: ")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
     Some(offset(text, Location { line, column }))
 }
 
@@ -75,13 +101,28 @@ pub fn offset(text: &str, loc: Location) -> usize {
     if loc.line == 0 {
         return 1;
     }
-    let before: usize = text.split('\n').take(loc.line as usize - 1).map(|l| l.chars().count() + 1).sum();
+    let before: usize = text
+        .split('\n')
+        .take(loc.line as usize - 1)
+        .map(|l| l.chars().count() + 1)
+        .sum();
     before + loc.column.max(1) as usize
 }
 
 impl<'a> Resolver<'a> {
-    pub fn new(text: &'a str, schema: &'a StructType, mapping: ColumnMappingMode, partition_columns: &'a [String]) -> Self {
-        Resolver { text, schema, mapping, partition_columns, columns: Vec::new() }
+    pub fn new(
+        text: &'a str,
+        schema: &'a StructType,
+        mapping: ColumnMappingMode,
+        partition_columns: &'a [String],
+    ) -> Self {
+        Resolver {
+            text,
+            schema,
+            mapping,
+            partition_columns,
+            columns: Vec::new(),
+        }
     }
 
     fn error(&self, span: Span, reason: impl Into<String>) -> Error {
@@ -99,24 +140,46 @@ impl<'a> Resolver<'a> {
             Operand::Expr(Expr::Column(i)) => {
                 let c = &self.columns[i];
                 if c.data_type != DataType::Primitive("boolean".into()) {
-                    return Err(self.error(Self::span_of(e), format!("column {} is not boolean", c.name)));
+                    return Err(self.error(
+                        Self::span_of(e),
+                        format!("column {} is not boolean", c.name),
+                    ));
                 }
-                Ok(Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(i)), Box::new(Expr::bool(true))))
+                Ok(Expr::Cmp(
+                    CmpOp::Eq,
+                    Box::new(Expr::Column(i)),
+                    Box::new(Expr::bool(true)),
+                ))
             }
             Operand::Expr(x) => Ok(x),
             Operand::Lit(Lit::Bool(b), _) => Ok(Expr::bool(b)),
             Operand::Lit(Lit::Null, _) => Ok(Expr::Literal(Scalar::Null)),
-            Operand::Lit(_, span) => Err(self.error(span, "expected a boolean expression, found a literal")),
+            Operand::Lit(_, span) => {
+                Err(self.error(span, "expected a boolean expression, found a literal"))
+            }
         }
     }
 
     fn column(&mut self, ident: &ast::Ident) -> Result<Operand> {
         let field = self.schema.field(&ident.value).ok_or_else(|| {
             let names: Vec<&str> = self.schema.fields.iter().map(|f| f.name.as_str()).collect();
-            self.error(ident.span, format!("unknown column {:?} (columns: {})", ident.value, names.join(", ")))
+            self.error(
+                ident.span,
+                format!(
+                    "unknown column {:?} (columns: {})",
+                    ident.value,
+                    names.join(", ")
+                ),
+            )
         })?;
-        let partition = self.partition_columns.iter().any(|p| p.eq_ignore_ascii_case(&field.name));
-        if !matches!(field.data_type, DataType::Primitive(_) | DataType::Decimal(..)) {
+        let partition = self
+            .partition_columns
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(&field.name));
+        if !matches!(
+            field.data_type,
+            DataType::Primitive(_) | DataType::Decimal(..)
+        ) {
             return Ok(Operand::Expr(Expr::Opaque {
                 sql: ident.value.clone(),
                 columns: vec![],
@@ -140,7 +203,11 @@ impl<'a> Resolver<'a> {
     }
 
     fn opaque(&self, e: &ast::Expr, deterministic: bool) -> Operand {
-        Operand::Expr(Expr::Opaque { sql: e.to_string(), columns: vec![], deterministic })
+        Operand::Expr(Expr::Opaque {
+            sql: e.to_string(),
+            columns: vec![],
+            deterministic,
+        })
     }
 
     fn operand(&mut self, e: &ast::Expr) -> Result<Operand> {
@@ -154,7 +221,9 @@ impl<'a> Resolver<'a> {
                 } else {
                     if let Some(first) = parts.first() {
                         if self.schema.field(&first.value).is_none() {
-                            return Err(self.error(first.span, format!("unknown column {:?}", first.value)));
+                            return Err(
+                                self.error(first.span, format!("unknown column {:?}", first.value))
+                            );
                         }
                     }
                     self.opaque(e, true)
@@ -166,24 +235,45 @@ impl<'a> Resolver<'a> {
                 let span = ts.value.span;
                 let text = match &ts.value.value {
                     SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => s.clone(),
-                    other => return Err(self.error(span, format!("expected a quoted string, found {other}"))),
+                    other => {
+                        return Err(
+                            self.error(span, format!("expected a quoted string, found {other}"))
+                        )
+                    }
                 };
                 let lit = match ts.data_type {
                     ast::DataType::Date => Lit::Date(text),
-                    ast::DataType::Timestamp(..) | ast::DataType::Datetime(_) | ast::DataType::TimestampNtz(_) => Lit::Timestamp(text),
+                    ast::DataType::Timestamp(..)
+                    | ast::DataType::Datetime(_)
+                    | ast::DataType::TimestampNtz(_) => Lit::Timestamp(text),
                     _ => Lit::Text(text),
                 };
                 Operand::Lit(lit, span)
             }
-            E::UnaryOp { op: UnaryOperator::Not, expr } => Operand::Expr(self.boolean(expr)?.negate()),
-            E::UnaryOp { op: UnaryOperator::Minus, expr } => match self.operand(expr)? {
-                Operand::Lit(Lit::Number(n), span) => Operand::Lit(Lit::Number(format!("-{n}")), span),
+            E::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => Operand::Expr(self.boolean(expr)?.negate()),
+            E::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => match self.operand(expr)? {
+                Operand::Lit(Lit::Number(n), span) => {
+                    Operand::Lit(Lit::Number(format!("-{n}")), span)
+                }
                 _ => self.opaque(e, true),
             },
-            E::UnaryOp { op: UnaryOperator::Plus, expr } => self.operand(expr)?,
+            E::UnaryOp {
+                op: UnaryOperator::Plus,
+                expr,
+            } => self.operand(expr)?,
             E::BinaryOp { left, op, right } => match op {
-                BinaryOperator::And => Operand::Expr(flatten_and(vec![self.boolean(left)?, self.boolean(right)?])),
-                BinaryOperator::Or => Operand::Expr(flatten_or(vec![self.boolean(left)?, self.boolean(right)?])),
+                BinaryOperator::And => {
+                    Operand::Expr(flatten_and(vec![self.boolean(left)?, self.boolean(right)?]))
+                }
+                BinaryOperator::Or => {
+                    Operand::Expr(flatten_or(vec![self.boolean(left)?, self.boolean(right)?]))
+                }
                 _ => match cmp_op(op) {
                     Some(op) => Operand::Expr(self.comparison(op, left, right)?),
                     None => {
@@ -196,31 +286,55 @@ impl<'a> Resolver<'a> {
             },
             E::IsNull(inner) => Operand::Expr(self.is_null(inner, false)?),
             E::IsNotNull(inner) => Operand::Expr(self.is_null(inner, true)?),
-            E::IsTrue(inner) => Operand::Expr(self.comparison_lit(CmpOp::Eq, inner, Lit::Bool(true))?),
-            E::IsFalse(inner) => Operand::Expr(self.comparison_lit(CmpOp::Eq, inner, Lit::Bool(false))?),
+            E::IsTrue(inner) => {
+                Operand::Expr(self.comparison_lit(CmpOp::Eq, inner, Lit::Bool(true))?)
+            }
+            E::IsFalse(inner) => {
+                Operand::Expr(self.comparison_lit(CmpOp::Eq, inner, Lit::Bool(false))?)
+            }
             E::IsNotTrue(inner) | E::IsNotFalse(inner) => {
                 self.operand(inner)?;
                 self.opaque(e, true)
             }
-            E::InList { expr, list, negated } => Operand::Expr(self.in_list(expr, list, *negated)?),
-            E::Between { expr, negated, low, high } => {
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => Operand::Expr(self.in_list(expr, list, *negated)?),
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
                 let ge = self.comparison(CmpOp::Ge, expr, low)?;
                 let le = self.comparison(CmpOp::Le, expr, high)?;
                 let both = flatten_and(vec![ge, le]);
                 Operand::Expr(if *negated { both.negate() } else { both })
             }
-            E::Like { negated, any: false, expr, pattern, escape_char: None } => {
-                Operand::Expr(self.like(expr, pattern, *negated, false)?)
-            }
-            E::ILike { negated, any: false, expr, pattern, escape_char: None } => {
-                Operand::Expr(self.like(expr, pattern, *negated, true)?)
-            }
+            E::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => Operand::Expr(self.like(expr, pattern, *negated, false)?),
+            E::ILike {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => Operand::Expr(self.like(expr, pattern, *negated, true)?),
             E::Function(f) => {
                 let name = f.name.to_string().to_ascii_lowercase();
                 self.opaque(e, !NON_DETERMINISTIC.contains(&name.as_str()))
             }
             E::Subquery(_) | E::Exists { .. } | E::InSubquery { .. } => {
-                return Err(self.error(Self::span_of(e), "subqueries are not supported in a where text"))
+                return Err(self.error(
+                    Self::span_of(e),
+                    "subqueries are not supported in a where text",
+                ))
             }
             _ => self.opaque(e, true),
         })
@@ -253,7 +367,10 @@ impl<'a> Resolver<'a> {
                 if let (Expr::Column(i), Expr::Column(j)) = (&a, &b) {
                     let (ti, tj) = (&self.columns[*i].data_type, &self.columns[*j].data_type);
                     if !comparable(ti, tj) {
-                        return Err(self.error(Self::span_of(left), format!("cannot compare a {ti:?} column with a {tj:?} column")));
+                        return Err(self.error(
+                            Self::span_of(left),
+                            format!("cannot compare a {ti:?} column with a {tj:?} column"),
+                        ));
                     }
                 }
                 Ok(Expr::Cmp(op, Box::new(a), Box::new(b)))
@@ -263,7 +380,9 @@ impl<'a> Resolver<'a> {
             (Operand::Lit(a, sa), Operand::Lit(b, _)) => {
                 let (x, y) = (self.untyped(a, sa)?, self.untyped(b, sa)?);
                 Ok(match (x, y) {
-                    (Scalar::Null, _) | (_, Scalar::Null) if op != CmpOp::NullSafeEq => Expr::Literal(Scalar::Null),
+                    (Scalar::Null, _) | (_, Scalar::Null) if op != CmpOp::NullSafeEq => {
+                        Expr::Literal(Scalar::Null)
+                    }
                     (Scalar::Null, Scalar::Null) => Expr::bool(true),
                     (Scalar::Null, _) | (_, Scalar::Null) => Expr::bool(false),
                     (x, y) => match super::expr::compare(&x, &y) {
@@ -279,7 +398,11 @@ impl<'a> Resolver<'a> {
         let span = Self::span_of(e);
         match self.operand(e)? {
             Operand::Expr(x) => self.typed_cmp(op, x, lit, span),
-            Operand::Lit(..) => Ok(Expr::Opaque { sql: e.to_string(), columns: vec![], deterministic: true }),
+            Operand::Lit(..) => Ok(Expr::Opaque {
+                sql: e.to_string(),
+                columns: vec![],
+                deterministic: true,
+            }),
         }
     }
 
@@ -302,11 +425,16 @@ impl<'a> Resolver<'a> {
             Lit::Text(s) => Scalar::String(s),
             Lit::Number(n) => match n.parse::<i64>() {
                 Ok(v) => Scalar::Long(v),
-                Err(_) => Scalar::Double(n.parse().map_err(|_| self.error(span, format!("bad number {n}")))?),
+                Err(_) => Scalar::Double(
+                    n.parse()
+                        .map_err(|_| self.error(span, format!("bad number {n}")))?,
+                ),
             },
-            Lit::Date(d) => partition::parse(Some(&d), &DataType::Primitive("date".into())).map_err(|m| self.error(span, m))?,
+            Lit::Date(d) => partition::parse(Some(&d), &DataType::Primitive("date".into()))
+                .map_err(|m| self.error(span, m))?,
             Lit::Timestamp(t) => {
-                partition::parse(Some(&t), &DataType::Primitive("timestamp".into())).map_err(|m| self.error(span, m))?
+                partition::parse(Some(&t), &DataType::Primitive("timestamp".into()))
+                    .map_err(|m| self.error(span, m))?
             }
         })
     }
@@ -319,21 +447,38 @@ impl<'a> Resolver<'a> {
             DataType::Decimal(..) => "decimal",
             _ => "complex",
         };
-        let mismatch = |what: &str| self.error(span, format!("cannot compare column {} of type {tname} with {what}", c.name));
-        let numeric = matches!(tname, "long" | "integer" | "short" | "byte" | "float" | "double" | "decimal");
+        let mismatch = |what: &str| {
+            self.error(
+                span,
+                format!(
+                    "cannot compare column {} of type {tname} with {what}",
+                    c.name
+                ),
+            )
+        };
+        let numeric = matches!(
+            tname,
+            "long" | "integer" | "short" | "byte" | "float" | "double" | "decimal"
+        );
         match lit {
             Lit::Null => Ok(Scalar::Null),
             Lit::Bool(b) if tname == "boolean" => Ok(Scalar::Boolean(b)),
             Lit::Bool(_) => Err(mismatch("a boolean")),
             Lit::Number(n) if numeric => partition::parse(Some(&n), ty)
-                .or_else(|_| n.parse::<f64>().map(Scalar::Double).map_err(|_| format!("bad number {n}")))
+                .or_else(|_| {
+                    n.parse::<f64>()
+                        .map(Scalar::Double)
+                        .map_err(|_| format!("bad number {n}"))
+                })
                 .map_err(|m| self.error(span, m)),
             Lit::Number(n) if tname == "string" => Ok(Scalar::String(n)),
             Lit::Number(_) => Err(mismatch("a number")),
             Lit::Date(d) if tname == "timestamp" || tname == "timestamp_ntz" => {
                 partition::parse(Some(&d), ty).map_err(|m| self.error(span, m))
             }
-            Lit::Date(_) | Lit::Timestamp(_) if !matches!(tname, "date" | "timestamp" | "timestamp_ntz" | "string") => {
+            Lit::Date(_) | Lit::Timestamp(_)
+                if !matches!(tname, "date" | "timestamp" | "timestamp_ntz" | "string") =>
+            {
                 Err(mismatch("a date/time literal"))
             }
             Lit::Date(s) | Lit::Timestamp(s) | Lit::Text(s) => {
@@ -341,7 +486,11 @@ impl<'a> Resolver<'a> {
                     if let Ok(v) = partition::parse(Some(&s), ty) {
                         return Ok(v);
                     }
-                    return s.trim().parse::<f64>().map(Scalar::Double).map_err(|_| mismatch(&format!("the string {s:?}")));
+                    return s
+                        .trim()
+                        .parse::<f64>()
+                        .map(Scalar::Double)
+                        .map_err(|_| mismatch(&format!("the string {s:?}")));
                 }
                 if s.is_empty() && tname != "string" {
                     return Err(mismatch("an empty string"));
@@ -352,9 +501,11 @@ impl<'a> Resolver<'a> {
                     "date" => {
                         // A timestamp literal against a date column compares on its date part.
                         let day = s.get(..10).unwrap_or(&s).to_string();
-                        partition::parse(Some(&day), ty).map_err(|_| mismatch(&format!("the string {s:?}")))
+                        partition::parse(Some(&day), ty)
+                            .map_err(|_| mismatch(&format!("the string {s:?}")))
                     }
-                    _ => partition::parse(Some(&s), ty).map_err(|_| mismatch(&format!("the string {s:?}"))),
+                    _ => partition::parse(Some(&s), ty)
+                        .map_err(|_| mismatch(&format!("the string {s:?}"))),
                 }
             }
         }
@@ -363,7 +514,13 @@ impl<'a> Resolver<'a> {
     fn in_list(&mut self, expr: &ast::Expr, list: &[ast::Expr], negated: bool) -> Result<Expr> {
         let target = match self.operand(expr)? {
             Operand::Expr(x) => x,
-            Operand::Lit(..) => return Ok(Expr::Opaque { sql: expr.to_string(), columns: vec![], deterministic: true }),
+            Operand::Lit(..) => {
+                return Ok(Expr::Opaque {
+                    sql: expr.to_string(),
+                    columns: vec![],
+                    deterministic: true,
+                })
+            }
         };
         let mut values = Vec::with_capacity(list.len());
         for item in list {
@@ -376,30 +533,63 @@ impl<'a> Resolver<'a> {
                     _ => self.untyped(l, span)?,
                 }),
                 Operand::Expr(_) => {
-                    return Ok(Expr::Opaque { sql: format!("{expr} IN (...)"), columns: vec![], deterministic: true })
+                    return Ok(Expr::Opaque {
+                        sql: format!("{expr} IN (...)"),
+                        columns: vec![],
+                        deterministic: true,
+                    })
                 }
             }
         }
         Ok(Expr::In(Box::new(target), values, negated))
     }
 
-    fn like(&mut self, expr: &ast::Expr, pattern: &ast::Expr, negated: bool, ci: bool) -> Result<Expr> {
+    fn like(
+        &mut self,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+        negated: bool,
+        ci: bool,
+    ) -> Result<Expr> {
         let target = match self.operand(expr)? {
             Operand::Expr(x) => x,
-            Operand::Lit(..) => return Ok(Expr::Opaque { sql: expr.to_string(), columns: vec![], deterministic: true }),
+            Operand::Lit(..) => {
+                return Ok(Expr::Opaque {
+                    sql: expr.to_string(),
+                    columns: vec![],
+                    deterministic: true,
+                })
+            }
         };
         let pattern = match self.operand(pattern)? {
             Operand::Lit(Lit::Text(p), _) => p,
             Operand::Lit(_, span) => return Err(self.error(span, "LIKE needs a string pattern")),
-            Operand::Expr(_) => return Ok(Expr::Opaque { sql: format!("{expr} LIKE ..."), columns: vec![], deterministic: true }),
+            Operand::Expr(_) => {
+                return Ok(Expr::Opaque {
+                    sql: format!("{expr} LIKE ..."),
+                    columns: vec![],
+                    deterministic: true,
+                })
+            }
         };
         if let Expr::Column(i) = &target {
             let c = &self.columns[*i];
             if c.data_type != DataType::Primitive("string".into()) {
-                return Err(self.error(Self::span_of(expr), format!("LIKE needs a string column, {} is {:?}", c.name, c.data_type)));
+                return Err(self.error(
+                    Self::span_of(expr),
+                    format!(
+                        "LIKE needs a string column, {} is {:?}",
+                        c.name, c.data_type
+                    ),
+                ));
             }
         }
-        Ok(Expr::Like { expr: Box::new(target), pattern, negated, case_insensitive: ci })
+        Ok(Expr::Like {
+            expr: Box::new(target),
+            pattern,
+            negated,
+            case_insensitive: ci,
+        })
     }
 }
 

@@ -39,7 +39,12 @@ impl Located {
         self.bounds.resize(columns.len(), [None; 3]);
         self.num_records = None;
         let key = (columns.as_ptr() as usize, columns.len());
-        if self.layout_for == key && self.layout.usable && self.layout.matches(text, &mut self.bounds, &mut self.num_records) {
+        if self.layout_for == key
+            && self.layout.usable
+            && self
+                .layout
+                .matches(text, &mut self.bounds, &mut self.num_records)
+        {
             return true;
         }
         for b in &mut self.bounds {
@@ -48,8 +53,14 @@ impl Located {
         self.num_records = None;
         self.layout_for = key;
         self.layout.learn_from(text);
-        let seed = Top { names: columns, base: text.as_ptr() as usize, out: self };
-        let ok = seed.deserialize(&mut serde_json::Deserializer::from_str(text)).is_ok();
+        let seed = Top {
+            names: columns,
+            base: text.as_ptr() as usize,
+            out: self,
+        };
+        let ok = seed
+            .deserialize(&mut serde_json::Deserializer::from_str(text))
+            .is_ok();
         self.layout.usable &= ok;
         if self.layout.usable {
             self.layout.classify();
@@ -123,7 +134,12 @@ impl SameLength {
     /// The checks of the learned text's 8 bytes from `at` (`text`); past its end the candidate is
     /// zero-padded like the learned text, so those bytes must be equal.
     fn check_at(&self, text: &[u8], at: usize) -> WordCheck {
-        let mut w = WordCheck { text: 0, equal: !0, digit: 0, plain: 0 };
+        let mut w = WordCheck {
+            text: 0,
+            equal: !0,
+            digit: 0,
+            plain: 0,
+        };
         for (k, p) in (at..(at + 8).min(text.len())).enumerate() {
             let bits = 0xffu64 << (8 * k);
             w.text |= u64::from(text[p]) << (8 * k);
@@ -140,7 +156,11 @@ impl SameLength {
     /// Whether `s` (as long as the learned text) breaks a check.
     fn violated(&self, s: &[u8]) -> bool {
         #[cfg(target_arch = "x86_64")]
-        return if self.strings { sse2::violated::<true>(&self.blocks, s) } else { sse2::violated::<false>(&self.blocks, s) };
+        return if self.strings {
+            sse2::violated::<true>(&self.blocks, s)
+        } else {
+            sse2::violated::<false>(&self.blocks, s)
+        };
         #[cfg(not(target_arch = "x86_64"))]
         return self.violated_swar(s);
     }
@@ -154,14 +174,20 @@ impl SameLength {
             let full = s.len() / 8;
             let mut violations = 0;
             for (i, check) in words[..full].iter().enumerate() {
-                violations |= check.violations::<STRINGS>(u64::from_le_bytes(s[8 * i..8 * i + 8].try_into().expect("8 bytes")));
+                violations |= check.violations::<STRINGS>(u64::from_le_bytes(
+                    s[8 * i..8 * i + 8].try_into().expect("8 bytes"),
+                ));
             }
             if full < words.len() {
                 violations |= words[full].violations::<STRINGS>(word(s, 8 * full));
             }
             violations
         }
-        0 != if self.strings { all::<true>(&self.words, s) } else { all::<false>(&self.words, s) }
+        0 != if self.strings {
+            all::<true>(&self.words, s)
+        } else {
+            all::<false>(&self.words, s)
+        }
     }
 }
 
@@ -194,7 +220,10 @@ mod sse2 {
         unsafe {
             let mut acc = _mm_setzero_si128();
             for (i, b) in blocks[..full].iter().enumerate() {
-                acc = _mm_or_si128(acc, violations::<STRINGS>(_mm_loadu_si128(s.as_ptr().add(16 * i).cast()), b));
+                acc = _mm_or_si128(
+                    acc,
+                    violations::<STRINGS>(_mm_loadu_si128(s.as_ptr().add(16 * i).cast()), b),
+                );
             }
             if full < blocks.len() {
                 let last = if full > 0 {
@@ -215,14 +244,23 @@ mod sse2 {
     unsafe fn violations<const STRINGS: bool>(a: __m128i, b: &BlockCheck) -> __m128i {
         let load = |x: &[u64; 2]| _mm_load_si128(x.as_ptr().cast());
         let within = |lo: u8, hi: u8| {
-            _mm_and_si128(_mm_cmpeq_epi8(_mm_max_epu8(a, _mm_set1_epi8(lo as i8)), a), _mm_cmpeq_epi8(_mm_min_epu8(a, _mm_set1_epi8(hi as i8)), a))
+            _mm_and_si128(
+                _mm_cmpeq_epi8(_mm_max_epu8(a, _mm_set1_epi8(lo as i8)), a),
+                _mm_cmpeq_epi8(_mm_min_epu8(a, _mm_set1_epi8(hi as i8)), a),
+            )
         };
         let changed = _mm_and_si128(_mm_xor_si128(a, load(&b.text)), load(&b.equal));
-        let out = _mm_or_si128(changed, _mm_andnot_si128(within(b'0', b'9'), load(&b.digit)));
+        let out = _mm_or_si128(
+            changed,
+            _mm_andnot_si128(within(b'0', b'9'), load(&b.digit)),
+        );
         if !STRINGS {
             return out;
         }
-        let special = _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8(b'"' as i8)), _mm_cmpeq_epi8(a, _mm_set1_epi8(b'\\' as i8)));
+        let special = _mm_or_si128(
+            _mm_cmpeq_epi8(a, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(a, _mm_set1_epi8(b'\\' as i8)),
+        );
         let plain = _mm_andnot_si128(special, within(0x20, 0xff));
         _mm_or_si128(out, _mm_andnot_si128(plain, load(&b.plain)))
     }
@@ -241,7 +279,9 @@ impl WordCheck {
             return fixed;
         }
         let below_space = a.wrapping_sub(ONES * 0x20) & !a & HIGH;
-        let not_plain = zero_bytes(a ^ (ONES * u64::from(b'"'))) | zero_bytes(a ^ (ONES * u64::from(b'\\'))) | below_space;
+        let not_plain = zero_bytes(a ^ (ONES * u64::from(b'"')))
+            | zero_bytes(a ^ (ONES * u64::from(b'\\')))
+            | below_space;
         fixed | (not_plain & self.plain)
     }
 }
@@ -309,7 +349,12 @@ impl Layout {
             }
         };
         let start = raw.as_ptr() as usize - base;
-        self.slots.push(Slot { start, end: start + raw.len(), kind, role });
+        self.slots.push(Slot {
+            start,
+            end: start + raw.len(),
+            kind,
+            role,
+        });
     }
 
     /// Build the [`SameLength`] checks of the learned text.
@@ -346,18 +391,28 @@ impl Layout {
                 Kind::Literal => {}
             }
         }
-        let words: Vec<WordCheck> = (0..t.len()).step_by(8).map(|at| m.check_at(t, at)).collect();
+        let words: Vec<WordCheck> = (0..t.len())
+            .step_by(8)
+            .map(|at| m.check_at(t, at))
+            .collect();
         m.words = words;
         #[cfg(target_arch = "x86_64")]
         {
             // 16-byte steps; a last block over the last 16 bytes (overlapping the one before),
             // or over all of a shorter text.
             let len = t.len();
-            let starts = (0..len / 16).map(|b| 16 * b).chain((len % 16 != 0).then_some(len.saturating_sub(16)));
+            let starts = (0..len / 16)
+                .map(|b| 16 * b)
+                .chain((len % 16 != 0).then_some(len.saturating_sub(16)));
             let blocks = starts
                 .map(|at| {
                     let (a, b) = (m.check_at(t, at), m.check_at(t, at + 8));
-                    BlockCheck { text: [a.text, b.text], equal: [a.equal, b.equal], digit: [a.digit, b.digit], plain: [a.plain, b.plain] }
+                    BlockCheck {
+                        text: [a.text, b.text],
+                        equal: [a.equal, b.equal],
+                        digit: [a.digit, b.digit],
+                        plain: [a.plain, b.plain],
+                    }
                 })
                 .collect();
             m.blocks = blocks;
@@ -378,7 +433,12 @@ impl Layout {
     }
 
     /// [`matches`](Self::matches) for a text of the learned length with every value in place.
-    fn matches_in_place(&self, s: &[u8], bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
+    fn matches_in_place(
+        &self,
+        s: &[u8],
+        bounds: &mut [Bounds],
+        num_records: &mut Option<i64>,
+    ) -> bool {
         let m = &self.same_length;
         if s.len() != self.text.len() || m.words.is_empty() {
             return false;
@@ -401,7 +461,12 @@ impl Layout {
     }
 
     /// Match `text` against the layout, filling `bounds` and `num_records` as serde would.
-    fn matches(&mut self, text: &str, bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
+    fn matches(
+        &mut self,
+        text: &str,
+        bounds: &mut [Bounds],
+        num_records: &mut Option<i64>,
+    ) -> bool {
         if self.matches_in_place(text.as_bytes(), bounds, num_records) {
             self.shifted_in_a_row = 0;
             return true;
@@ -418,7 +483,12 @@ impl Layout {
     }
 
     /// [`matches`](Self::matches) for values of any length: fragment by fragment.
-    fn matches_shifted(&mut self, text: &str, bounds: &mut [Bounds], num_records: &mut Option<i64>) -> bool {
+    fn matches_shifted(
+        &mut self,
+        text: &str,
+        bounds: &mut [Bounds],
+        num_records: &mut Option<i64>,
+    ) -> bool {
         let (t, s) = (self.text.as_bytes(), text.as_bytes());
         let (mut tp, mut sp) = (0, 0);
         self.found.clear();
@@ -494,7 +564,13 @@ fn num_records_value(raw: &[u8]) -> Option<Option<i64>> {
         _ => (false, raw),
     };
     // Up to 18 digits cannot overflow; anything else (null, longer, not an integer) is rare.
-    let slow = || if raw == b"null" { Some(None) } else { std::str::from_utf8(raw).ok()?.parse().ok().map(Some) };
+    let slow = || {
+        if raw == b"null" {
+            Some(None)
+        } else {
+            std::str::from_utf8(raw).ok()?.parse().ok().map(Some)
+        }
+    };
     if digits.is_empty() || digits.len() > 18 {
         return slow();
     }
@@ -516,7 +592,10 @@ fn string_end(s: &[u8], at: usize) -> Option<usize> {
         return None;
     }
     let close = at + 1 + memchr::memchr(b'"', &s[at + 1..])?;
-    s[at + 1..close].iter().all(|&c| c != b'\\' && c >= 0x20).then_some(close + 1)
+    s[at + 1..close]
+        .iter()
+        .all(|&c| c != b'\\' && c >= 0x20)
+        .then_some(close + 1)
 }
 
 /// The length of the JSON number at the start of `t` (grammar
@@ -574,7 +653,8 @@ impl<'de> Visitor<'de> for Top<'_> {
             let stat = match &*k {
                 "numRecords" => {
                     let raw = m.next_value::<&'de RawValue>()?.get();
-                    self.out.num_records = num_records_value(raw.as_bytes()).ok_or_else(|| serde::de::Error::custom("numRecords is not a long"))?;
+                    self.out.num_records = num_records_value(raw.as_bytes())
+                        .ok_or_else(|| serde::de::Error::custom("numRecords is not a long"))?;
                     self.out.layout.value(raw, self.base, Role::NumRecords);
                     continue;
                 }
@@ -587,7 +667,12 @@ impl<'de> Visitor<'de> for Top<'_> {
                     continue;
                 }
             };
-            m.next_value_seed(Section { names: self.names, stat, base: self.base, out: &mut *self.out })?;
+            m.next_value_seed(Section {
+                names: self.names,
+                stat,
+                base: self.base,
+                out: &mut *self.out,
+            })?;
         }
         Ok(())
     }
@@ -620,11 +705,18 @@ impl<'de> Visitor<'de> for Section<'_> {
     fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
         while let Some(Key(k)) = m.next_key()? {
             let raw = m.next_value::<&'de RawValue>()?.get();
-            let role = match self.names.iter().position(|c| !c.partition && c.physical == *k) {
+            let role = match self
+                .names
+                .iter()
+                .position(|c| !c.partition && c.physical == *k)
+            {
                 Some(column) => {
                     let start = raw.as_ptr() as usize - self.base;
                     self.out.bounds[column][self.stat] = Some((start, start + raw.len()));
-                    Role::Bound { column, stat: self.stat }
+                    Role::Bound {
+                        column,
+                        stat: self.stat,
+                    }
                 }
                 None => Role::Ignored,
             };
@@ -680,9 +772,17 @@ mod tests {
         view(&mut Located::default(), text, cols)
     }
 
-    fn view(l: &mut Located, text: &str, cols: &[ColumnRef]) -> (bool, Vec<[Option<String>; 3]>, Option<i64>) {
+    fn view(
+        l: &mut Located,
+        text: &str,
+        cols: &[ColumnRef],
+    ) -> (bool, Vec<[Option<String>; 3]>, Option<i64>) {
         let ok = l.locate(text, cols);
-        let bounds = l.bounds.iter().map(|b| b.map(|r| r.map(|(a, z)| text[a..z].to_string()))).collect();
+        let bounds = l
+            .bounds
+            .iter()
+            .map(|b| b.map(|r| r.map(|(a, z)| text[a..z].to_string())))
+            .collect();
         (ok, bounds, if ok { l.num_records } else { None })
     }
 
@@ -690,8 +790,34 @@ mod tests {
         match rng.below(150) {
             0 => "null".into(),
             1 => rng.pick(&["true", "false"]).into(),
-            2 => format!("\"{}\"", rng.pick(&["abc", "", "x y", "a\\\"b", "\\u00e9", "é", "}", ",\\\"x\\\":1"])),
-            3 => rng.pick(&["1.5", "-0", "1e3", "-2.5E-3", "01", "1.", "-", "+1", ".5", "1e", "9223372036854775808"]).into(),
+            2 => format!(
+                "\"{}\"",
+                rng.pick(&[
+                    "abc",
+                    "",
+                    "x y",
+                    "a\\\"b",
+                    "\\u00e9",
+                    "é",
+                    "}",
+                    ",\\\"x\\\":1"
+                ])
+            ),
+            3 => rng
+                .pick(&[
+                    "1.5",
+                    "-0",
+                    "1e3",
+                    "-2.5E-3",
+                    "01",
+                    "1.",
+                    "-",
+                    "+1",
+                    ".5",
+                    "1e",
+                    "9223372036854775808",
+                ])
+                .into(),
             4 => "{\"y\": 1}".into(),
             5 => "[1, 2]".into(),
             _ => (rng.below(2_000_000) as i64 - 1_000_000).to_string(),
@@ -702,7 +828,14 @@ mod tests {
     fn stats(rng: &mut Rng) -> String {
         let sp = |rng: &mut Rng| rng.pick(&["", " ", "  ", "\n"]).to_string();
         let mut parts = Vec::new();
-        for key in ["numRecords", "minValues", "maxValues", "nullCount", "tightBounds", "other"] {
+        for key in [
+            "numRecords",
+            "minValues",
+            "maxValues",
+            "nullCount",
+            "tightBounds",
+            "other",
+        ] {
             if rng.below(if key == "other" { 8 } else { 1 }) != 0 || rng.below(6) == 0 {
                 continue; // Delta writes no other keys; an object there is left to serde
             }
@@ -712,7 +845,11 @@ mod tests {
                 let mut cols = Vec::new();
                 for c in ["x", "s", "p", "a\\\"b", "z"] {
                     if rng.below(4) != 0 {
-                        let v = if c == "s" && rng.below(2) == 0 { format!("\"{}\"", rng.pick(&["abc", "hello world", "2024-01-01"])) } else { value(rng) };
+                        let v = if c == "s" && rng.below(2) == 0 {
+                            format!("\"{}\"", rng.pick(&["abc", "hello world", "2024-01-01"]))
+                        } else {
+                            value(rng)
+                        };
                         cols.push(format!("\"{c}\":{}{v}", sp(rng)));
                     }
                 }
@@ -724,7 +861,12 @@ mod tests {
             let i = rng.below(parts.len() as u64) as usize;
             parts.push(parts[i].clone()); // a duplicate key: the later one wins
         }
-        format!("{}{{{}}}{}", sp(rng), parts.join(", "), rng.pick(&["", "", " ", "x", "}"]))
+        format!(
+            "{}{{{}}}{}",
+            sp(rng),
+            parts.join(", "),
+            rng.pick(&["", "", " ", "x", "}"])
+        )
     }
 
     /// Same layout, other values: what the layout path actually sees most of the time. Now and
@@ -735,13 +877,24 @@ mod tests {
         while let Some(c) = rest.chars().next() {
             let number = c == '-' || c.is_ascii_digit();
             if number && !out.ends_with(|p: char| p.is_ascii_alphanumeric() || p == '"') {
-                let n = rest.find(|d: char| !matches!(d, '0'..='9' | '-' | '+' | '.' | 'e' | 'E')).unwrap_or(rest.len());
-                out.push_str(&if rng.below(2) == 0 { value(rng) } else { rest[..n].to_string() });
+                let n = rest
+                    .find(|d: char| !matches!(d, '0'..='9' | '-' | '+' | '.' | 'e' | 'E'))
+                    .unwrap_or(rest.len());
+                out.push_str(&if rng.below(2) == 0 {
+                    value(rng)
+                } else {
+                    rest[..n].to_string()
+                });
                 rest = &rest[n..];
                 continue;
             }
             if rng.below(3000) == 0 {
-                out.push(rng.pick(&["\"", "\\", ",", "}", " ", "1"]).chars().next().unwrap());
+                out.push(
+                    rng.pick(&["\"", "\\", ",", "}", " ", "1"])
+                        .chars()
+                        .next()
+                        .unwrap(),
+                );
             } else {
                 out.push(c);
             }
@@ -759,7 +912,11 @@ mod tests {
             let odds = if in_value { 4 } else { 300 };
             out.push(match c {
                 '0'..='9' if rng.below(3) == 0 => (b'0' + rng.below(10) as u8) as char,
-                'a'..='z' if rng.below(odds) == 0 => rng.pick(&["q", "\"", "\\", ",", "}", "\n", "\u{1}", "0", " "]).chars().next().unwrap(),
+                'a'..='z' if rng.below(odds) == 0 => rng
+                    .pick(&["q", "\"", "\\", ",", "}", "\n", "\u{1}", "0", " "])
+                    .chars()
+                    .next()
+                    .unwrap(),
                 _ => c,
             });
             if c == '"' {
@@ -776,7 +933,8 @@ mod tests {
     fn layout_path_locates_exactly_what_serde_does() {
         let cols = columns();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let (mut via_layout, mut in_place, mut total, mut same_length, mut swar_agrees) = (0, 0, 0, 0, 0);
+        let (mut via_layout, mut in_place, mut total, mut same_length, mut swar_agrees) =
+            (0, 0, 0, 0, 0);
         for _ in 0..3000 {
             let base = stats(&mut rng);
             let mut l = Located::default();
@@ -787,14 +945,27 @@ mod tests {
                     1..=3 => swap_in_place(&mut rng, &base),
                     _ => revalue(&mut rng, &base),
                 };
-                let reused = l.layout.usable && l.layout_for == (cols.as_ptr() as usize, cols.len());
+                let reused =
+                    l.layout.usable && l.layout_for == (cols.as_ptr() as usize, cols.len());
                 let expected = by_serde(&text, &cols);
-                in_place += usize::from(reused && l.layout.matches_in_place(text.as_bytes(), &mut vec![[None; 3]; cols.len()], &mut None));
+                in_place += usize::from(
+                    reused
+                        && l.layout.matches_in_place(
+                            text.as_bytes(),
+                            &mut vec![[None; 3]; cols.len()],
+                            &mut None,
+                        ),
+                );
                 if reused && text.len() == l.layout.text.len() {
                     let m = &l.layout.same_length;
                     // The portable check never passes a text the exact one fails.
-                    assert!(m.violated(text.as_bytes()) <= m.violated_swar(text.as_bytes()), "{text:?}");
-                    swar_agrees += usize::from(m.violated(text.as_bytes()) == m.violated_swar(text.as_bytes()));
+                    assert!(
+                        m.violated(text.as_bytes()) <= m.violated_swar(text.as_bytes()),
+                        "{text:?}"
+                    );
+                    swar_agrees += usize::from(
+                        m.violated(text.as_bytes()) == m.violated_swar(text.as_bytes()),
+                    );
                     same_length += 1;
                 }
                 let got = view(&mut l, &text, &cols);
@@ -803,23 +974,46 @@ mod tests {
                 via_layout += usize::from(reused && got.0 && l.layout.text != text);
             }
         }
-        assert!(in_place > total / 40, "the same-length path must be exercised: {in_place} of {total}");
-        assert!(swar_agrees * 10 > same_length * 9, "the portable check agrees nearly always: {swar_agrees} of {same_length}");
-        assert!(via_layout > total / 6, "the layout path must be exercised: {via_layout} of {total}");
+        assert!(
+            in_place > total / 40,
+            "the same-length path must be exercised: {in_place} of {total}"
+        );
+        assert!(
+            swar_agrees * 10 > same_length * 9,
+            "the portable check agrees nearly always: {swar_agrees} of {same_length}"
+        );
+        assert!(
+            via_layout > total / 6,
+            "the layout path must be exercised: {via_layout} of {total}"
+        );
     }
 
     #[test]
     fn typical_commit_matches_its_layout() {
         let cols = columns();
         let mut l = Located::default();
-        let text = |n: i64| format!(r#"{{"numRecords": 100, "minValues": {{"id": {n}, "x": {}}}, "maxValues": {{"id": {}, "x": "z{n}"}}, "nullCount": {{"id": 0, "x": 0}}}}"#, n % 7, n + 99);
+        let text = |n: i64| {
+            format!(
+                r#"{{"numRecords": 100, "minValues": {{"id": {n}, "x": {}}}, "maxValues": {{"id": {}, "x": "z{n}"}}, "nullCount": {{"id": 0, "x": 0}}}}"#,
+                n % 7,
+                n + 99
+            )
+        };
         assert!(l.locate(&text(1), &cols));
         for n in 2..50 {
             let t = text(n * 1237);
-            assert!(l.layout.matches(&t, &mut vec![[None; 3]; cols.len()], &mut None), "{t}");
+            assert!(
+                l.layout
+                    .matches(&t, &mut vec![[None; 3]; cols.len()], &mut None),
+                "{t}"
+            );
             assert_eq!(view(&mut l, &t, &cols), by_serde(&t, &cols));
         }
-        assert!(!l.layout.matches(&text(1).replace("100", "1.5"), &mut vec![[None; 3]; cols.len()], &mut None));
+        assert!(!l.layout.matches(
+            &text(1).replace("100", "1.5"),
+            &mut vec![[None; 3]; cols.len()],
+            &mut None
+        ));
     }
 
     /// Values that grow a digit now and then (row ids, counters): the learned text follows them,
@@ -828,16 +1022,33 @@ mod tests {
     fn learned_text_follows_drifting_lengths() {
         let cols = columns();
         let mut l = Located::default();
-        let text = |n: u64| format!(r#"{{"numRecords":{},"minValues":{{"x":{n},"s":"k{}"}},"maxValues":{{"x":{},"s":"z"}},"nullCount":{{"x":0}}}}"#, n % 97 + 1, n % 10, n * 3 + 7);
+        let text = |n: u64| {
+            format!(
+                r#"{{"numRecords":{},"minValues":{{"x":{n},"s":"k{}"}},"maxValues":{{"x":{},"s":"z"}},"nullCount":{{"x":0}}}}"#,
+                n % 97 + 1,
+                n % 10,
+                n * 3 + 7
+            )
+        };
         let (mut in_place, mut total) = (0, 0);
         for n in (1..200_000).step_by(37) {
             let t = text(n);
             let reused = !l.layout.text.is_empty();
-            in_place += usize::from(reused && l.layout.matches_in_place(t.as_bytes(), &mut vec![[None; 3]; cols.len()], &mut None));
+            in_place += usize::from(
+                reused
+                    && l.layout.matches_in_place(
+                        t.as_bytes(),
+                        &mut vec![[None; 3]; cols.len()],
+                        &mut None,
+                    ),
+            );
             assert_eq!(view(&mut l, &t, &cols), by_serde(&t, &cols), "{t}");
             total += 1;
         }
-        assert!(in_place > total * 3 / 4, "the learned text must follow the lengths: {in_place} of {total}");
+        assert!(
+            in_place > total * 3 / 4,
+            "the learned text must follow the lengths: {in_place} of {total}"
+        );
     }
 
     #[test]
@@ -846,19 +1057,41 @@ mod tests {
         for n in 0..hay.len() {
             for from in 0..hay.len() {
                 let mut prefix = hay[from..(from + n).min(hay.len())].to_vec();
-                assert_eq!(starts_with(&hay[from..], &prefix), hay[from..].starts_with(&prefix));
+                assert_eq!(
+                    starts_with(&hay[from..], &prefix),
+                    hay[from..].starts_with(&prefix)
+                );
                 if let Some(last) = prefix.last_mut() {
                     *last ^= 1;
                     assert!(!starts_with(&hay[from..], &prefix));
                 }
-                assert_eq!(starts_with(&hay[..n], &hay[..(n + 1).min(hay.len())]), n == hay.len());
+                assert_eq!(
+                    starts_with(&hay[..n], &hay[..(n + 1).min(hay.len())]),
+                    n == hay.len()
+                );
             }
         }
     }
 
     #[test]
     fn num_records_like_serde() {
-        for raw in ["0", "-0", "7", "-12", "100", "999999999999999999", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1.5", "1e3", "null", "true", "\"5\"", ""] {
+        for raw in [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "100",
+            "999999999999999999",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "1.5",
+            "1e3",
+            "null",
+            "true",
+            "\"5\"",
+            "",
+        ] {
             let serde = match raw {
                 "null" => Some(None),
                 n => n.parse::<i64>().ok().map(Some),

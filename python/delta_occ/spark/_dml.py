@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from .. import _expr
 from .. import engine as _engine
@@ -220,10 +220,7 @@ def merge(
     read_where = _engine.narrowed_predicate([_key_summary(ctx, source, t, s) for t, s in keys], target_only)
     plan, _ = _plan(ctx, read_where)
     names = [f.name for f in lay.schema]
-    if len(plan):
-        target = read_plan(ctx.spark, plan, positions=True)
-    else:
-        target = _empty_target(ctx)
+    target = read_plan(ctx.spark, plan, positions=True)  # an empty plan gives an empty frame
     t, s = target.alias(target_alias), source.alias(source_alias)
     tq = lambda c: F.col(f"{quote(target_alias)}.{quote(c)}")  # noqa: E731
     try:
@@ -272,11 +269,6 @@ def merge(
         write(ctx.spark, lay, ctx.txn, ctx.job, out)
     params = {"predicate": on, "readPredicate": read_where or "true"}
     ctx.record("MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
-
-
-def _empty_target(ctx: "SparkTransaction") -> DataFrame:
-    fields = list(ctx.logical.fields)
-    return ctx.spark.createDataFrame([], StructType(fields + [StructField(FILE, IntegerType()), StructField(ROW, LongType())]))
 
 
 def _key_summary(ctx: "SparkTransaction", source: DataFrame, t_col: str, s_col: str) -> Tuple[str, Optional[List[Any]], Any, Any]:

@@ -6,6 +6,7 @@ an anti-join on (file, row position), so no Python runs on executors."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -72,9 +73,10 @@ class ScanPlan:
     def __len__(self) -> int:
         return len(self.paths)
 
-    @property
+    @functools.cached_property
     def has_dvs(self) -> bool:
-        return any(c > 0 for c in self.table.column("dv_cardinality").to_pylist())
+        """Whether any planned file has a DV (asked several times per read; computed once)."""
+        return bool(pc.any(pc.greater(self.table.column("dv_cardinality"), 0)).as_py())
 
     @property
     def packable(self) -> bool:

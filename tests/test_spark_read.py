@@ -197,9 +197,10 @@ def test_import_without_pyspark():
     assert "refused:" in out.stdout and "delta-occ[spark]" in out.stdout
 
 
-def test_dvs_of_files_with_equal_sizes_stay_apart(spark, tmp_path):
-    """The unpartitioned DV read keys rows by (file size, position): two files of one size must be
-    told apart by their paths, so a DV of one never hides rows of the other."""
+@pytest.mark.parametrize("both", [False, True], ids=["one-dv", "two-dvs"])
+def test_dvs_of_files_with_equal_sizes_stay_apart(spark, tmp_path, both):
+    """The unpartitioned DV read keys a file's bitmap by its size when the sizes of the files with
+    DVs differ, by its path otherwise: a DV of one file never hides rows of another of one size."""
     t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64())]), properties={"delta.enableDeletionVectors": "true"})
     data = pa.table({"id": pa.array(range(100), pa.int64())})
     t.append(data)
@@ -209,8 +210,33 @@ def test_dvs_of_files_with_equal_sizes_stay_apart(spark, tmp_path):
     assert sizes[0] == sizes[1], "the two files must have equal sizes for this test"
     txn = t.begin()
     txn.delete_rows(files.column("path")[0].as_py(), pa.array(range(10), pa.int64()))  # zero-copy path
+    if both:
+        txn.delete_rows(files.column("path")[1].as_py(), pa.array([50, 99], pa.int64()))
     txn.commit()
     got = sorted(SparkTable(spark, tmp_path / "t").to_df().toArrow().column("id").to_pylist())
-    assert got == sorted(list(range(10, 100)) + list(range(100)))
+    second = [i for i in range(100) if not (both and i in (50, 99))]
+    assert got == sorted(list(range(10, 100)) + second)
     text = _plan_text(SparkTable(spark, tmp_path / "t").to_df())
     assert "LeftAnti" in text and "BroadcastHashJoin" in text
+
+
+@pytest.mark.parametrize("layout", [n for n, (_, props) in LAYOUTS.items() if "delta.enableDeletionVectors" in props])
+@pytest.mark.parametrize("where", [None, "x > 1", "p IS NULL", "id BETWEEN 10 AND 40"])
+def test_huge_dvs_fall_back_to_a_position_join(spark, tables, layout, where, monkeypatch):
+    """Above BITMAP_WORDS the DVs are applied as (file, row) positions: the same rows."""
+    monkeypatch.setattr(spark_mod._scan, "BITMAP_WORDS", 0)
+    expected = canon(docc.Table(tables[layout]).snapshot().to_pyarrow(where=where))
+    df = SparkTable(spark, tables[layout]).to_df(where=where)
+    assert "__delta_occ_dv_words" not in _plan_text(df)
+    assert canon(df.toArrow()) == expected
+
+
+def test_bitmaps_cover_only_files_with_dvs(spark, tmp_path):
+    """Files without a DV are read without row positions; rows past a bitmap's last word live."""
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64())]), properties={"delta.enableDeletionVectors": "true"})
+    for lo in (0, 1000, 2000):
+        t.append(pa.table({"id": pa.array(range(lo, lo + 1000), pa.int64())}))
+    t.delete("id IN (1003, 1064, 1065)")  # one file; its bitmap ends at word 1
+    df = SparkTable(spark, tmp_path / "t").to_df()
+    assert sorted(df.toArrow().column("id").to_pylist()) == [i for i in range(3000) if i not in (1003, 1064, 1065)]
+    assert "__delta_occ_dv_words" in _plan_text(df) and "Union" in _plan_text(df)

@@ -154,6 +154,10 @@ class SnapshotHandle:
         typed partition columns."""
     def dv_positions(self, paths: List[str]) -> Tuple[object, object]:
         """Arrow capsules of every DV-deleted row of ``paths``: ``file`` (index), ``row``."""
+    def dv_bitmaps(self, paths: List[str], max_words: int) -> Optional[Tuple[object, object]]:
+        """Arrow capsules of the DVs of ``paths`` as dense bitmaps: ``file`` (index) and ``words``
+        (list of int64; bit ``r % 64`` of word ``r // 64`` set when row ``r`` is deleted), or None
+        when they would need more than ``max_words`` words."""
     def deleted_rows(self, path: str) -> bytes:
         """Deleted row positions of a live file as little-endian u64 bytes."""
     def keep_mask(self, path: str, num_rows: int) -> bytes:

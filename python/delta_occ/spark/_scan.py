@@ -1,7 +1,8 @@
 """Reading live files with Spark: the core decides which files (partition pruning, statistics)
 and hands over a scan plan as Arrow; Spark reads exactly those files with the physical schema;
 partition values come from the plan, never from directory names; deletion vectors are applied by
-an anti-join on (file, row position), so no Python runs on executors."""
+a broadcast anti-join against one dense bitmap per file (or, for huge DVs, on (file, row
+position)), so no Python runs on executors."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ from ._columns import col, logical_schema, physical_schema, quote
 FILE = "__delta_occ_file"
 ROW = "__delta_occ_row"
 _KEY = "__delta_occ_key"
-_PACKED = "__delta_occ_packed"
-_DV_PACKED = "__delta_occ_dv_packed"
+_SIZE = "__delta_occ_size"
 _DV_KEY = "__delta_occ_dv_key"
+_DV_WORDS = "__delta_occ_dv_words"
+#: DVs are broadcast as dense bitmaps up to this many 64-bit words in all (32 MB, files of up to
+#: 256M rows); beyond, as (file, row) positions.
+BITMAP_WORDS = 4_000_000
 #: DV positions up to this many are broadcast to every task (16 bytes each plus the path key);
 #: more go through a shuffle join (broadcasting 5M pairs took 10 s and 4.3 GB of JVM memory).
 _BROADCAST_POSITIONS = 2_000_000
@@ -78,22 +82,6 @@ class ScanPlan:
         """Whether any planned file has a DV (asked several times per read; computed once)."""
         return bool(pc.any(pc.greater(self.table.column("dv_cardinality"), 0)).as_py())
 
-    @property
-    def packable(self) -> bool:
-        """Whether (file size << 32) + row position is unique per row of a file: sizes below
-        2 GiB and a known row count below 2^32 for every file with a DV."""
-        sizes = self.table.column("size").to_pylist()
-        rows = self.table.column("num_records").to_pylist()
-        cards = self.table.column("dv_cardinality").to_pylist()
-        paths = self.table.column("abs_path").to_pylist()
-        for size, n, card, path in zip(sizes, rows, cards, paths):
-            if size >= 2**31:
-                return False
-            # Spark's _metadata.file_size must be the logged size, or the key would miss.
-            if card and (n is None or n >= 2**32 or os.path.getsize(path) != size):
-                return False
-        return True
-
     def live_rows(self) -> List[Optional[int]]:
         """Rows each file holds after its DV (None where the file has no numRecords)."""
         return [
@@ -103,6 +91,11 @@ class ScanPlan:
 
     def dv_positions(self) -> pa.Table:
         return _arrow.table([self.handle.dv_positions(self.paths)])
+
+    def dv_bitmaps(self) -> Optional[pa.Table]:
+        """The DVs as dense bitmaps (``file``, ``words``), or None above ``BITMAP_WORDS``."""
+        capsules = self.handle.dv_bitmaps(self.paths, BITMAP_WORDS)
+        return None if capsules is None else _arrow.table([capsules])
 
 
 def read_plan(
@@ -117,57 +110,25 @@ def read_plan(
     applied. ``positions`` adds ``FILE`` (plan number) and ``ROW`` (physical position). ``extra``:
     more per-file columns (one row per plan file, in plan order) joined onto every row."""
     names = [f.name for f in plan.logical.fields] if columns is None else list(columns)
-    data_cols = [c for c in names if c not in plan.partition_columns]
-    part_cols = [c for c in names if c in plan.partition_columns]
     if not len(plan):
         return _empty(spark, plan, names, positions, extra)
     by_logical = {f.name: p for f, p in zip(plan.logical.fields, plan.physical.fields)}
-    read_fields = [by_logical[c] for c in data_cols]
-    from pyspark.sql.types import StructType
-
-    with session_conf(spark, **{_DISCOVERY_THRESHOLD: str(max(len(plan), 32) + 1)}):
-        reader = spark.read.schema(StructType(read_fields) if read_fields else StructType())
-        df = reader.parquet(*[read_path(p) for p in plan.table.column("abs_path").to_pylist()])
-    need_join = bool(part_cols) or positions or extra is not None
-    packed = plan.has_dvs and not need_join and plan.packable
-    selected = [col(f.name) for f in read_fields]
-    if need_join or plan.has_dvs:
-        selected += [F.col("_metadata.file_path").alias(_KEY), F.col("_metadata.row_index").alias(ROW)]
-    if packed:
-        selected.append((F.shiftleft(F.col("_metadata.file_size"), 32) + F.col("_metadata.row_index")).alias(_PACKED))
-    df = df.select(*selected)
-    if need_join or (plan.has_dvs and not packed):
-        per_file = plan.table.select(["file", "key"] + part_cols).rename_columns([FILE, _KEY] + part_cols)
-        if extra is not None:
-            for name in extra.column_names:
-                per_file = per_file.append_column(name, extra.column(name))
-        files_df = spark.createDataFrame(per_file)
-        df = df.join(F.broadcast(files_df), on=_KEY, how="left")
-        # An unmatched key would drop a file's partition values or resurrect its deleted rows.
-        df = df.withColumn(
-            FILE,
-            F.when(F.col(FILE).isNull(), F.raise_error(F.concat(F.lit("delta-occ: no scan-plan entry for file "), F.col(_KEY)))).otherwise(F.col(FILE)),
-        )
-    if plan.has_dvs:
-        deleted = plan.dv_positions()
-        if packed:
-            # One long key per row: (file size << 32) + row position; two files of equal size
-            # are told apart by the exact path, checked only on key matches (a residual
-            # condition, not a join key, so the join stays on one long).
-            sizes, keys = plan.table.column("size"), plan.table.column("key")
-            files = deleted.column("file")
-            dv = spark.createDataFrame(
-                pa.table({_DV_PACKED: pc.add(pc.shift_left(sizes.take(files), 32), deleted.column("row")), _DV_KEY: keys.take(files)})
-            )
-            if deleted.num_rows <= _BROADCAST_POSITIONS:
-                dv = F.broadcast(dv)
-            cond = (F.col(_PACKED) == F.col(_DV_PACKED)) & F.col(_KEY).startswith(F.col(_DV_KEY)) & (F.length(F.col(_KEY)) <= F.length(F.col(_DV_KEY)))
-            df = df.join(dv, on=cond, how="left_anti")
-        else:
+    read_fields = [by_logical[c] for c in names if c not in plan.partition_columns]
+    bitmaps = plan.dv_bitmaps() if plan.has_dvs else None
+    # Huge DVs go through a (shuffle) join on (file, row), which needs every row's plan number.
+    per_row_file = any(c in plan.partition_columns for c in names) or positions or extra is not None or (plan.has_dvs and bitmaps is None)
+    if per_row_file:
+        df = _with_plan_columns(spark, plan, _scan(spark, plan, range(len(plan)), read_fields, _KEY), extra)
+        if bitmaps is not None:
+            df = _drop_deleted(spark, df, FILE, bitmaps.column("file"), bitmaps.column("words"))
+        elif plan.has_dvs:
+            deleted = plan.dv_positions()
             dv = spark.createDataFrame(deleted.rename_columns([FILE, ROW]))
             if deleted.num_rows <= _BROADCAST_POSITIONS:
                 dv = F.broadcast(dv)
             df = df.join(dv, on=[FILE, ROW], how="left_anti")
+    else:
+        df = _read_unjoined(spark, plan, read_fields, bitmaps)
     out: List[Column] = []
     for c in names:
         if c in plan.partition_columns:
@@ -184,6 +145,76 @@ def read_plan(
     if extra is not None:
         out += [col(n) for n in extra.column_names]
     return df.select(*out)
+
+
+def _scan(spark: SparkSession, plan: ScanPlan, files: Sequence[int], read_fields: List[Any], key: Optional[str]) -> DataFrame:
+    """The physical columns of plan files ``files``; with ``key``, also the row position (``ROW``)
+    and the file's identity as column ``key``: ``_metadata.file_path`` for ``_KEY``, else
+    ``_metadata.file_size``."""
+    from pyspark.sql.types import StructType
+
+    paths = plan.table.column("abs_path").take(pa.array(files, pa.int64())).to_pylist()
+    with session_conf(spark, **{_DISCOVERY_THRESHOLD: str(max(len(paths), 32) + 1)}):
+        reader = spark.read.schema(StructType(read_fields) if read_fields else StructType())
+        df = reader.parquet(*[read_path(p) for p in paths])
+    selected = [col(f.name) for f in read_fields]
+    if key is not None:
+        identity = "_metadata.file_path" if key == _KEY else "_metadata.file_size"
+        selected += [F.col(identity).alias(key), F.col("_metadata.row_index").alias(ROW)]
+    return df.select(*selected)
+
+
+def _with_plan_columns(spark: SparkSession, plan: ScanPlan, df: DataFrame, extra: Optional[pa.Table]) -> DataFrame:
+    """Every row joined to its file's plan entry: ``FILE``, the partition values, ``extra``."""
+    per_file = plan.table.select(["file", "key"] + plan.partition_columns).rename_columns([FILE, _KEY] + plan.partition_columns)
+    if extra is not None:
+        for name in extra.column_names:
+            per_file = per_file.append_column(name, extra.column(name))
+    df = df.join(F.broadcast(spark.createDataFrame(per_file)), on=_KEY, how="left")
+    # An unmatched key would drop a file's partition values or resurrect its deleted rows.
+    return df.withColumn(
+        FILE,
+        F.when(F.col(FILE).isNull(), F.raise_error(F.concat(F.lit("delta-occ: no scan-plan entry for file "), F.col(_KEY)))).otherwise(F.col(FILE)),
+    )
+
+
+def _read_unjoined(spark: SparkSession, plan: ScanPlan, read_fields: List[Any], bitmaps: Optional[pa.Table]) -> DataFrame:
+    """Data columns only: files without a DV are read plainly; files with one carry their row
+    position and identity just long enough to drop their deleted rows."""
+    if bitmaps is None:
+        return _scan(spark, plan, range(len(plan)), read_fields, None)
+    dv_files = bitmaps.column("file").to_pylist()
+    with_dv = set(dv_files)
+    clean = [i for i in range(len(plan)) if i not in with_dv]
+    sizes = plan.table.column("size").take(bitmaps.column("file")).to_pylist()
+    abs_paths = plan.table.column("abs_path").take(bitmaps.column("file")).to_pylist()
+    # Spark's _metadata.file_size is the size on disk: a long key when it tells these files apart.
+    by_size = len(set(sizes)) == len(sizes) and all(_disk_size(p) == n for p, n in zip(abs_paths, sizes))
+    if by_size:
+        df = _drop_deleted(spark, _scan(spark, plan, dv_files, read_fields, _SIZE), _SIZE, pa.array(sizes, pa.int64()), bitmaps.column("words"))
+    else:
+        keys = plan.table.column("key").take(bitmaps.column("file"))
+        df = _drop_deleted(spark, _scan(spark, plan, dv_files, read_fields, _KEY), _KEY, keys, bitmaps.column("words"))
+    df = df.select(*[col(f.name) for f in read_fields])
+    if clean:
+        df = df.unionByName(_scan(spark, plan, clean, read_fields, None))
+    return df
+
+
+def _disk_size(path: str) -> Optional[int]:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None  # Spark's own read of the file reports it
+
+
+def _drop_deleted(spark: SparkSession, df: DataFrame, key: str, keys: Any, words: Any) -> DataFrame:
+    """Rows of ``df`` whose bit is clear in the bitmap of their file (matched on column ``key``
+    against ``keys``): a broadcast anti-join with one entry per file, so each row costs one
+    lookup in a tiny table and one array access; rows past a bitmap's end are live."""
+    bitmaps = spark.createDataFrame(pa.table({_DV_KEY: keys, _DV_WORDS: words}))
+    deleted = F.expr(f"bit_get(try_element_at({_DV_WORDS}, try_cast(({ROW} >> 6) + 1 AS INT)), CAST({ROW} & 63 AS INT)) = 1")
+    return df.join(F.broadcast(bitmaps), on=(F.col(key) == F.col(_DV_KEY)) & deleted, how="left_anti")
 
 
 def _empty(spark: SparkSession, plan: ScanPlan, names: List[str], positions: bool, extra: Optional[pa.Table]) -> DataFrame:

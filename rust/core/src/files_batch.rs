@@ -361,6 +361,66 @@ pub fn dv_positions(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
     .map_err(arrow_err)
 }
 
+/// The DVs of `paths` as dense bitmaps, one row per file that has a DV: `file` (index into
+/// `paths`) and `words`, where bit `r % 64` of word `r / 64` is set when row `r` is deleted. The
+/// list ends at the word of the last deleted row, so an engine testing a row past it must treat
+/// the row as live. Dense words let Spark test a row with one array access instead of a hash
+/// lookup among all deleted positions. `None` when they would take more than `max_words` words
+/// in all (checked before any is allocated).
+pub fn dv_bitmaps(
+    snap: &Snapshot,
+    paths: &[String],
+    max_words: u64,
+) -> Result<Option<RecordBatch>> {
+    let files = live_files(snap, paths)?;
+    let mut deleted = Vec::new();
+    let mut total = 0u64;
+    for (i, f) in files.iter().enumerate() {
+        if f.deletion_vector.is_some() {
+            let rows = snap.deleted_rows_of(f)?.0;
+            total = total.saturating_add(rows.max().map_or(0, |m| m / 64 + 1));
+            if total > max_words {
+                return Ok(None);
+            }
+            deleted.push((i, rows));
+        }
+    }
+    let mut file = Int32Builder::with_capacity(deleted.len());
+    let mut words = ListBuilder::with_capacity(
+        Int64Builder::with_capacity(total as usize),
+        deleted.len(),
+    );
+    for (i, rows) in &deleted {
+        file.append_value(*i as i32);
+        words.values().append_slice(&dense_words(rows));
+        words.append(true);
+    }
+    let item = Arc::new(Field::new_list_field(ArrowType::Int64, true));
+    let schema = Schema::new(vec![
+        Field::new("file", ArrowType::Int32, false),
+        Field::new("words", ArrowType::List(item), false),
+    ]);
+    RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(file.finish()), Arc::new(words.finish())],
+    )
+    .map(Some)
+    .map_err(arrow_err)
+}
+
+/// Bit `r % 64` of word `r / 64` set for every deleted row `r`, as the signed longs Spark
+/// stores (same bits); empty for an empty set. The caller bounds the size.
+fn dense_words(deleted: &roaring::RoaringTreemap) -> Vec<i64> {
+    let Some(last) = deleted.max() else {
+        return Vec::new();
+    };
+    let mut dense = vec![0u64; (last / 64 + 1) as usize];
+    for p in deleted.iter() {
+        dense[(p / 64) as usize] |= 1 << (p % 64);
+    }
+    dense.into_iter().map(|w| w as i64).collect()
+}
+
 fn live_files<'a>(snap: &'a Snapshot, paths: &[String]) -> Result<Vec<&'a AddFile>> {
     paths
         .iter()
@@ -420,4 +480,32 @@ pub fn positions_per_file(batch: &dyn arrow_array::Array, files: usize) -> Resul
         slot.push(p);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dense_words;
+    use roaring::RoaringTreemap;
+
+    #[test]
+    fn dense_words_set_one_bit_per_deleted_row() {
+        let rows: RoaringTreemap = [0u64, 1, 63, 64, 130, 1000].into_iter().collect();
+        let w = dense_words(&rows);
+        assert_eq!(w.len(), 1000 / 64 + 1);
+        let mut back = Vec::new();
+        for (i, word) in w.iter().enumerate() {
+            for b in 0..64 {
+                if (*word as u64) >> b & 1 == 1 {
+                    back.push(i as u64 * 64 + b);
+                }
+            }
+        }
+        assert_eq!(back, vec![0, 1, 63, 64, 130, 1000]);
+        assert!(w[0] < 0, "bit 63 is the sign bit of a long");
+    }
+
+    #[test]
+    fn dense_words_of_nothing_is_empty() {
+        assert!(dense_words(&RoaringTreemap::new()).is_empty());
+    }
 }

@@ -136,6 +136,19 @@ impl SnapshotHandle {
         batch_to_capsules(py, batch)
     }
 
+    /// DVs of `paths` as dense bitmaps (`file`, `words`), or None above `max_words` words.
+    fn dv_bitmaps<'py>(
+        &self,
+        py: Python<'py>,
+        paths: Vec<String>,
+        max_words: u64,
+    ) -> PyResult<Option<Capsules<'py>>> {
+        let batch = py
+            .detach(|| files_batch::dv_bitmaps(&self.inner, &paths, max_words))
+            .py_err()?;
+        batch.map(|b| batch_to_capsules(py, b)).transpose()
+    }
+
     /// `[(absolute data path, log path, has_dv)]` in `files()` order.
     fn data_files(&self) -> PyResult<Vec<(String, String, bool)>> {
         self.inner

@@ -27,3 +27,10 @@ def batch(pair: Tuple[Any, Any]) -> pa.RecordBatch:
 def table(pairs: Iterable[Tuple[Any, Any]]) -> pa.Table:
     """The batches as one table (no copy)."""
     return pa.Table.from_batches([batch(p) for p in pairs])
+
+
+def array_capsules(values: Any) -> Tuple[Any, Any]:
+    """A pyarrow array or chunked array as one array's capsules for the core (chunks combined)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    return values.__arrow_c_array__()

@@ -172,6 +172,20 @@ def parquet_footer_stats(path: str) -> Tuple[str, int]:
     """Delta stats JSON and row count of a parquet file from its footer (no data read): the
     NaN, infinity, 32-character prefix and millisecond-timestamp rules. GIL released."""
 
+def partition_strings(array: Tuple[object, object]) -> List[Optional[str]]:
+    """The canonical Delta partition string (None for null) of every value of an Arrow array
+    given as ``__arrow_c_array__()`` capsules: ``NaN``/``Infinity``, timestamps as UTC
+    ``yyyy-mm-dd HH:MM:SS.ffffff``, dates ``yyyy-mm-dd``, decimals with their scale."""
+
+def sql_literals(array: Tuple[object, object]) -> List[str]:
+    """Every value of an Arrow array (capsules) as a SQL literal the core's parser reads back as
+    the same value (``NULL``, ``'NaN'``, ``TIMESTAMP '...'``, quotes doubled)."""
+
+def merge_read_predicate(keys: List[Tuple[str, str, Tuple[object, object]]], target_only: List[str]) -> Optional[str]:
+    """MERGE's read predicate from ``(target column, "values" | "range", Arrow array capsules)``
+    per key (distinct values, or the two bounds) and the target-only conjuncts; ``FALSE`` when a
+    key has no value; None when there is nothing to narrow by."""
+
 def spark_file_keys(paths: List[str]) -> List[str]:
     """The key Spark reports as ``_metadata.file_path`` for each absolute local path."""
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _arrow
+from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from .exceptions import InvalidArgumentError, UnsupportedFeatureError
 
@@ -148,8 +148,9 @@ class Layout:
             return [self._write_one(txn, data, {}, data_change, tags)]
         keys = data.select(self.partition_columns)
         groups = keys.group_by(self.partition_columns, use_threads=False).aggregate([])
+        strings = partition_strings(groups, self.partition_columns)
         paths = []
-        for row in groups.to_pylist():
+        for row, values in zip(groups.to_pylist(), strings):
             m = None
             for c in self.partition_columns:
                 v = row[c]
@@ -162,7 +163,6 @@ class Layout:
                     cond = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
                 m = cond if m is None else pc.and_(m, cond)
             part = data.filter(m)
-            values = {c: partition_string(row[c]) for c in self.partition_columns}
             paths.append(self._write_one(txn, part, values, data_change, tags))
         return paths
 
@@ -198,53 +198,20 @@ def _escape(v: Optional[str]) -> str:
     return "".join(c if c.isalnum() or c in "-_. " else "%{:02X}".format(ord(c)) for c in v)
 
 
-def partition_string(v: Any) -> Optional[str]:
-    """A partition value as Delta serialises it in `partitionValues`."""
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return v.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(v, datetime.date):
-        return v.isoformat()
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    if isinstance(v, float) and not math.isfinite(v):
-        return _non_finite(v)
-    return str(v)
+def partition_strings(rows: pa.Table, columns: List[str]) -> List[Dict[str, Optional[str]]]:
+    """Per row of ``rows``, the ``partitionValues`` of ``columns`` as the core spells them."""
+    per_column = {c: _core.partition_strings(_arrow.array_capsules(rows.column(c))) for c in columns}
+    return [{c: per_column[c][i] for c in columns} for i in range(rows.num_rows)]
 
 
-def _non_finite(v: float) -> str:
-    """Spark's spelling of a NaN or infinite double (which Rust's float parser reads too)."""
-    return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+def sql_literals(values: Any) -> List[str]:
+    """Arrow values as SQL literals the core's predicate parser reads back exactly."""
+    return _core.sql_literals(_arrow.array_capsules(values))
 
 
 def arange(n: int, type: pa.DataType = pa.uint64()) -> pa.Array:
     """0 .. n-1 built in Arrow (no Python list of n ints): the positions of a repeat of True."""
     return pc.indices_nonzero(pa.repeat(True, n)).cast(type)
-
-
-def sql_literal(v: Any) -> str:
-    """A Python value as a SQL literal (for read predicates)."""
-    if v is None:
-        return "NULL"
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, datetime.datetime):
-        return f"TIMESTAMP '{partition_string(v)}'"
-    if isinstance(v, datetime.date):
-        return f"DATE '{v.isoformat()}'"
-    if isinstance(v, (int, decimal.Decimal)):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):  # SQL has no NaN/Infinity tokens; the core reads these strings as doubles
-            return f"'{_non_finite(v)}'"
-        return repr(v)
-    text = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _stat_value(v: Any) -> Any:

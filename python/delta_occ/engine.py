@@ -18,8 +18,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _expr
-from ._write import ROW, Layout, arange, concat, partition_string, sql_literal
+from . import _arrow, _core, _expr
+from ._write import ROW, Layout, arange, concat, partition_strings, sql_literals
 from .exceptions import InvalidArgumentError, PredicateError
 from .transaction import int_arg
 
@@ -118,12 +118,13 @@ def _partitions_predicate(lay: Layout, rows: pa.Table) -> str:
     if rows.num_rows == 0:
         return "FALSE"
     groups = rows.select(lay.partition_columns).group_by(lay.partition_columns, use_threads=False).aggregate([])
+    literals = {c: sql_literals(groups.column(c)) for c in lay.partition_columns}
     terms = []
-    for row in groups.to_pylist():
+    for i in range(groups.num_rows):
         parts = []
         for c in lay.partition_columns:
-            v = row[c]
-            parts.append(f"`{c}` IS NULL" if v is None else f"`{c}` = {sql_literal(v)}")
+            lit = literals[c][i]
+            parts.append(f"`{c}` IS NULL" if lit == "NULL" else f"`{c}` = {lit}")
         terms.append("(" + " AND ".join(parts) + ")")
     return " OR ".join(terms)
 
@@ -405,35 +406,27 @@ def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], t
     summaries = []
     for t_col, s_col in keys:
         col = source.column(s_col)
-        values = pc.unique(pc.drop_null(col)).to_pylist()
+        values = pc.unique(pc.drop_null(col))
         if t_col in lay.partition_columns or len(values) <= _MERGE_IN_LIST_LIMIT:
-            summaries.append((t_col, values, None, None))
+            summaries.append((t_col, values))
             continue
         mm = pc.min_max(col)
-        hi = mm["max"].as_py()
+        hi = mm["max"]
         if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
-            hi = float("nan")  # min_max skips NaN, which is above every value (Spark's order)
-        summaries.append((t_col, None, mm["min"].as_py(), hi))
+            hi = pa.scalar(float("nan"), col.type)  # min_max skips NaN, which is above every value (Spark's order)
+        summaries.append((t_col, None, pa.array([mm["min"].as_py(), hi.as_py()], col.type)))
     return narrowed_predicate(summaries, target_only)
 
 
-def narrowed_predicate(summaries: List[Tuple[str, Optional[List[Any]], Any, Any]], target_only: List[str]) -> Optional[str]:
-    """MERGE's read predicate from a summary of the source keys: per target key column either the
-    distinct non-null values or (when there are too many) their min and max; with the condition's
-    target-only conjuncts. Shared by every engine so that they record the same read."""
-    terms = list(f"({t})" for t in target_only)
-    for t_col, values, lo, hi in summaries:
-        if values is not None:
-            if not values:
-                return "FALSE"
-            terms.append(f"`{t_col}` IN ({', '.join(sql_literal(v) for v in sorted(values, key=_sort_key))})")
-        else:
-            terms.append(f"`{t_col}` BETWEEN {sql_literal(lo)} AND {sql_literal(hi)}")
-    return " AND ".join(terms) if terms else None
-
-
-def _sort_key(v: Any) -> Any:
-    return (str(type(v)), v)
+def narrowed_predicate(summaries: List[Tuple[Any, ...]], target_only: List[str]) -> Optional[str]:
+    """MERGE's read predicate, in the core, from a summary of the source keys: per target key
+    column ``(column, distinct non-null values)`` or ``(column, None, [min, max])`` as Arrow, with
+    the condition's target-only conjuncts. Shared by every engine so that they record the same read."""
+    keys = []
+    for s in summaries:
+        kind, values = ("values", s[1]) if s[1] is not None else ("range", s[2])
+        keys.append((s[0], kind, _arrow.array_capsules(values)))
+    return _core.merge_read_predicate(keys, list(target_only))
 
 
 # -- optimize ---------------------------------------------------------------------------------------
@@ -510,4 +503,4 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     return len(bins)
 
 
-__all__ = ["append", "overwrite", "delete", "update", "merge", "optimize", "PROVENANCE_TAG", "partition_string"]
+__all__ = ["append", "overwrite", "delete", "update", "merge", "optimize", "PROVENANCE_TAG", "partition_strings"]

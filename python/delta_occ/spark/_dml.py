@@ -271,19 +271,19 @@ def merge(
     ctx.record("MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
 
 
-def _key_summary(ctx: "SparkTransaction", source: DataFrame, t_col: str, s_col: str) -> Tuple[str, Optional[List[Any]], Any, Any]:
+def _key_summary(ctx: "SparkTransaction", source: DataFrame, t_col: str, s_col: str) -> Tuple[Any, ...]:
     """The distinct source values of one key (cast to the target type), or their range when there
-    are more than the engine lists."""
+    are more than the engine lists, as Arrow (``engine.narrowed_predicate``'s summary)."""
     typ = field(ctx.logical, t_col).dataType
     keys = source.select(col(s_col).cast(typ).alias("k")).where(F.col("k").isNotNull())
     limit = _engine._MERGE_IN_LIST_LIMIT
-    values = keys.distinct().limit(limit + 1).toArrow().column("k").to_pylist()
+    values = keys.distinct().limit(limit + 1).toArrow().column("k")
     if t_col in ctx.lay.partition_columns or len(values) <= limit:
         if t_col in ctx.lay.partition_columns and len(values) > limit:
-            values = keys.distinct().toArrow().column("k").to_pylist()
-        return t_col, values, None, None
-    row = keys.agg(F.min("k").alias("lo"), F.max("k").alias("hi")).toArrow().to_pylist()[0]
-    return t_col, None, row["lo"], row["hi"]  # Spark's max already puts NaN on top
+            values = keys.distinct().toArrow().column("k")
+        return t_col, values
+    bounds = keys.agg(F.min("k").alias("lo"), F.max("k").alias("hi")).toArrow()  # Spark's max puts NaN on top
+    return t_col, None, pa.concat_arrays([bounds.column("lo").combine_chunks(), bounds.column("hi").combine_chunks()])
 
 
 # -- optimize --------------------------------------------------------------------------------------

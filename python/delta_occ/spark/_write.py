@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .. import _core
-from .._write import Layout, partition_string
+from .._write import Layout, partition_strings
 from ..exceptions import InvalidArgumentError, UnsupportedFeatureError
 from ._columns import col, logical_schema, physical_schema
 from ._scan import session_conf
@@ -110,7 +110,7 @@ def write(
     if tuples.num_rows == 0:
         return [], tuples
     groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {
-        i: ({c: partition_string(tuples.column(c)[i].as_py()) for c in parts}, None) for i in range(tuples.num_rows)
+        i: (values, None) for i, values in enumerate(partition_strings(tuples, parts))
     }
     keys = tuples.rename_columns([f"__delta_occ_p{j}" for j in range(len(parts))]).append_column(GROUP, pa.array(range(tuples.num_rows), pa.int32()))
     keys_df = spark.createDataFrame(keys)

@@ -1,6 +1,7 @@
-//! delta-occ core: Delta Lake log replay, deletion vectors and (later) optimistic concurrency
+//! delta-occ core: Delta Lake log replay, deletion vectors and optimistic concurrency
 //! control, in pure Rust with no Python dependency.
 
+pub mod arrow_values;
 pub mod commit;
 pub mod conflict;
 pub mod dv;

@@ -62,6 +62,59 @@ fn spark_file_keys(paths: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+type ArrowCapsules<'py> = (
+    Bound<'py, pyo3::types::PyCapsule>,
+    Bound<'py, pyo3::types::PyCapsule>,
+);
+
+/// The canonical partition string (None for null) of every value of an Arrow array.
+#[pyfunction]
+fn partition_strings(array: ArrowCapsules<'_>) -> PyResult<Vec<Option<String>>> {
+    let array = arrow::array_from_capsules(&array.0, &array.1)?;
+    delta_occ_core::arrow_values::partition_strings(array.as_ref()).py_err()
+}
+
+/// Every value of an Arrow array as a SQL literal the predicate parser reads back exactly.
+#[pyfunction]
+fn sql_literals(array: ArrowCapsules<'_>) -> PyResult<Vec<String>> {
+    let array = arrow::array_from_capsules(&array.0, &array.1)?;
+    (0..array.len())
+        .map(|i| {
+            delta_occ_core::arrow_values::scalar_at(array.as_ref(), i)
+                .map(|s| delta_occ_core::arrow_values::sql_literal(&s))
+        })
+        .collect::<delta_occ_core::Result<Vec<_>>>()
+        .py_err()
+}
+
+/// MERGE's read predicate from `(target column, "values" | "range", Arrow array)` per key and
+/// the condition's target-only conjuncts.
+#[pyfunction]
+fn merge_read_predicate(
+    keys: Vec<(String, String, ArrowCapsules<'_>)>,
+    target_only: Vec<String>,
+) -> PyResult<Option<String>> {
+    use delta_occ_core::arrow_values::{merge_read_predicate, KeySummary};
+    let arrays = keys
+        .iter()
+        .map(|(_, _, c)| arrow::array_from_capsules(&c.0, &c.1))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut summaries = Vec::with_capacity(keys.len());
+    for ((column, kind, _), array) in keys.iter().zip(&arrays) {
+        let summary = match kind.as_str() {
+            "values" => KeySummary::Values(array.as_ref()),
+            "range" => KeySummary::Range(array.as_ref()),
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "merge key summary kind must be 'values' or 'range', got {other:?}"
+                )))
+            }
+        };
+        summaries.push((column.clone(), summary));
+    }
+    merge_read_predicate(&summaries, &target_only).py_err()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -74,6 +127,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
+    m.add_function(wrap_pyfunction!(sql_literals, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_read_predicate, m)?)?;
     m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;
     m.add_function(wrap_pyfunction!(dv::write_deletion_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(dv::serialize_bitmap, m)?)?;

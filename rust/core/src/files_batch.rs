@@ -386,10 +386,8 @@ pub fn dv_bitmaps(
         }
     }
     let mut file = Int32Builder::with_capacity(deleted.len());
-    let mut words = ListBuilder::with_capacity(
-        Int64Builder::with_capacity(total as usize),
-        deleted.len(),
-    );
+    let mut words =
+        ListBuilder::with_capacity(Int64Builder::with_capacity(total as usize), deleted.len());
     for (i, rows) in &deleted {
         file.append_value(*i as i32);
         words.values().append_slice(&dense_words(rows));

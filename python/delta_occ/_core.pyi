@@ -66,6 +66,8 @@ class TransactionHandle:
         """Record the read; Arrow capsules of the matching live files (``files()`` layout)."""
     def explain_predicate(self, text: str) -> Dict[str, Any]:
         """Columns and partition/data split of a predicate, or PredicateError."""
+    def record_files_read(self, paths: List[str]) -> None:
+        """Record reading exactly these live files (no predicate): a compaction's inputs."""
     def read_whole_table(self) -> None: ...
     def app_version(self, app_id: str) -> int: ...
     def add_file(

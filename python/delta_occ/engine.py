@@ -479,6 +479,22 @@ def plan_bins(files: List[dict], target: int) -> List[List[dict]]:
     return [b for b in bins if len(b) > 1 or (b[0]["dv_cardinality"] or 0) > 0]
 
 
+def compaction_bins(txn: Any, where: Optional[str], target: int) -> List[List[Dict[str, Any]]]:
+    """OPTIMIZE's bins among the live files ``where`` selects. Only the inputs it compacts are
+    recorded as read (§4 rule 5; §8 scenario 15): files it looked at and left alone, or an
+    OPTIMIZE that found nothing to do, must not make it conflict."""
+    snap = txn.snapshot
+    candidates = snap.files()
+    if where is not None:
+        if not isinstance(where, str):
+            raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+        selected, _ = snap._h.prune(where)
+        candidates = candidates.take(pa.array(selected, pa.int64()))
+    bins = plan_bins(candidates.to_pylist(), target)
+    txn._h.record_files_read([f["path"] for b in bins for f in b])
+    return bins
+
+
 def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
     """Bin-packing compaction (dataChange=false): per partition, small files (and files with
     deletion vectors) are rewritten into files of about ``target_file_size`` bytes. Each output
@@ -486,7 +502,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     instead of conflicting (concurrency.md §4 rule 5). Returns the number of bins staged."""
     lay = _layout(txn)
     target = target_size(lay, target_file_size)
-    bins = plan_bins(txn.scan(where).to_pylist(), target)
+    bins = compaction_bins(txn, where, target)
     rows_out = 0
     for b in bins:
         parts = [lay.read_rows(f["path"]) for f in b]

@@ -294,9 +294,8 @@ def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Op
     the inputs' order, so the provenance tag (inputs and their live rows, in order) is exact."""
     lay = ctx.lay
     target = _engine.target_size(lay, target_file_size)
-    files = ctx.txn.scan(where).to_pylist()
-    ctx.check_untouched([f["path"] for f in files])
-    bins = _engine.plan_bins(files, target)
+    bins = _engine.compaction_bins(ctx.txn, where, target)
+    ctx.check_untouched([f["path"] for b in bins for f in b])
     rows_out = 0
     if bins:
         members = [(b, k, f) for b, fs in enumerate(bins) for k, f in enumerate(fs)]

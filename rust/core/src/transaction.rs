@@ -183,6 +183,22 @@ impl Transaction {
 
     /// Record a read with this predicate (`None`: all rows) and return the live files that may
     /// hold matching rows (partition pruning and statistics).
+    /// Record reading exactly these live files (no predicate): what a compaction depends on.
+    pub fn record_files_read(&mut self, paths: &[String]) -> Result<()> {
+        self.open()?;
+        let snap = self.snap()?.clone();
+        for p in paths {
+            let f = snap.file(p).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{p} is not a live file of version {}",
+                    snap.version()
+                ))
+            })?;
+            self.read.files.insert(f.path.clone());
+        }
+        Ok(())
+    }
+
     pub fn scan(&mut self, text: Option<&str>) -> Result<Vec<usize>> {
         self.open()?;
         let predicate = match text {

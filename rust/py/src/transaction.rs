@@ -112,6 +112,11 @@ impl TransactionHandle {
         Ok(d)
     }
 
+    /// Record reading exactly these live files, without a predicate.
+    fn record_files_read(&self, paths: Vec<String>) -> PyResult<()> {
+        self.txn().record_files_read(&paths).py_err()
+    }
+
     fn read_whole_table(&self) -> PyResult<()> {
         self.txn().read_whole_table().py_err()
     }

@@ -46,6 +46,15 @@ pub struct Staged {
 }
 
 impl Staged {
+    /// Whether this transaction only rearranges rows (OPTIMIZE): no action changes data. Its
+    /// outcome depends on the files it replaces alone, not on other files it looked at.
+    pub fn is_compaction(&self) -> bool {
+        (!self.adds.is_empty() || self.dropped_bins > 0)
+            && self.adds.iter().all(|a| !a.data_change)
+            && self.removes.iter().all(|r| !r.data_change)
+            && self.dv.is_empty()
+    }
+
     pub fn changes_file(&self, path: &str) -> bool {
         self.dv.contains_key(path)
             || self
@@ -269,7 +278,8 @@ pub fn check_winner(
     for r in &w.removes {
         let path: &str = &r.path;
         let key = decode(path);
-        let we_read = st.read.whole_table || st.read.files.contains(path);
+        // Rule 5: a compaction read other files only to choose its bins.
+        let we_read = (st.read.whole_table || st.read.files.contains(path)) && !st.is_compaction();
         let ours = our_index.get(&key).copied().filter(|_| {
             st.removes
                 .iter()
@@ -446,6 +456,20 @@ fn fallback(
 
 /// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
 /// changed.
+/// The file a remove with extended metadata names (partition values and size).
+fn file_of_remove(r: &RemoveFile) -> Option<AddFile> {
+    Some(AddFile {
+        path: r.path.clone(),
+        partition_values: r.partition_values.clone()?,
+        size: r.size?,
+        modification_time: 0,
+        data_change: true,
+        stats: None,
+        deletion_vector: r.deletion_vector.clone(),
+        extra: None,
+    })
+}
+
 fn rows_of_file(
     t: &TxnView,
     st: &Staged,
@@ -470,9 +494,12 @@ fn rows_of_file(
     }
     let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
         .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+    // A file an earlier winner added (a compaction's output this transaction's changes were
+    // remapped onto) is not in the read snapshot; its remove describes it well enough.
     let file = readded
         .cloned()
-        .or_else(|| t.read_snapshot.and_then(|s| s.file(path)).cloned());
+        .or_else(|| t.read_snapshot.and_then(|s| s.file(path)).cloned())
+        .or_else(|| file_of_remove(r));
     let Some(file) = file else {
         return Err(fb(
             ConflictKind::ConcurrentDeleteRead,

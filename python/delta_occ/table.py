@@ -135,14 +135,16 @@ class Table:
         cls,
         path: PathLike,
         schema: pa.Schema,
-        partition_by: Sequence[str] = (),
+        partition_by: Optional[Sequence[str]] = (),
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
     ) -> "Table":
         """Commit version 0 (protocol, metadata, commitInfo). The protocol follows the
         properties: ``delta.enableDeletionVectors=true`` gives reader 3 / writer 7 with the
         ``deletionVectors`` feature, and so on."""
-        if isinstance(partition_by, str):
+        if partition_by is None:
+            partition_by = ()
+        elif isinstance(partition_by, str):
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         handle = _core.TableHandle.create(

@@ -1,0 +1,119 @@
+"""The reliability workload and history checker (issue 16): CI-sized runs across configurations
+with faults, and the mutation check that proves the checker can fail.
+
+Expected values: the invariants of issue 16 (no anomaly, nothing lost or duplicated, no spurious
+conflict on a DV table) and, for the mutation check, the conflict class each interleaving raises
+by Delta's documented check order (concurrency.md §3: appends before deletes; metadata and
+application ids first)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from delta_occ import stress
+
+S, W = "Serializable", "WriteSerializable"
+
+CONFIGS = [
+    # dvs, partitioned, modes
+    (True, False, ("fork", "spawn", "thread")),
+    (True, True, ("fork", "thread")),
+    (False, False, ("fork", "thread")),
+    (False, True, ("spawn", "thread")),
+]
+
+
+def _clean(summary):
+    assert summary["anomalies"] == [], summary["anomalies"][:5]
+    assert summary["lost"] == 0 and summary["duplicated"] == 0
+    assert summary["spurious"] == 0, summary["spurious_conflicts"]
+    assert summary["committed"] > summary["attempted"] // 3, summary
+
+
+@pytest.mark.parametrize("dvs, partitioned, modes", CONFIGS, ids=["dv-flat", "dv-part", "flat", "part"])
+def test_workload_history_is_clean(tmp_path, dvs, partitioned, modes):
+    cfg = stress.Config(writers=3, transactions=12, modes=modes, dvs=dvs, partitioned=partitioned, rounds=8, seed=len(modes) + 10 * dvs + 100 * partitioned)
+    summary = stress.run(str(tmp_path / "t"), cfg)
+    _clean(summary)
+    assert summary["oracle"] in ("delta-kernel-rs" if dvs else "deltalake", None)
+
+
+@pytest.mark.parametrize("faults", ["ack_lost", "pause_ms=3"])
+def test_workload_survives_sigkill_and_faults(tmp_path, faults):
+    cfg = stress.Config(writers=3, transactions=15, modes=("fork", "spawn"), dvs=True, rounds=4, kill_every=0.4, faults=faults, seed=7)
+    summary = stress.run(str(tmp_path / "t"), cfg)
+    _clean(summary)
+    assert summary["kills"] >= 1
+
+
+def _ids(*i):
+    return ["ids", list(i)]
+
+
+# (name, DV table, staged (op, level) pairs, commit order, the class the loser raises)
+MUTATIONS = [
+    ("rewrite-matches-read", False, [({"op": "delete", "pred": _ids(5)}, W), ({"op": "delete", "pred": _ids(5)}, W)], [0, 1], "ConcurrentAppendException"),
+    ("partition-append", False, [({"op": "delete", "pred": ["part", "a"]}, S), ({"op": "append", "ids": [300]}, S)], [1, 0], "ConcurrentAppendException"),
+    ("file-removed", False, [({"op": "update", "pred": _ids(5), "inc": 1}, W), ({"op": "delete", "pred": ["range", 0, 19]}, W)], [1, 0], "ConcurrentDeleteReadException"),
+    ("row-deleted-twice", True, [({"op": "update", "pred": _ids(5), "inc": 1}, W), ({"op": "delete", "pred": _ids(5)}, W)], [0, 1], "ConcurrentAppendException"),
+    ("dv-delete-delete", True, [({"op": "update", "pred": _ids(5), "inc": 1}, W), ({"op": "delete", "pred": _ids(5)}, W)], [1, 0], "ConcurrentDeleteDeleteException"),
+    ("properties", True, [({"op": "props"}, W), ({"op": "props"}, W)], [0, 1], "MetadataChangedException"),
+    ("application-id", True, [({"op": "app_append", "app": "shared", "ids": [301]}, W), ({"op": "app_append", "app": "shared", "ids": [302]}, W)], [0, 1], "ConcurrentTransactionException"),
+]
+
+
+@pytest.mark.parametrize("name, dvs, ops, order, rule", MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_mutation_check_catches_every_disabled_rule(tmp_path, monkeypatch, name, dvs, ops, order, rule):
+    """With the rule in place the loser raises ``rule`` and the history is clean; with the rule
+    disabled (DELTA_OCC_TEST_DISABLE_RULE) the loser commits and the checker reports an anomaly."""
+    for disabled in (False, True):
+        path = str(tmp_path / f"t-{disabled}")
+        stress.create(path, stress.Config(dvs=dvs))
+        if disabled:
+            monkeypatch.setenv("DELTA_OCC_TEST_DISABLE_RULE", rule)
+        recs = stress.interleave(path, ops, order)
+        monkeypatch.delenv("DELTA_OCC_TEST_DISABLE_RULE", raising=False)
+        summary = stress.check(path, dv_table=dvs)
+        loser = recs[order[-1]]
+        if disabled:
+            assert loser["outcome"] == "committed", loser
+            assert summary["anomalies"], f"disabling {rule} went unnoticed"
+        else:
+            assert (loser["outcome"], loser.get("error")) == ("conflict", rule)
+            assert summary["anomalies"] == [] and summary["spurious"] == 0
+
+
+def test_cli_stress_json(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "delta_occ", "stress", str(tmp_path / "t"), "--writers", "2", "--transactions", "6", "--rounds", "3", "--modes", "thread", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    for key in ("attempted", "committed", "conflicts", "anomalies", "lost", "duplicated", "spurious"):
+        assert key in d
+    assert d["attempted"] >= 12 + 9 and d["anomalies"] == []
+
+
+def test_cli_stress_refuses_an_existing_table(tmp_path):
+    stress.create(str(tmp_path / "t"), stress.Config())
+    out = subprocess.run([sys.executable, "-m", "delta_occ", "stress", str(tmp_path / "t"), "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "already" in out.stderr
+    assert out.stdout == ""
+
+
+def test_checker_reports_a_tampered_history(tmp_path):
+    """A commit nobody logged (a writer outside the workload) is an anomaly, as is a row change
+    the logged operation does not explain."""
+    from delta_occ import Table
+
+    path = str(tmp_path / "t")
+    stress.create(path, stress.Config(dvs=False))
+    Table(path).delete("id = 3")  # not logged
+    summary = stress.check(path, dv_table=False)
+    assert any("no logged attempt" in a for a in summary["anomalies"])
+    assert os.path.isdir(os.path.join(path, "_stress"))

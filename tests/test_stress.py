@@ -89,7 +89,7 @@ def test_mutation_check_catches_every_disabled_rule(tmp_path, monkeypatch, name,
 
 def test_cli_stress_json(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "delta_occ", "stress", str(tmp_path / "t"), "--writers", "2", "--transactions", "6", "--rounds", "3", "--modes", "thread", "--json"],
+        [sys.executable, "-m", "delta_occ", "stress", str(tmp_path / "t"), "--writers", "2", "--transactions", "6", "--rounds", "3", "--modes", "thread,spawn", "--json"],
         capture_output=True, text=True, timeout=600,
     )
     assert out.returncode == 0, out.stderr

@@ -189,6 +189,7 @@ mod tests {
                 true,
             )
         };
+        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Vec<String>, Vec<String>, bool, &str)> = vec![
             ("same", vec![a()], vec![a()], false, "ok"),
             (

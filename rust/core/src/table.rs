@@ -23,6 +23,7 @@ pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
 /// Commits parsed concurrently before being applied, to bound peak memory.
 const COMMIT_BATCH: usize = 64;
 
+#[allow(clippy::large_enum_variant)] // short-lived, one per refresh
 enum Forward {
     /// No commits after the latest known version.
     Current,
@@ -437,8 +438,8 @@ fn carry(t: &mut Value, old: &crate::schema::DataType) {
 }
 
 pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
-    match t {
-        Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+    if let Value::Object(o) = t {
+        match o.get("type").and_then(Value::as_str) {
             Some("struct") => {
                 if let Some(Value::Array(fields)) = o.get_mut("fields") {
                     for f in fields {
@@ -474,7 +475,6 @@ pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
                 }
             }
             _ => {}
-        },
-        _ => {}
+        }
     }
 }

@@ -16,7 +16,10 @@ use crate::dv::descriptor::DeletionVectorDescriptor;
 /// distinct tuple rather than three per file), and a verdict on a tuple can be cached by
 /// [`PartitionValues::id`].
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct PartitionValues(Arc<[(Box<str>, Option<Box<str>>)]>);
+pub struct PartitionValues(Arc<[PartitionValue]>);
+
+/// One partition column's physical name and serialized value (None for null).
+pub type PartitionValue = (Box<str>, Option<Box<str>>);
 
 impl PartitionValues {
     /// Identifies the shared tuple while `self` is alive (equal ids imply equal values).

@@ -821,6 +821,7 @@ mod tests {
         path
     }
 
+    #[allow(clippy::type_complexity)]
     fn summary(
         a: &Actions,
     ) -> (
@@ -918,6 +919,7 @@ mod tests {
             let units = work_units(&groups, threads);
             assert!(units.len() <= threads);
             let mut seen: Vec<Vec<bool>> = groups.iter().map(|&n| vec![false; n]).collect();
+            #[allow(clippy::needless_range_loop)] // the row number is part of the message
             for unit in &units {
                 for r in unit {
                     for row in r.start..r.end {

@@ -403,7 +403,7 @@ def _join(tgt: pa.Table, src: pa.Table, t_keys: List[str], s_keys: List[str]) ->
 def _narrowed_read(lay: Layout, source: pa.Table, keys: List[Tuple[str, str]], target_only: List[str]) -> Optional[str]:
     """The target rows MERGE must read: key values present in the source (a list for partition
     columns and small sources, a range otherwise) and the target-only conjuncts."""
-    summaries = []
+    summaries: List[Tuple[Any, ...]] = []
     for t_col, s_col in keys:
         col = source.column(s_col)
         values = pc.unique(pc.drop_null(col))

@@ -367,7 +367,7 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
             th.start()
             threads.append(th)
         else:
-            p = mp.get_context(mode).Process(target=run_writer, args=(path, cfg_json, w, 0, cfg.transactions, cfg.faults))
+            p = mp.get_context(mode).Process(target=run_writer, args=(path, cfg_json, w, 0, cfg.transactions, cfg.faults))  # type: ignore[attr-defined]
             p.start()
             procs[w] = (p, 0)
     rng = random.Random(f"{cfg.seed}-killer")
@@ -389,7 +389,7 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
                 left = cfg.transactions - done[w]
                 if left > 0:
                     mode = cfg.modes[w % len(cfg.modes)]
-                    q = mp.get_context(mode).Process(target=run_writer, args=(path, cfg_json, w, gen + 1, left, cfg.faults))
+                    q = mp.get_context(mode).Process(target=run_writer, args=(path, cfg_json, w, gen + 1, left, cfg.faults))  # type: ignore[attr-defined]
                     q.start()
                     procs[w] = (q, gen + 1)
                 else:
@@ -479,15 +479,15 @@ def check(path: str, dv_table: bool = True) -> Dict[str, Any]:
         added = set(rows[v]) - set(rows[v - 1])
         blind_ids[v] = added if history.get(v, {}).get("isBlindAppend") else set()
         a = at_version.get(v)
-        rec = attempts.get(a) if a else None
-        if rec is None:
+        logged = attempts.get(a) if a else None
+        if logged is None:
             if v > 0:
                 anomalies.append(f"version {v} has no logged attempt ({a})")
             continue
-        op = rec["op"]
+        op = logged["op"]
         outside: frozenset = frozenset()
-        if rec["level"] == "WriteSerializable" and "read_version" in rec:
-            outside = frozenset().union(*[blind_ids.get(u, set()) for u in range(rec["read_version"] + 1, v)])
+        if logged["level"] == "WriteSerializable" and "read_version" in logged:
+            outside = frozenset().union(*[blind_ids.get(u, set()) for u in range(logged["read_version"] + 1, v)])
         expected, bad = apply(op, rows[v - 1], outside)
         anomalies += [f"version {v} ({a} {op['op']}): {b}" for b in bad]
         if expected != rows[v]:
@@ -532,15 +532,15 @@ def _diff(expected: Rows, got: Rows) -> str:
 def _spurious(attempts: Dict[str, Dict[str, Any]], at_version: Dict[int, str], rows: Dict[int, Rows], dv_table: bool) -> List[str]:
     """Conflicts the row-level rules say could not happen (DV tables only: without DVs Delta's
     rules are per file, so a conflict between different rows of one file is expected)."""
-    out = []
+    out: List[str] = []
     if not dv_table:
         return out
     for a, rec in attempts.items():
         if rec["outcome"] != "conflict" or rec["error"] in _FIXED:
             continue
         wv = rec.get("winning_version")
-        winner = attempts.get(at_version.get(wv, ""))
-        if winner is None or wv not in rows or rec["read_version"] not in rows:
+        winner = attempts.get(at_version.get(wv, "")) if isinstance(wv, int) else None
+        if winner is None or wv is None or wv not in rows or rec["read_version"] not in rows:
             continue
         mine, theirs = rec["op"]["op"], winner["op"]["op"]
         why = None

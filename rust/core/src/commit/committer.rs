@@ -344,7 +344,9 @@ fn check_winners(
         let removed = removed_paths(st);
         let view = make_view(txn, prepared, st, &removed, table);
         let whys = match conflict::check_all(&view, winners) {
-            Err(e) if rule_disabled(&e) => Vec::new(),
+            Err(e) if rule_disabled(&e) => {
+                vec!["(rule disabled for a test)".to_string(); winners.len()]
+            }
             r => r?,
         };
         return Ok(Checked {
@@ -372,7 +374,10 @@ fn check_winners(
             .and_then(|()| conflict::row_level::check_winner(&view, current, w, &cx))
             .and_then(|v| conflict::check_identity(&view, w).map(|()| v));
         let v = match checked {
-            Err(e) if rule_disabled(&e) => continue,
+            Err(e) if rule_disabled(&e) => {
+                out.whys.push("(rule disabled for a test)".into());
+                continue;
+            }
             r => r?,
         };
         out.whys.push(v.why);

@@ -184,3 +184,24 @@ def test_dml_after_a_compaction_of_a_file_it_only_read(tmp_path, winner):
     got = sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
     bs = [i + 1000 for i in range(60) if i % 2] if winner == "update" else []
     assert got == sorted([i for i in range(60) if i % 2 == 0 and i != 40] + bs)
+
+
+def test_dml_against_optimize_dropping_fully_deleted_files(tmp_path):
+    """Found by the long stress run: after a DELETE of a whole partition (DVs covering every row),
+    OPTIMIZE drops those files without writing an output, so without provenance. DML that read
+    them (their stats could hold its id) removed none of their rows: it must commit."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    t = docc.Table.create(tmp_path / "t", schema, partition_by=["p"], properties=DV)
+    for lo in (0, 20):
+        ids = list(range(lo, lo + 20))
+        t.append(pa.table({"id": pa.array(ids, pa.int64()), "p": ["a" if i % 2 == 0 else "b" for i in ids]}))
+    txn = t.begin()  # DVs covering every row of p=a's files (a DELETE of whole partitions can leave such)
+    for path in txn.scan("p = 'a'").column("path").to_pylist():
+        txn.delete_rows(path, range(10))
+    txn.commit()
+    loser = t.begin()
+    loser.delete("id = 21")  # reads the 20-39 files of both partitions
+    assert t.optimize().version > 0
+    loser.commit()
+    got = sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
+    assert got == [i for i in range(40) if i % 2 and i != 21]

@@ -318,7 +318,7 @@ def run_schedule(path: str, cfg: Config) -> None:
         for j in range(cfg.k):
             op = choose(rng, known, next_id, cfg, shared_app=True)
             if rng.random() < 0.4:  # chains of compactions and DML are the point of the schedule
-                op = {"op": "optimize", "where": None} if rng.random() < 0.5 else {"op": "delete", "pred": _pred(rng, known)}
+                op = {"op": "optimize", "where": None} if rng.random() < 0.5 or not known else {"op": "delete", "pred": _pred(rng, known)}
             attempt, level = f"s.{r}.{j}", cfg.levels[(r + j) % len(cfg.levels)]
             try:
                 txn = _stage(t, op, level, attempt)

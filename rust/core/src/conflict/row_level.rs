@@ -456,6 +456,20 @@ fn fallback(
 
 /// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
 /// changed.
+/// Whether the remove's DV covers every row of its file (false when that cannot be told).
+fn all_rows_deleted(t: &TxnView, cx: &RowContext, r: &RemoveFile) -> bool {
+    let Some(d) = r.deletion_vector.as_deref() else {
+        return false;
+    };
+    let file = t
+        .read_snapshot
+        .and_then(|s| s.file(&r.path))
+        .cloned()
+        .or_else(|| file_of_remove(r));
+    file.and_then(|f| physical_rows(cx.root, &f).ok())
+        .is_some_and(|n| n > 0 && d.cardinality as u64 == n)
+}
+
 /// The file a remove with extended metadata names (partition values and size).
 fn file_of_remove(r: &RemoveFile) -> Option<AddFile> {
     Some(AddFile {
@@ -482,6 +496,13 @@ fn rows_of_file(
     let path: &str = &r.path;
     let fb = |kind, why: String| fallback(t, w, r, kind, &why);
     if !r.data_change && readded.is_none() {
+        // A compaction drops a file whose rows are all deleted without writing an output (and
+        // so without provenance): it removed no live row, whatever this transaction read.
+        if !st.changes_file(path) && all_rows_deleted(t, cx, r) {
+            return Ok(format!(
+                "it dropped {path}, whose rows were all deleted already"
+            ));
+        }
         let kind = if st.changes_file(path) {
             ConflictKind::ConcurrentDeleteDelete
         } else {

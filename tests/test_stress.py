@@ -8,6 +8,7 @@ application ids first)."""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import subprocess
@@ -17,6 +18,15 @@ import pytest
 from delta_occ import stress
 
 S, W = "Serializable", "WriteSerializable"
+
+
+@pytest.fixture(autouse=True)
+def _watchdog():
+    """One run hung once (not reproduced in a dozen reruns): if it happens again, print every
+    thread's stack and end the process rather than hold CI for its whole time limit."""
+    faulthandler.dump_traceback_later(600, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 CONFIGS = [
     # dvs, partitioned, modes

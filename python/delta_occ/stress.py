@@ -550,7 +550,9 @@ def _spurious(attempts: Dict[str, Dict[str, Any]], at_version: Dict[int, str], r
             before, after = rows[wv - 1], rows[wv]
             changed = {i for i in before if after.get(i) != before[i]}
             inserted = {i: r for i, r in after.items() if i not in before}
-            read = touched(rec["op"], rows[rec["read_version"]])
+            # §4 rule 2 judges the winner's changed rows by this transaction's predicate, also
+            # rows it never saw (appended after its read and changed by the winner).
+            read = touched(rec["op"], rows[rec["read_version"]]) | touched(rec["op"], {i: before[i] for i in changed})
             hit = (mine != "merge" and any(pred_match(rec["op"]["pred"], i, r) for i, r in inserted.items())) or (
                 mine == "merge" and any(k in inserted for k, _ in rec["op"]["src"])
             )

@@ -158,7 +158,7 @@ def create(path: str, cfg: Config) -> Table:
     log = _Log(os.path.join(path, "_stress", "setup.jsonl"))
     for n in range(3):
         op = {"op": "append", "ids": list(range(n * 20, n * 20 + 20))}
-        _attempt(t, log, f"setup.{n}", "setup", "Serializable", op, None)
+        _attempt(t, log, f"setup.{n}", "setup", "Serializable", op)
     return t
 
 
@@ -266,15 +266,22 @@ def _commit(txn: Any, rec: Dict[str, Any], log: _Log) -> None:
     log.write(rec)
 
 
-def _attempt(t: Table, log: _Log, attempt: str, worker: str, level: str, op: Dict[str, Any], rng: Optional[random.Random]) -> None:
+def _begin(t: Table, log: _Log, attempt: str, worker: str, level: str, op: Dict[str, Any]) -> Optional[Tuple[Any, Dict[str, Any]]]:
+    """Stage ``op`` and log the start; None (logged as an error) when staging itself fails."""
     try:
         txn = _stage(t, op, level, attempt)
     except ex.DeltaOccError as e:
         log.write({"attempt": attempt, "worker": worker, "level": level, "op": op, "outcome": "error", "error": type(e).__name__, "message": str(e)[:400]})
-        return
+        return None
     rec = {"attempt": attempt, "worker": worker, "level": level, "op": op, "read_version": txn.read_version}
     log.write({**rec, "outcome": "started"})
-    _commit(txn, rec, log)
+    return txn, rec
+
+
+def _attempt(t: Table, log: _Log, attempt: str, worker: str, level: str, op: Dict[str, Any]) -> None:
+    staged = _begin(t, log, attempt, worker, level, op)
+    if staged is not None:
+        _commit(*staged, log)
 
 
 def _ids_now(t: Table) -> List[int]:
@@ -299,7 +306,7 @@ def run_writer(path: str, cfg_json: str, worker: int, gen: int, n: int, faults: 
         if a % 5 == 0:
             known = _ids_now(t)
         op = choose(rng, known, next_id, cfg)
-        _attempt(t, log, f"{worker}.{gen}.{a}", f"w{worker}", cfg.levels[(worker + a) % len(cfg.levels)], op, rng)
+        _attempt(t, log, f"{worker}.{gen}.{a}", f"w{worker}", cfg.levels[(worker + a) % len(cfg.levels)], op)
 
 
 def run_schedule(path: str, cfg: Config) -> None:
@@ -319,15 +326,9 @@ def run_schedule(path: str, cfg: Config) -> None:
             op = choose(rng, known, next_id, cfg, shared_app=True)
             if rng.random() < 0.4:  # chains of compactions and DML are the point of the schedule
                 op = {"op": "optimize", "where": None} if rng.random() < 0.5 or not known else {"op": "delete", "pred": _pred(rng, known)}
-            attempt, level = f"s.{r}.{j}", cfg.levels[(r + j) % len(cfg.levels)]
-            try:
-                txn = _stage(t, op, level, attempt)
-            except ex.DeltaOccError as e:
-                log.write({"attempt": attempt, "worker": "schedule", "level": level, "op": op, "outcome": "error", "error": type(e).__name__, "message": str(e)[:400]})
-                continue
-            rec = {"attempt": attempt, "worker": "schedule", "level": level, "op": op, "read_version": txn.read_version}
-            log.write({**rec, "outcome": "started"})
-            staged.append((txn, rec))
+            one = _begin(t, log, f"s.{r}.{j}", "schedule", cfg.levels[(r + j) % len(cfg.levels)], op)
+            if one is not None:
+                staged.append(one)
         rng.shuffle(staged)
         for txn, rec in staged:
             _commit(txn, rec, log)
@@ -340,11 +341,10 @@ def interleave(path: str, ops: Sequence[Tuple[Dict[str, Any], str]], order: Sequ
     log = _Log(os.path.join(path, "_stress", f"{tag}.jsonl"))
     staged = []
     for j, (op, level) in enumerate(ops):
-        op = json.loads(json.dumps(op))
-        txn = _stage(t, op, level, f"{tag}.{j}")
-        rec = {"attempt": f"{tag}.{j}", "worker": tag, "level": level, "op": op, "read_version": txn.read_version}
-        log.write({**rec, "outcome": "started"})
-        staged.append((txn, rec))
+        op = json.loads(json.dumps(op))  # staging records what it chose (app version, property key)
+        txn = _stage(t, op, level, f"{tag}.{j}")  # a staging error is the caller's
+        staged.append((txn, {"attempt": f"{tag}.{j}", "worker": tag, "level": level, "op": op, "read_version": txn.read_version}))
+        log.write({**staged[-1][1], "outcome": "started"})
     for j in order:
         _commit(*staged[j], log)
     return [rec for _, rec in staged]

@@ -461,17 +461,18 @@ fn all_rows_deleted(t: &TxnView, cx: &RowContext, r: &RemoveFile) -> bool {
     let Some(d) = r.deletion_vector.as_deref() else {
         return false;
     };
-    let file = t
-        .read_snapshot
-        .and_then(|s| s.file(&r.path))
-        .cloned()
-        .or_else(|| file_of_remove(r));
-    file.and_then(|f| physical_rows(cx.root, &f).ok())
+    removed_file(t, r)
+        .and_then(|f| physical_rows(cx.root, &f).ok())
         .is_some_and(|n| n > 0 && d.cardinality as u64 == n)
 }
 
-/// The file a remove with extended metadata names (partition values and size).
-fn file_of_remove(r: &RemoveFile) -> Option<AddFile> {
+/// The file a winner removed: from the read snapshot, else (a file an earlier winner added, such
+/// as a compaction output this transaction's changes were remapped onto) from the remove's own
+/// extended metadata (partition values and size).
+fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
+    if let Some(f) = t.read_snapshot.and_then(|s| s.file(&r.path)) {
+        return Some(f.clone());
+    }
     Some(AddFile {
         path: r.path.clone(),
         partition_values: r.partition_values.clone()?,
@@ -515,12 +516,7 @@ fn rows_of_file(
     }
     let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
         .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
-    // A file an earlier winner added (a compaction's output this transaction's changes were
-    // remapped onto) is not in the read snapshot; its remove describes it well enough.
-    let file = readded
-        .cloned()
-        .or_else(|| t.read_snapshot.and_then(|s| s.file(path)).cloned())
-        .or_else(|| file_of_remove(r));
+    let file = readded.cloned().or_else(|| removed_file(t, r));
     let Some(file) = file else {
         return Err(fb(
             ConflictKind::ConcurrentDeleteRead,

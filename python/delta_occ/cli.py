@@ -1,7 +1,4 @@
-"""The delta-occ command line: `demo` is the embedded-engine smoke job; `history` and `snapshot`
-inspect a table; `stress` runs concurrent writers on a scratch table and checks the history.
-Exit codes: 0 success, 1 a delta-occ error (message on stderr), 2 bad usage, 3 `stress` found
-an anomaly, a lost or duplicated commit, or a spurious conflict."""
+"""The delta-occ command line."""
 
 from __future__ import annotations
 
@@ -10,16 +7,46 @@ import datetime
 import json
 import os
 import sys
-from typing import List, Optional
+import tempfile
+from typing import Any, Callable, Dict, List, Optional
 
 import pyarrow as pa
+from rich.console import Console
+from rich.table import Table as Grid
 
+from . import explain, matrix, predict
 from ._core import __version__
 from .exceptions import DeltaOccError, TableAlreadyExistsError
 from .table import Table
 
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDING, EXIT_CONFLICT = 0, 1, 2, 3, 4
 
-def _row_count(snapshot, files: pa.Table) -> int:
+DESCRIPTION = """\
+Optimistic concurrency control for Delta Lake writers: run the documented conflict matrices,
+explain commits, predict conflicts, inspect tables, stress-test concurrent writers.
+
+exit codes:
+  0  success
+  1  a delta-occ error (missing table, corrupt log, bad argument...): message on stderr, or
+     {"error": {"type": ..., "message": ...}} on stdout with --json
+  2  bad usage (unknown command or option)
+  3  `matrix` observed a cell that differs from concurrency.md section 5, or `stress` found an
+     anomaly, a lost or duplicated commit, or a spurious conflict
+  4  `check` predicts a conflict in at least one commit order
+"""
+
+# Piped output is not cut to 80 columns.
+_out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _when(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return "?"
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _row_count(snapshot: Any, files: pa.Table) -> int:
     """Rows after DVs from the log's stats; the data is read only when a file lacks numRecords."""
     num_records = files.column("num_records").to_pylist()
     if None in num_records:
@@ -27,7 +54,7 @@ def _row_count(snapshot, files: pa.Table) -> int:
     return sum(num_records) - sum(files.column("dv_cardinality").to_pylist())
 
 
-def _snapshot_summary(t: Table, version: Optional[int] = None) -> dict:
+def _snapshot_summary(t: Table, version: Optional[int] = None) -> Dict[str, Any]:
     s = t.snapshot(version)
     files = s.files()
     return {
@@ -43,73 +70,205 @@ def _snapshot_summary(t: Table, version: Optional[int] = None) -> dict:
     }
 
 
-def _print(obj, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(obj, indent=2, default=str))
-        return
-    if isinstance(obj, list):
-        for entry in obj:
-            ts = entry.get("inCommitTimestamp", entry.get("timestamp"))
-            when = datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if isinstance(ts, int) else "?"
-            print(f"v{entry['version']:>4}  {when}  {entry.get('operation', '?'):<14} {json.dumps(entry.get('operationParameters', {}))}")
-        return
+def _history(t: Table, limit: Optional[int]) -> List[Dict[str, Any]]:
+    out = []
+    for e in t.history(limit):
+        occ = e.get("deltaOcc") or {}
+        out.append({
+            "version": e["version"],
+            "timestamp": e.get("inCommitTimestamp", e.get("timestamp")),
+            "operation": e.get("operation"),
+            "parameters": e.get("operationParameters", {}),
+            "read_version": e.get("readVersion"),
+            "isolation_level": e.get("isolationLevel"),
+            "blind_append": e.get("isBlindAppend"),
+            "rebased_over": [w["version"] for w in occ.get("checkedWinners", [])],
+            "attempts": occ.get("attempt"),
+            "engine": e.get("engineInfo"),
+        })
+    return out
+
+
+def _print_pairs(obj: Dict[str, Any]) -> None:
+    g = Grid(show_header=False, box=None)
+    g.add_column(style="bold", justify="right")
+    g.add_column()
     for k, v in obj.items():
-        print(f"{k:>17}: {v}")
+        g.add_row(k, json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+    _out.print(g)
 
 
-def cmd_demo(args) -> int:
+def _print_history(entries: List[Dict[str, Any]]) -> None:
+    g = Grid(title="history (newest first)", title_justify="left")
+    for col in ("version", "time (UTC)", "operation", "read", "isolation level", "blind", "rebased over"):
+        g.add_column(col, no_wrap=True)
+    g.add_column("parameters", overflow="fold")
+    for e in entries:
+        g.add_row(
+            str(e["version"]), _when(e["timestamp"]), str(e["operation"]),
+            "" if e["read_version"] is None else str(e["read_version"]), e["isolation_level"] or "",
+            {True: "yes", False: "no", None: ""}[e["blind_append"]],
+            ", ".join(f"v{v}" for v in e["rebased_over"]), json.dumps(e["parameters"]),
+        )
+    _out.print(g)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
     steps: List[str] = []
-    say = steps.append if args.json else print
+    say: Callable[[str], None] = steps.append if args.json else _out.print
     schema = pa.schema([("id", pa.int64()), ("date", pa.string()), ("value", pa.float64())])
-    try:
-        t = Table.create(args.path, schema, partition_by=["date"], properties={"delta.enableDeletionVectors": "true"},
-                         name="delta_occ_demo")
-        say(f"created {t.path} at version {t.version}")
-    except TableAlreadyExistsError:
-        t = Table(args.path)
-        say(f"opened existing table {t.path} at version {t.version}")
-    base = (t.snapshot().to_pyarrow(columns=["id"]).column("id").to_pylist() or [0])
-    start = max(base) + 1
-    ids = list(range(start, start + 8))
+    if args.path is None:
+        args.path = os.path.join(tempfile.mkdtemp(prefix="delta-occ-demo-"), "table")
+    if os.path.exists(os.path.join(args.path, "_delta_log")):
+        raise TableAlreadyExistsError(f"{args.path} already holds a table; the demo needs a new directory", table=args.path)
+    t = Table.create(args.path, schema, partition_by=["date"], properties={"delta.enableDeletionVectors": "true"}, name="delta_occ_demo")
+    say(f"created {t.path} at version {t.version}")
+    ids = list(range(1, 9))
     t.append(pa.table({"id": ids, "date": ["2024-01-01"] * 4 + ["2024-01-02"] * 4, "value": [float(i) for i in ids]}))
     # Two writers delete different rows of the same file concurrently: the second is rebased at
     # row level (its DV merged with the winner's) instead of failing.
     first = t.begin()
-    first.delete(f"id = {ids[0]}")
-    t.delete(f"id = {ids[1]}")
+    first.delete("id = 1")
+    t.delete("id = 2")
     r = first.commit()
     say(f"concurrent deletes of one file: committed v{r.version} after {r.attempts} attempt(s), "
-          f"rows_resolved={r.rows_resolved}; {r.checks[0]['outcome'] if r.checks else ''}")
-    t.update(f"id = {ids[2]}", {"value": "value * 10"})
-    t.merge(pa.table({"id": [ids[3], start + 100], "date": ["2024-01-01", "2024-01-03"], "value": [-1.0, 1.0]}),
+        f"rows_resolved={r.rows_resolved}; {r.checks[0]['outcome'] if r.checks else ''}")
+    t.update("id = 3", {"value": "value * 10"})
+    t.merge(pa.table({"id": [4, 100], "date": ["2024-01-01", "2024-01-03"], "value": [-1.0, 1.0]}),
             "t.id = s.id", when_matched_update={"value": "s.value"}, when_not_matched_insert=True)
     r = t.optimize()
-    say(f"optimize: v{r.version} at {r.isolation_level.value}, {r.metrics.get('numRemovedFiles')} files compacted")
-    if args.json:  # one JSON document, nothing else on stdout
-        _print({"steps": steps, "snapshot": _snapshot_summary(t), "history": t.history()}, True)
-        return 0
-    print("snapshot:")
-    _print(_snapshot_summary(t), False)
-    print("history:")
-    _print(t.history(), False)
-    return 0
+    say(f"optimize: v{r.version} at {r.isolation_level.value} (SnapshotIsolation: a dataChange=false "
+        f"compaction), {r.metrics.get('numRemovedFiles')} files compacted")
+    if args.json:
+        _emit({"steps": steps, "snapshot": _snapshot_summary(t), "history": _history(t, None)})
+        return EXIT_OK
+    _out.print("[bold]snapshot[/bold]")
+    _print_pairs(_snapshot_summary(t))
+    _print_history(_history(t, None))
+    return EXIT_OK
 
 
-def cmd_history(args) -> int:
-    _print(Table(args.path).history(args.limit), args.json)
-    return 0
+def cmd_matrix(args: argparse.Namespace) -> int:
+    modes = args.mode or list(matrix.MODES)
+    levels = args.level or list(matrix.LEVELS)
+    parts = {"both": (False, True), "yes": (True,), "no": (False,)}[args.partitioned]
+    if args.json:
+        result = matrix.run(modes, parts, levels)
+        _emit(result)
+    else:
+        from rich.progress import Progress
+
+        with Progress(console=_err, transient=True) as bar:
+            task = bar.add_task("running cells", total=None)
+            result = matrix.run(modes, parts, levels, lambda done, total: bar.update(task, completed=done, total=total))
+        _print_matrix(result)
+    return EXIT_FINDING if result["differences"] else EXIT_OK
 
 
-def cmd_snapshot(args) -> int:
-    _print(_snapshot_summary(Table(args.path), args.at_version), args.json)
-    return 0
+def _print_matrix(result: Dict[str, Any]) -> None:
+    for title, rows in matrix.DOCUMENTED.items():
+        g = Grid(title=f"documented (concurrency.md §5), {title}", title_justify="left", width=min(_out.width, 130))
+        g.add_column("second \\ first")
+        for k in matrix.DOCUMENTED_COLUMNS:
+            g.add_column(k)
+        for second, texts in rows:
+            g.add_row(second, *texts)
+        _out.print(g)
+    _out.print("[bold]observed[/bold] on scratch tables; INSERT-READ is an INSERT that first reads the table.")
+    _out.print("Rows: the operation that commits second. Columns: the winner (commits first).\n"
+               "[green]-[/green] no conflict, [yellow]same[/yellow] conflict only when the winner touched the same row "
+               "(row level) or partition/files (file level), [red]X[/red] conflict; a red "
+               "[red]A != B[/red] is observed A where concurrency.md §5 documents B.")
+    for title, rows in matrix.grids(result):
+        g = Grid(title=title, title_justify="left")
+        g.add_column("second \\ first")
+        for k in matrix.KINDS:
+            g.add_column(k)
+        for second, entries in rows:
+            cells = []
+            for e in entries:
+                if e is None:
+                    cells.append("")
+                elif e[0] == e[1]:
+                    cells.append({"-": "[green]-[/green]", "X": "[red]X[/red]"}.get(e[0], f"[yellow]{e[0]}[/yellow]"))
+                else:
+                    cells.append(f"[bold red]{e[0]} != {e[1]}[/bold red]")
+            g.add_row(second, *cells)
+        _out.print(g)
+    for c in result["cells"]:
+        if not c["agrees"]:
+            _out.print(f"[red]difference[/red]: {c['mode']}, {'partitioned' if c['partitioned'] else 'unpartitioned'}, "
+                       f"{c['level']}: {c['second']} after {c['first']} ({c['variant']}): observed {c['observed']} "
+                       f"({c['exception'] or '-'}), documented {c['documented']}: {c['rule']}")
+    _out.print(f"{result['checked']} cells in {result['seconds']} s; "
+               f"{result['differences']} difference(s) from the documented matrices (concurrency.md §5).")
 
 
-def cmd_stress(args) -> int:
+def cmd_history(args: argparse.Namespace) -> int:
+    entries = _history(Table(args.path), args.limit)
+    if args.json:
+        _emit(entries)
+    else:
+        _print_history(entries)
+    return EXIT_OK
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    summary = _snapshot_summary(Table(args.path), args.at_version)
+    if args.json:
+        _emit(summary)
+    else:
+        _print_pairs(summary)
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    result = explain.commit(Table(args.path), args.version)
+    if args.json:
+        _emit(result)
+        return EXIT_OK
+    _out.print(f"[bold]v{result['version']}[/bold] {result['operation']} {json.dumps(result['parameters'])} "
+               f"at {_when(result['timestamp'])} UTC, {result['isolation_level'] or 'isolation level not recorded'}"
+               f"{', blind append' if result['blind_append'] else ''}")
+    _out.print(result["summary"])
+    for c in result["checked"]:
+        _out.print(f"  against v{c['version']} ({c['operation']}): [bold]{c['rule']}[/bold]")
+        _out.print(f"    {c['outcome']}")
+        if c["shared_files"]:
+            _out.print(f"    files both touched: {', '.join(c['shared_files'])}")
+        if c["shared_partitions"]:
+            _out.print(f"    partitions both touched: {', '.join(json.dumps(p) for p in c['shared_partitions'])}")
+    if result["winners_not_recorded"]:
+        _out.print(f"  ({result['winners_not_recorded']} more winners checked, not recorded)")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    result = predict.check(args.path, args.first, args.second, isolation_level=args.isolation_level, row_level=not args.file_level)
+    if args.json:
+        _emit(result)
+    else:
+        _out.print(f"{result['table']} at v{result['version']}, {result['isolation_level']}, "
+                   f"{'row-level concurrency' if result['row_level'] else 'file level'}:")
+        for o in result["orders"]:
+            _out.print(f"  {o['winner']!r} commits first, then {o['loser']!r}: "
+                       + ("[green]no conflict[/green]" if o["outcome"] == "no conflict" else f"[red]{o['outcome']}[/red]"))
+            rule = o.get("rule") or (o.get("explanation") or {}).get("rule")
+            if rule:
+                _out.print(f"    {rule}")
+            if o["outcome"] != "no conflict":
+                ex = o["explanation"]
+                where = ", ".join(x for x in (ex["file"] and f"file {ex['file']}", ex["partition"] and f"partition {json.dumps(ex['partition'])}") if x)
+                if where:
+                    _out.print(f"    {where}")
+    return EXIT_CONFLICT if result["conflicts"] else EXIT_OK
+
+
+def cmd_stress(args: argparse.Namespace) -> int:
     from . import stress
 
     if os.path.exists(os.path.join(args.path, "_delta_log")):
-        raise TableAlreadyExistsError(f"{args.path} already holds a table; stress needs a new directory")
+        raise TableAlreadyExistsError(f"{args.path} already holds a table; stress needs a new directory", table=args.path)
     levels = ["Serializable", "WriteSerializable"] if args.level == "both" else [args.level]
     cfg = stress.Config(
         writers=args.writers, transactions=args.transactions, modes=args.modes.split(","), dvs=not args.no_dvs,
@@ -119,33 +278,54 @@ def cmd_stress(args) -> int:
     progress = None if args.json else (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True))
     summary = stress.run(args.path, cfg, progress)
     if args.json:
-        print(json.dumps(summary))
+        _emit(summary)
     else:
         print(file=sys.stderr)
-        for key in ("attempted", "committed", "unknown", "kills", "conflicts", "errors", "versions", "rows", "lost", "duplicated", "spurious", "oracle", "seconds"):
-            print(f"{key:>11}: {summary[key]}")
-        print(f"{'anomalies':>11}: {len(summary['anomalies'])}")
+        _print_pairs({k: summary[k] for k in ("attempted", "committed", "unknown", "kills", "conflicts", "errors", "versions", "rows", "lost", "duplicated", "spurious", "oracle", "seconds")}
+                     | {"anomalies": len(summary["anomalies"])})
         for line in summary["anomalies"][:20] + summary["spurious_conflicts"]:
-            print(f"  - {line}")
+            _out.print(f"  - {line}", markup=False)
     bad = summary["anomalies"] or summary["lost"] or summary["duplicated"] or summary["spurious"]
-    return 3 if bad else 0
+    return EXIT_FINDING if bad else EXIT_OK
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="delta-occ", description=__doc__)
+def _emit(obj: Any) -> None:
+    """The command's only output on stdout: one JSON document."""
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="delta-occ", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"delta-occ {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="create (or open) a small local table and print its snapshot and history")
-    p.add_argument("path")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("matrix", help="run the documented conflict matrices live on scratch tables and mark every difference")
+    p.add_argument("--mode", action="append", choices=matrix.MODES, help="only this configuration (repeatable; default all three)")
+    p.add_argument("--level", action="append", choices=matrix.LEVELS, help="only this isolation level (repeatable; default both)")
+    p.add_argument("--partitioned", choices=["both", "yes", "no"], default="both", help="partitioned tables, unpartitioned, or both (default)")
+    p.set_defaults(func=cmd_matrix)
+    p = sub.add_parser("demo", help="create a small local table in a new directory, run concurrent DML on it, print its snapshot and history")
+    p.add_argument("path", nargs="?", default=None, help="a new directory for the demo table (default: a new temporary directory)")
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("history", help="print a table's commit history, newest first")
+    p = sub.add_parser("history", help="a table's commits, newest first: time, operation, read version, isolation level, blind append, rebased over")
     p.add_argument("path")
     p.add_argument("--limit", type=int, default=None, help="show only the newest LIMIT commits")
     p.set_defaults(func=cmd_history)
-    p = sub.add_parser("snapshot", help="print a summary of the latest snapshot (or of --version N)")
+    p = sub.add_parser("snapshot", help="a summary of the latest snapshot (or of --version N)")
     p.add_argument("path")
     p.add_argument("--version", type=int, dest="at_version", default=None, metavar="N", help="time travel to version N")
     p.set_defaults(func=cmd_snapshot)
+    p = sub.add_parser("explain", help="what commit VERSION was checked against and the rule that let it pass or be rebased")
+    p.add_argument("path")
+    p.add_argument("version", type=int)
+    p.set_defaults(func=cmd_explain)
+    p = sub.add_parser("check", help="predict whether two planned operations conflict on the table as it is now (run on scratch clones)",
+                       description=predict.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path")
+    p.add_argument("--first", required=True, help="the first operation, e.g. \"DELETE WHERE date < '2010-01-01'\"")
+    p.add_argument("--second", required=True, help="the second operation, e.g. \"UPDATE SET value = 0 WHERE date > '2010-01-01'\"")
+    p.add_argument("--isolation-level", choices=["Serializable", "WriteSerializable"], default=None, help="default: the table's level")
+    p.add_argument("--file-level", action="store_true", help="opt out of row-level concurrency (the classic file-level checks)")
+    p.set_defaults(func=cmd_check)
     p = sub.add_parser("stress", help="run concurrent writers on a new scratch table and check the history")
     p.add_argument("path", help="a new directory for the scratch table (its _stress/ holds the attempt logs)")
     p.add_argument("--writers", type=int, default=4, help="concurrent writers (default 4)")
@@ -158,16 +338,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--level", choices=["Serializable", "WriteSerializable", "both"], default="both", help="isolation levels used (default both)")
     p.add_argument("--kill-every", type=float, default=None, metavar="SECONDS", help="SIGKILL a random process writer this often (it is restarted)")
     p.add_argument("--faults", default="", help="DELTA_OCC_FAULTS for the writer processes, e.g. ack_lost or pause_ms=5")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_stress)
     for p in sub.choices.values():
-        p.add_argument("--json", action="store_true", help="machine-readable output")
-    args = parser.parse_args(argv)
+        p.add_argument("--json", action="store_true", help="print one JSON document on stdout and nothing else")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        return args.func(args)
+        return int(args.func(args))
     except DeltaOccError as e:
-        print(f"delta-occ: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+        if args.json:
+            _emit({"error": {"type": type(e).__name__, "message": str(e)}})
+        else:
+            _err.print(f"delta-occ: {type(e).__name__}: {e}", markup=False)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

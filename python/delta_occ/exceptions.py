@@ -7,7 +7,7 @@ follow delta-spark's ``delta.exceptions`` so user code reads the same.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 __all__ = [
     "DeltaOccError",
@@ -59,6 +59,13 @@ class DeltaConcurrentModificationException(DeltaOccError):
     conflicting_file: Optional[str] = None
     winning_commit_info: Optional[dict] = None
     overlapping_rows: Optional[int] = None
+
+    def explain(self) -> Dict[str, Any]:
+        """The winning version, the rule of concurrency.md that failed, the file and the
+        partition involved (see :mod:`delta_occ.explain`)."""
+        from .explain import conflict
+
+        return conflict(self)
 
 
 class ConcurrentWriteException(DeltaConcurrentModificationException):

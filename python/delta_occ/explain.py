@@ -1,0 +1,170 @@
+"""Why a commit passed its conflict checks, or why a transaction failed them.
+
+`commit(table, version)` reads what delta-occ recorded in the commit's `commitInfo.deltaOcc`: the
+concurrent commits (winners) it was checked against and, for each, the sentence the checker wrote.
+It names the rule of concurrency.md that let the commit pass or be rebased, and the files and
+partitions the commit shares with each winner. `conflict(exception)` says the same of a conflict
+exception: the winning version, the rule, the file and the partition.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import exceptions as exc
+from .exceptions import InvalidArgumentError, VersionNotFoundError
+
+# The checker's sentences (rust/core/src/conflict) → the rule of concurrency.md they apply.
+# Checked in order; the first matching phrase names the rule.
+_PASS_RULES: Sequence[Tuple[str, str]] = (
+    ("rule disabled for a test", "test switch DELTA_OCC_TEST_DISABLE_RULE"),
+    ("bin was dropped", "§4 rule 5: of two overlapping compactions the later drops the bins already replaced"),
+    ("which this compaction carries", "§4 rule 5: compaction never conflicts (deleted rows remapped onto its output)"),
+    ("rows were all deleted already", "§4 rule 5: the compaction dropped a file with no live row"),
+    ("none of which this transaction read or changes", "§4 rules 1-3: disjoint rows of the same file (deletion vectors merged)"),
+    ("none of the rows in the winner's", "§4 rule 4: no row the winner added matches the read predicates"),
+    ("transaction is a blind append", "§3 check 5: a blind append does not check concurrent appends"),
+    ("SnapshotIsolation", "§2: SnapshotIsolation (a dataChange=false commit) ignores added files"),
+    ("WriteSerializable ignores", "§2: WriteSerializable ignores a concurrent blind append"),
+    ("recorded no read predicate", "§3 check 5: this transaction read nothing the added files could change"),
+    ("(partition values and statistics)", "§3 check 5 with conflict-time data skipping: no added file can hold a matching row"),
+    ("(partition values)", "§3 check 5: no added file is in a partition this transaction read"),
+    ("added no data files", "§3 checks 5-7: the winner added no data and removed nothing this transaction read or removed"),
+    ("added no new data files", "§4: the winner added no data files"),
+)
+
+
+def pass_rules(outcome: str) -> List[str]:
+    """The rules that let a transaction pass one winner, from the checker's recorded sentence
+    (the most specific first)."""
+    rules = [rule for phrase, rule in _PASS_RULES if phrase in outcome]
+    return list(dict.fromkeys(rules)) or ["§3 checks 1-8: no check failed"]
+
+
+def conflict(e: exc.DeltaConcurrentModificationException) -> Dict[str, Any]:
+    """The winning version, the rule that failed, and the file and partition involved."""
+    reason = getattr(e, "reason", None) or ""
+    row_level = e.overlapping_rows is not None
+    fallback = "fell back to file level" in str(e)
+    if isinstance(e, exc.ProtocolChangedException):
+        rule = "§3 check 1: a protocol change fails every concurrent writer"
+    elif isinstance(e, exc.MetadataChangedException):
+        rule = "§3 check 2: a metadata change fails every concurrent writer"
+    elif isinstance(e, exc.ConcurrentTransactionException):
+        rule = "§3 check 3: both wrote the same metadata domain" if "domain" in str(e) else "§3 check 4: the winner set an application id this transaction read"
+    elif isinstance(e, exc.ConcurrentAppendException):
+        rule = "§4 rule 4: rows the winner added match the read predicate" if row_level else "§3 check 5: the winner added files this transaction should have read"
+    elif isinstance(e, exc.ConcurrentDeleteReadException):
+        rule = "§4 rule 2: the winner changed rows this transaction read" if row_level else "§3 check 6: the winner removed a file this transaction read"
+    elif isinstance(e, exc.ConcurrentDeleteDeleteException):
+        rule = "§4 rule 1: both changed the same rows" if row_level else "§3 check 7: both removed the same file"
+    elif isinstance(e, exc.ConcurrentWriteException):
+        rule = "§3 check 8: identity columns"
+    else:
+        rule = "§3"
+    if fallback:
+        rule += " (§4 rule 6: row-level concurrency fell back to file level)"
+    return {
+        "exception": type(e).__name__,
+        "table": e.table,
+        "winning_version": e.winning_version,
+        "winning_operation": e.winning_operation,
+        "isolation_level": e.isolation_level,
+        "rule": rule,
+        "file": e.conflicting_file,
+        "partition": e.partition_hint,
+        "overlapping_rows": e.overlapping_rows,
+        "reason": reason,
+    }
+
+
+def commit(table: Any, version: int) -> Dict[str, Any]:
+    """What commit `version` of `table` (a `delta_occ.Table`) was checked against and why it
+    passed each check."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise InvalidArgumentError(f"version must be an int >= 0, got {version!r}")
+    summary = _summary(table, version)
+    info = summary["commit_info"] or {}
+    occ = info.get("deltaOcc") or {}
+    mine = _files(table, version, summary)
+    read_version = info.get("readVersion")
+    checked = []
+    for rec in occ.get("checkedWinners", []):
+        theirs = _files(table, rec["version"], _summary(table, rec["version"]))
+        outcome = rec["outcome"]
+        checked.append({
+            "version": rec["version"],
+            "operation": rec["operation"],
+            "rule": pass_rules(outcome)[0],
+            "rules": pass_rules(outcome),
+            "outcome": outcome,
+            "shared_files": sorted(set(mine) & set(theirs)),
+            "shared_partitions": _shared_partitions(mine, theirs),
+        })
+    return {
+        "table": table.path,
+        "version": version,
+        "operation": summary["operation"],
+        "parameters": info.get("operationParameters", {}),
+        "timestamp": info.get("inCommitTimestamp", info.get("timestamp")),
+        "read_version": read_version,
+        "isolation_level": info.get("isolationLevel"),
+        "blind_append": info.get("isBlindAppend"),
+        "attempts": occ.get("attempt"),
+        "engine": info.get("engineInfo"),
+        "files": mine,
+        "checked": checked,
+        "winners_not_recorded": occ.get("winnersNotRecorded", 0),
+        "summary": _sentence(version, read_version, occ, checked),
+    }
+
+
+def _summary(table: Any, version: int) -> Dict[str, Any]:
+    s = table._h.commit_summary(version)
+    if s is None:
+        latest = table.refresh()
+        why = f"the latest is {latest}" if version > latest else "its commit file is gone (log cleanup?)"
+        raise VersionNotFoundError(f"version {version} of {table.path} cannot be explained: {why}", table=table.path, version=version)
+    s["commit_info"] = json.loads(s["commit_info"]) if s["commit_info"] else None
+    return s
+
+
+def _files(table: Any, version: int, summary: Dict[str, Any]) -> Dict[str, Optional[Dict[str, Any]]]:
+    """Every data file the commit added or removed, with its partition values (a removed file's
+    come from the remove action or the snapshot before the commit)."""
+    out: Dict[str, Optional[Dict[str, Any]]] = {a["path"]: a.get("partition_values") for a in summary["added"]}
+    missing = []
+    for r in summary["removed"]:
+        pv = r.get("partition_values")
+        if pv is None and r["path"] not in out:
+            missing.append(r["path"])
+        out.setdefault(r["path"], pv)
+    if missing and version > 0:
+        files = table.snapshot(version - 1).files()
+        known = dict(zip(files.column("path").to_pylist(), files.column("partition_values").to_pylist()))
+        for path in missing:
+            pv = known.get(path)
+            out[path] = dict(pv) if isinstance(pv, list) else pv
+    return out
+
+
+def _shared_partitions(mine: Dict[str, Any], theirs: Dict[str, Any]) -> List[Dict[str, Any]]:
+    def keys(files: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+        return {json.dumps(pv, sort_keys=True): pv for pv in files.values() if pv}
+
+    a, b = keys(mine), keys(theirs)
+    return [a[k] for k in sorted(a.keys() & b.keys())]
+
+
+def _sentence(version: int, read_version: Optional[int], occ: Dict[str, Any], checked: List[Dict[str, Any]]) -> str:
+    if read_version is None:
+        return f"version {version} carries no read version: its writer recorded no conflict checks"
+    if not occ:
+        if read_version == version - 1:
+            return f"read version {read_version}; no concurrent commit to check"
+        return f"read version {read_version}, committed at {version}: its writer recorded no conflict checks"
+    if not checked:
+        return f"read version {read_version}; committed on attempt {occ.get('attempt', 1)} with no concurrent commit to check"
+    over = ", ".join(f"v{c['version']} ({c['operation']})" for c in checked)
+    return f"read version {read_version}; checked against {over} and rebased on attempt {occ.get('attempt')}"

@@ -23,3 +23,24 @@ def test_using_it_blocks_run_as_written(tmp_path, monkeypatch, capsys):
     version, ids = capsys.readouterr().out.strip().split(" ", 1)
     assert ids == "[11, 12, 30, 40, 50]"
     assert int(version) == 7  # 0 create, 1-2 appends, 3 overwrite, 4 delete, 5 update, 6 merge, 7 txn (optimize: nothing to do)
+
+
+def test_two_jobs_block_and_its_explain_command(tmp_path, monkeypatch, capsys):
+    """The "Two jobs at once" block prints what §2's table gives (scenario 2: Append under
+    Serializable, success under WriteSerializable), and the `explain` command the text names
+    explains A's commit."""
+    import json
+
+    from delta_occ.cli import main
+
+    section = README.read_text().split("## Two jobs at once", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md two jobs", "exec"), {})
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == ["Serializable §3 check 5: the winner added files this transaction should have read",
+                     "WriteSerializable committed 4"]
+    command = re.search(r"`delta-occ (explain jobs \d+)`", section).group(1).split()
+    assert main([*command, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["operation"] == "WRITE" and [c["rule"] for c in doc["checked"]] == ["§2: WriteSerializable ignores a concurrent blind append"]

@@ -1,9 +1,32 @@
 """Type stubs for the Rust extension module ``delta_occ._core`` (thin layer over delta-occ-core)."""
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, final
 
 __version__: str
 
+__all__ = [
+    "__version__",
+    "TableHandle",
+    "SnapshotHandle",
+    "TransactionHandle",
+    "parse_isolation_level",
+    "parse_commit",
+    "expression_json",
+    "conjuncts_json",
+    "spark_file_keys",
+    "parquet_footer_stats",
+    "partition_strings",
+    "sql_literals",
+    "merge_read_predicate",
+    "read_deletion_vector",
+    "write_deletion_vectors",
+    "serialize_bitmap",
+    "deserialize_bitmap",
+    "z85_encode",
+    "z85_decode",
+]
+
+@final
 class TableHandle:
     """An open table: the latest known snapshot plus incremental refresh."""
 
@@ -46,6 +69,7 @@ class TableHandle:
     def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
         """One commit's operation, commitInfo text, added/removed files, metadata/protocol flags."""
 
+@final
 class TransactionHandle:
     """One optimistic transaction: read set, staged actions, commit loop (GIL released)."""
 
@@ -114,6 +138,7 @@ class TransactionHandle:
         """Check against newer commits without committing (winners, actions, timings, checks)."""
     def abort(self) -> None: ...
 
+@final
 class SnapshotHandle:
     """An immutable replayed state at one version."""
 
@@ -206,7 +231,7 @@ def conjuncts_json(text: str) -> List[Tuple[str, str]]:
 def read_deletion_vector(table_root: str, descriptor_json: str) -> bytes:
     """Positions (LE u64) of the DV a descriptor points at, after size/CRC/cardinality checks."""
 
-def write_deletion_vectors(table_root: str, bitmaps: List[List[int]], prefix: str = "") -> List[str]:
+def write_deletion_vectors(table_root: str, bitmaps: List[List[int]], prefix: str = ...) -> List[str]:
     """Write the bitmaps into one new DV file; one descriptor JSON text per bitmap."""
 
 def serialize_bitmap(positions: List[int]) -> bytes:

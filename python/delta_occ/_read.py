@@ -92,7 +92,7 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     raw = pf.read(columns=sorted(set(wanted.values())), use_threads=True) if wanted else None
     out = {}
     for f in fields:
-        if f["name"] in wanted:
+        if raw is not None and f["name"] in wanted:
             out[f["name"]] = _conform(raw.column(wanted[f["name"]]).combine_chunks(), f["type"], mode)
         else:
             out[f["name"]] = pa.nulls(n, delta_type_to_arrow(f["type"]))

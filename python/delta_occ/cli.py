@@ -166,13 +166,13 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def _print_matrix(result: Dict[str, Any]) -> None:
-    for title, rows in matrix.DOCUMENTED.items():
+    for title, documented in matrix.DOCUMENTED.items():
         g = Grid(title=f"documented (concurrency.md §5), {title}", title_justify="left", width=min(_out.width, 130))
         g.add_column("second \\ first")
         for k in matrix.DOCUMENTED_COLUMNS:
             g.add_column(k)
-        for second, texts in rows:
-            g.add_row(second, *texts)
+        for label, texts in documented:
+            g.add_row(label, *texts)
         _out.print(g)
     _out.print("[bold]observed[/bold] on scratch tables; INSERT-READ is an INSERT that first reads the table.")
     _out.print("Rows: the operation that commits second. Columns: the winner (commits first).\n"

@@ -86,8 +86,9 @@ class TransactionHandle:
         """"open", "committed" or "aborted"."""
     @property
     def snapshot(self) -> Optional["SnapshotHandle"]: ...
-    def scan(self, predicate: Optional[str] = None) -> List[Tuple[object, object]]:
-        """Record the read; Arrow capsules of the matching live files (``files()`` layout)."""
+    def scan(self, predicate: Optional[str] = None, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
+        """Record the read; Arrow capsules of the matching live files (``files()`` layout, only
+        the named columns when given)."""
     def explain_predicate(self, text: str) -> Dict[str, Any]:
         """Columns and partition/data split of a predicate, or PredicateError."""
     def record_files_read(self, paths: List[str]) -> None:
@@ -169,8 +170,9 @@ class SnapshotHandle:
     @property
     def checkpoint_version(self) -> Optional[int]: ...
     def num_files(self) -> int: ...
-    def files(self) -> List[Tuple[object, object]]:
-        """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch)."""
+    def files(self, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
+        """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch);
+        only the named columns when given."""
     def partition_values(self) -> Tuple[object, object]:
         """Arrow PyCapsules of the typed partition values, in ``files()`` order."""
     def data_files(self) -> List[Tuple[str, str, bool]]:

@@ -80,11 +80,13 @@ class Snapshot:
         text = self._h.commit_info
         return json.loads(text) if text is not None else None
 
-    def files(self) -> pa.Table:
+    def files(self, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """One row per live file: path, partition_values, size, modification_time, data_change,
         stats, num_records, tags, deletion_vector, dv_cardinality, base_row_id,
-        default_row_commit_version."""
-        return _arrow.table(self._h.files())
+        default_row_commit_version; ``columns`` builds only those (``["path"]`` is cheap)."""
+        if isinstance(columns, str):
+            raise InvalidArgumentError(f"columns must be a list of column names, got the string {columns!r}")
+        return _arrow.table(self._h.files(None if columns is None else list(columns)))
 
     def deleted_rows(self, path: str) -> pa.Array:
         """Row positions (uint64, ascending) deleted by the file's DV; empty if it has none."""

@@ -4,161 +4,322 @@
 use std::sync::Arc;
 
 use arrow_array::builder::*;
-use arrow_array::{ArrayRef, RecordBatch, StructArray};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
 
 use crate::error::{Error, Result};
-use crate::log::actions::AddFile;
+use crate::log::actions::{AddFile, RawStats};
 use crate::partition::Scalar;
 use crate::schema::DataType;
 use crate::snapshot::Snapshot;
-use crate::stats;
 
 fn arrow_err(e: arrow_schema::ArrowError) -> Error {
     Error::invalid(format!("building Arrow data: {e}"))
 }
 
-pub fn files_batches(snap: &Snapshot) -> Result<Vec<RecordBatch>> {
+/// The columns of `Snapshot.files()`, in order.
+pub const FILE_COLUMNS: [&str; 12] = [
+    "path",
+    "partition_values",
+    "size",
+    "modification_time",
+    "data_change",
+    "stats",
+    "num_records",
+    "tags",
+    "deletion_vector",
+    "dv_cardinality",
+    "base_row_id",
+    "default_row_commit_version",
+];
+
+const COL_PATH: usize = 0;
+const COL_PARTITION_VALUES: usize = 1;
+const COL_SIZE: usize = 2;
+const COL_MODIFICATION_TIME: usize = 3;
+const COL_DATA_CHANGE: usize = 4;
+const COL_STATS: usize = 5;
+const COL_NUM_RECORDS: usize = 6;
+const COL_TAGS: usize = 7;
+const COL_DELETION_VECTOR: usize = 8;
+const COL_DV_CARDINALITY: usize = 9;
+const COL_BASE_ROW_ID: usize = 10;
+const COL_DEFAULT_ROW_COMMIT_VERSION: usize = 11;
+
+/// Which of [`FILE_COLUMNS`] to build (the others cost nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileColumns(u16);
+
+impl FileColumns {
+    pub const ALL: FileColumns = FileColumns((1 << FILE_COLUMNS.len()) - 1);
+
+    /// A selection by name, in any order; unknown names are an error listing the valid ones.
+    pub fn of(names: &[String]) -> Result<Self> {
+        let mut bits = 0u16;
+        for name in names {
+            let i = FILE_COLUMNS.iter().position(|c| c == name).ok_or_else(|| {
+                Error::invalid(format!(
+                    "files(): unknown column {name:?}; the columns are {}",
+                    FILE_COLUMNS.join(", ")
+                ))
+            })?;
+            bits |= 1 << i;
+        }
+        Ok(FileColumns(bits))
+    }
+
+    fn has(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
+    }
+}
+
+pub fn files_batches(snap: &Snapshot, cols: FileColumns) -> Result<Vec<RecordBatch>> {
     let all: Vec<&AddFile> = snap.files().iter().collect();
-    files_batches_of(snap, &all)
+    files_batches_of(snap, &all, cols)
 }
 
 /// `files()` for a subset of the live files (a scan's result): one batch per slice, built on all
 /// cores and handed over as they are (concatenating would copy every column once more); at
 /// least one batch, so the schema is always there.
-pub fn files_batches_of(snap: &Snapshot, files: &[&AddFile]) -> Result<Vec<RecordBatch>> {
+pub fn files_batches_of(
+    snap: &Snapshot,
+    files: &[&AddFile],
+    cols: FileColumns,
+) -> Result<Vec<RecordBatch>> {
     let threads = crate::parallel::threads_for(files.len(), 50_000);
     if threads <= 1 {
-        return Ok(vec![slice_batch(snap, files)?]);
+        return Ok(vec![slice_batch(snap, files, cols)?]);
     }
     let slices: Vec<_> = files.chunks(files.len().div_ceil(threads)).collect();
-    crate::parallel::map(&slices, |s| slice_batch(snap, s))
+    crate::parallel::map(&slices, |s| slice_batch(snap, s, cols))
         .into_iter()
         .collect()
 }
 
-fn slice_batch(snap: &Snapshot, files: &[&AddFile]) -> Result<RecordBatch> {
-    let n = files.len();
-    let mut path = StringBuilder::with_capacity(n, n * 64);
-    let mut pv = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
-    let mut size = Int64Builder::with_capacity(n);
-    let mut mtime = Int64Builder::with_capacity(n);
-    let mut data_change = BooleanBuilder::with_capacity(n);
-    let mut stats_col = StringBuilder::new();
-    let mut num_records = Int64Builder::with_capacity(n);
-    let mut tags = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
-    let mut dv_storage = StringBuilder::new();
-    let mut dv_path = StringBuilder::new();
-    let mut dv_offset = Int32Builder::new();
-    let mut dv_size = Int32Builder::new();
-    let mut dv_card = Int64Builder::new();
-    let mut dv_valid = Vec::with_capacity(n);
-    let mut dv_cardinality = Int64Builder::with_capacity(n);
-    let mut base_row_id = Int64Builder::with_capacity(n);
-    let mut drcv = Int64Builder::with_capacity(n);
+/// Builders sized for `n` rows of the selected columns (unselected ones stay empty).
+struct FileBuilders {
+    cols: FileColumns,
+    rows: usize,
+    path: StringBuilder,
+    pv: MapBuilder<StringBuilder, StringBuilder>,
+    size: Int64Builder,
+    mtime: Int64Builder,
+    data_change: BooleanBuilder,
+    stats: StringBuilder,
+    num_records: Int64Builder,
+    tags: MapBuilder<StringBuilder, StringBuilder>,
+    dv: DvBuilders,
+    dv_cardinality: Int64Builder,
+    base_row_id: Int64Builder,
+    drcv: Int64Builder,
+}
 
-    for f in files {
-        path.append_value(&f.path);
-        for col in &snap.partition_columns {
-            pv.keys().append_value(&col.name);
-            pv.values().append_option(snap.raw_partition_value(f, col));
+#[derive(Default)]
+struct DvBuilders {
+    storage: StringBuilder,
+    path: StringBuilder,
+    offset: Int32Builder,
+    size: Int32Builder,
+    card: Int64Builder,
+    valid: Vec<bool>,
+}
+
+impl FileBuilders {
+    fn new(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result<Self> {
+        let n = files.len();
+        let rows = |name| if cols.has(name) { n } else { 0 };
+        let strings = |name, bytes| StringBuilder::with_capacity(rows(name), rows(name) * bytes);
+        let parts = snap.partition_columns.len();
+        let pv_entries = rows(COL_PARTITION_VALUES) * parts;
+        // Size the stats buffer from the first file's text (files of one table have similar stats).
+        let stats_bytes = match files.first() {
+            Some(f) if cols.has(COL_STATS) => f.raw_stats()?.map_or(0, |r| match r {
+                RawStats::Plain(t) | RawStats::Literal(t) => t.len(),
+            }),
+            _ => 0,
+        };
+        Ok(FileBuilders {
+            cols,
+            rows: n,
+            path: strings(COL_PATH, 64),
+            pv: MapBuilder::with_capacity(
+                None,
+                StringBuilder::with_capacity(pv_entries, pv_entries * 8),
+                StringBuilder::with_capacity(pv_entries, pv_entries * 8),
+                rows(COL_PARTITION_VALUES),
+            ),
+            size: Int64Builder::with_capacity(rows(COL_SIZE)),
+            mtime: Int64Builder::with_capacity(rows(COL_MODIFICATION_TIME)),
+            data_change: BooleanBuilder::with_capacity(rows(COL_DATA_CHANGE)),
+            stats: strings(COL_STATS, stats_bytes),
+            num_records: Int64Builder::with_capacity(rows(COL_NUM_RECORDS)),
+            tags: MapBuilder::new(None, StringBuilder::new(), StringBuilder::new()),
+            dv: DvBuilders::default(),
+            dv_cardinality: Int64Builder::with_capacity(rows(COL_DV_CARDINALITY)),
+            base_row_id: Int64Builder::with_capacity(rows(COL_BASE_ROW_ID)),
+            drcv: Int64Builder::with_capacity(rows(COL_DEFAULT_ROW_COMMIT_VERSION)),
+        })
+    }
+
+    fn push(&mut self, snap: &Snapshot, f: &AddFile) -> Result<()> {
+        let c = self.cols;
+        if c.has(COL_PATH) {
+            self.path.append_value(&f.path);
         }
-        pv.append(true).map_err(arrow_err)?;
-        size.append_value(f.size);
-        mtime.append_value(f.modification_time);
-        data_change.append_value(f.data_change);
-        let stats_text = f.stats_text()?;
-        stats_col.append_option(stats_text.as_deref());
-        num_records.append_option(stats::num_records(stats_text.as_deref()));
+        if c.has(COL_PARTITION_VALUES) {
+            for col in &snap.partition_columns {
+                self.pv.keys().append_value(&col.name);
+                self.pv
+                    .values()
+                    .append_option(snap.raw_partition_value(f, col));
+            }
+            self.pv.append(true).map_err(arrow_err)?;
+        }
+        if c.has(COL_SIZE) {
+            self.size.append_value(f.size);
+        }
+        if c.has(COL_MODIFICATION_TIME) {
+            self.mtime.append_value(f.modification_time);
+        }
+        if c.has(COL_DATA_CHANGE) {
+            self.data_change.append_value(f.data_change);
+        }
+        if c.has(COL_STATS) || c.has(COL_NUM_RECORDS) {
+            self.push_stats(f)?;
+        }
+        if c.has(COL_TAGS) {
+            self.push_tags(f)?;
+        }
+        if c.has(COL_DELETION_VECTOR) {
+            self.dv.push(f);
+        }
+        if c.has(COL_DV_CARDINALITY) {
+            let card = f.deletion_vector.as_ref().map_or(0, |d| d.cardinality);
+            self.dv_cardinality.append_value(card);
+        }
+        if c.has(COL_BASE_ROW_ID) {
+            self.base_row_id.append_option(f.base_row_id());
+        }
+        if c.has(COL_DEFAULT_ROW_COMMIT_VERSION) {
+            self.drcv.append_option(f.default_row_commit_version());
+        }
+        Ok(())
+    }
+
+    fn push_stats(&mut self, f: &AddFile) -> Result<()> {
+        let raw = f.raw_stats()?;
+        if self.cols.has(COL_STATS) {
+            match raw {
+                Some(r) => {
+                    r.write_text(&mut self.stats)
+                        .map_err(|_| Error::invalid("writing stats text into Arrow"))?;
+                    self.stats.append_value("");
+                }
+                None => self.stats.append_null(),
+            }
+        }
+        if self.cols.has(COL_NUM_RECORDS) {
+            self.num_records
+                .append_option(raw.and_then(|r| r.num_records()));
+        }
+        Ok(())
+    }
+
+    fn push_tags(&mut self, f: &AddFile) -> Result<()> {
         match f.tags() {
             Some(t) => {
                 for (k, v) in t.iter() {
-                    tags.keys().append_value(k);
-                    tags.values().append_option(v.as_deref());
+                    self.tags.keys().append_value(k);
+                    self.tags.values().append_option(v.as_deref());
                 }
-                tags.append(true).map_err(arrow_err)?;
+                self.tags.append(true).map_err(arrow_err)
             }
-            None => tags.append(false).map_err(arrow_err)?,
+            None => self.tags.append(false).map_err(arrow_err),
         }
-        match &f.deletion_vector {
-            Some(d) => {
-                dv_storage.append_value(&d.storage_type);
-                dv_path.append_value(&d.path_or_inline_dv);
-                dv_offset.append_option(d.offset);
-                dv_size.append_value(d.size_in_bytes);
-                dv_card.append_value(d.cardinality);
-                dv_valid.push(true);
-                dv_cardinality.append_value(d.cardinality);
-            }
-            None => {
-                dv_storage.append_null();
-                dv_path.append_null();
-                dv_offset.append_null();
-                dv_size.append_null();
-                dv_card.append_null();
-                dv_valid.push(false);
-                dv_cardinality.append_value(0);
-            }
-        }
-        base_row_id.append_option(f.base_row_id());
-        drcv.append_option(f.default_row_commit_version());
     }
 
-    let dv_fields = Fields::from(vec![
-        Field::new("storage_type", ArrowType::Utf8, true),
-        Field::new("path_or_inline_dv", ArrowType::Utf8, true),
-        Field::new("offset", ArrowType::Int32, true),
-        Field::new("size_in_bytes", ArrowType::Int32, true),
-        Field::new("cardinality", ArrowType::Int64, true),
-    ]);
-    let dv_children: Vec<ArrayRef> = vec![
-        Arc::new(dv_storage.finish()),
-        Arc::new(dv_path.finish()),
-        Arc::new(dv_offset.finish()),
-        Arc::new(dv_size.finish()),
-        Arc::new(dv_card.finish()),
-    ];
-    let dv = StructArray::try_new(
-        dv_fields.clone(),
-        dv_children,
-        Some(NullBuffer::from(dv_valid)),
-    )
-    .map_err(arrow_err)?;
-    let pv = pv.finish();
-    let tags = tags.finish();
-    let columns: Vec<(&str, ArrayRef)> = vec![
-        ("path", Arc::new(path.finish())),
-        ("partition_values", Arc::new(pv)),
-        ("size", Arc::new(size.finish())),
-        ("modification_time", Arc::new(mtime.finish())),
-        ("data_change", Arc::new(data_change.finish())),
-        ("stats", Arc::new(stats_col.finish())),
-        ("num_records", Arc::new(num_records.finish())),
-        ("tags", Arc::new(tags)),
-        ("deletion_vector", Arc::new(dv)),
-        ("dv_cardinality", Arc::new(dv_cardinality.finish())),
-        ("base_row_id", Arc::new(base_row_id.finish())),
-        ("default_row_commit_version", Arc::new(drcv.finish())),
-    ];
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|(name, a)| {
-            Field::new(
-                *name,
-                a.data_type().clone(),
-                *name != "path" && *name != "size",
-            )
-        })
-        .collect();
-    RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        columns.into_iter().map(|c| c.1).collect(),
-    )
-    .map_err(arrow_err)
+    fn finish(mut self) -> Result<RecordBatch> {
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("path", Arc::new(self.path.finish())),
+            ("partition_values", Arc::new(self.pv.finish())),
+            ("size", Arc::new(self.size.finish())),
+            ("modification_time", Arc::new(self.mtime.finish())),
+            ("data_change", Arc::new(self.data_change.finish())),
+            ("stats", Arc::new(self.stats.finish())),
+            ("num_records", Arc::new(self.num_records.finish())),
+            ("tags", Arc::new(self.tags.finish())),
+            ("deletion_vector", Arc::new(self.dv.finish()?)),
+            ("dv_cardinality", Arc::new(self.dv_cardinality.finish())),
+            ("base_row_id", Arc::new(self.base_row_id.finish())),
+            ("default_row_commit_version", Arc::new(self.drcv.finish())),
+        ];
+        let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| self.cols.has(*i))
+            .map(|(_, c)| c)
+            .map(|(name, a)| {
+                let nullable = name != "path" && name != "size";
+                (Field::new(name, a.data_type().clone(), nullable), a)
+            })
+            .unzip();
+        let options = RecordBatchOptions::new().with_row_count(Some(self.rows));
+        RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+            .map_err(arrow_err)
+    }
 }
 
-/// The Arrow type delta-occ uses for a Delta primitive partition type.
+impl DvBuilders {
+    fn push(&mut self, f: &AddFile) {
+        match &f.deletion_vector {
+            Some(d) => {
+                self.storage.append_value(&d.storage_type);
+                self.path.append_value(&d.path_or_inline_dv);
+                self.offset.append_option(d.offset);
+                self.size.append_value(d.size_in_bytes);
+                self.card.append_value(d.cardinality);
+                self.valid.push(true);
+            }
+            None => {
+                self.storage.append_null();
+                self.path.append_null();
+                self.offset.append_null();
+                self.size.append_null();
+                self.card.append_null();
+                self.valid.push(false);
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Result<StructArray> {
+        let fields = Fields::from(vec![
+            Field::new("storage_type", ArrowType::Utf8, true),
+            Field::new("path_or_inline_dv", ArrowType::Utf8, true),
+            Field::new("offset", ArrowType::Int32, true),
+            Field::new("size_in_bytes", ArrowType::Int32, true),
+            Field::new("cardinality", ArrowType::Int64, true),
+        ]);
+        let children: Vec<ArrayRef> = vec![
+            Arc::new(self.storage.finish()),
+            Arc::new(self.path.finish()),
+            Arc::new(self.offset.finish()),
+            Arc::new(self.size.finish()),
+            Arc::new(self.card.finish()),
+        ];
+        let valid = NullBuffer::from(std::mem::take(&mut self.valid));
+        StructArray::try_new(fields, children, Some(valid)).map_err(arrow_err)
+    }
+}
+
+fn slice_batch(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result<RecordBatch> {
+    let mut b = FileBuilders::new(snap, files, cols)?;
+    for f in files {
+        b.push(snap, f)?;
+    }
+    b.finish()
+}
+
 fn arrow_type(t: &DataType) -> Option<ArrowType> {
     Some(match t {
         DataType::Primitive(p) => match p.as_str() {
@@ -303,7 +464,7 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
         abs.append_value(data);
         key.append_value(crate::uri::spark_file_key(data));
         size.append_value(f.size);
-        num_records.append_option(stats::num_records(f.stats_text()?.as_deref()));
+        num_records.append_option(f.num_records()?);
         dv_cardinality.append_value(f.deletion_vector.as_ref().map_or(0, |d| d.cardinality));
     }
     let mut fields = vec![

@@ -373,7 +373,7 @@ impl Transaction {
                 "delete_rows({path:?}): the transaction already removes this file"
             )));
         }
-        if let Some(n) = crate::stats::num_records(f.stats_text()?.as_deref()) {
+        if let Some(n) = f.num_records()? {
             if let Some(&bad) = positions.iter().find(|&&p| p >= n as u64) {
                 return Err(Error::invalid(format!(
                     "delete_rows({path:?}): row {bad} is beyond the file's {n} rows"

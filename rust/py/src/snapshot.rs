@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use delta_occ_core::{files_batch, Snapshot};
+use delta_occ_core::files_batch::{self, FileColumns};
+use delta_occ_core::Snapshot;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
 
@@ -106,9 +107,19 @@ impl SnapshotHandle {
         self.inner.files().len()
     }
 
-    fn files<'py>(&self, py: Python<'py>) -> PyResult<Vec<Capsules<'py>>> {
+    #[pyo3(signature = (columns=None))]
+    fn files<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Vec<Capsules<'py>>> {
         let batches = py
-            .detach(|| files_batch::files_batches(&self.inner))
+            .detach(|| {
+                let cols = columns
+                    .as_deref()
+                    .map_or(Ok(FileColumns::ALL), FileColumns::of)?;
+                files_batch::files_batches(&self.inner, cols)
+            })
             .py_err()?;
         batches_to_capsules(py, batches)
     }

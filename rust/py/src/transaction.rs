@@ -7,7 +7,7 @@ use std::time::Duration;
 use delta_occ_core::commit::committer::{
     self, CheckRecord, CommitOptions, CommitResult, Interrupt,
 };
-use delta_occ_core::files_batch;
+use delta_occ_core::files_batch::{self, FileColumns};
 use delta_occ_core::log::actions::Protocol;
 use delta_occ_core::transaction::{Transaction, TxnState};
 use pyo3::prelude::*;
@@ -75,19 +75,23 @@ impl TransactionHandle {
     }
 
     /// Record the read and return the matching live files as a `files()` batch.
-    #[pyo3(signature = (predicate=None))]
+    #[pyo3(signature = (predicate=None, columns=None))]
     fn scan<'py>(
         &self,
         py: Python<'py>,
         predicate: Option<String>,
+        columns: Option<Vec<String>>,
     ) -> PyResult<Vec<Capsules<'py>>> {
         let batches = py
             .detach(|| {
+                let cols = columns
+                    .as_deref()
+                    .map_or(Ok(FileColumns::ALL), FileColumns::of)?;
                 let mut t = self.txn();
                 let hits = t.scan(predicate.as_deref())?;
                 let snap = t.snapshot().expect("scan needs a snapshot").clone();
                 let files: Vec<_> = hits.iter().map(|&i| &snap.files()[i]).collect();
-                files_batch::files_batches_of(&snap, &files)
+                files_batch::files_batches_of(&snap, &files, cols)
             })
             .py_err()?;
         batches_to_capsules(py, batches)

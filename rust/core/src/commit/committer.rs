@@ -761,7 +761,7 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
     );
     if let Some(n) = adds
         .iter()
-        .map(|a| Ok(crate::stats::num_records(a.stats_text()?.as_deref())))
+        .map(|a| a.num_records())
         .sum::<Result<Option<i64>>>()?
     {
         metrics.insert("numOutputRows".into(), n.to_string());

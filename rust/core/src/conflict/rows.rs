@@ -21,7 +21,7 @@ use crate::schema::DataType;
 /// Number of physical rows in a data file: from its stats, else from the parquet footer.
 pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
     // numRecords counts physical rows, whatever the file's DV deletes.
-    if let Some(n) = crate::stats::num_records(file.stats_text()?.as_deref()) {
+    if let Some(n) = file.num_records()? {
         return Ok(n as u64);
     }
     let path = data_path(root, file)?;

@@ -223,6 +223,16 @@ impl StatsText {
         }
     }
 
+    /// The stats as stored (see [`RawStats`]); None when a deferred checkpoint row has null stats.
+    pub fn raw(&self) -> crate::error::Result<Option<RawStats<'_>>> {
+        Ok(match &self.0 {
+            Repr::Text(t) if t.starts_with('"') => Some(RawStats::Literal(t)),
+            Repr::Text(t) => Some(RawStats::Plain(t)),
+            Repr::Checkpoint(source, row) => source.get(*row)?.map(RawStats::Plain),
+            Repr::Commit(source, k) => Some(RawStats::Literal(source.get(*k)?)),
+        })
+    }
+
     /// The stats JSON text, unescaped; None when a deferred checkpoint row has null stats. Fails
     /// only when the file holding deferred stats can no longer be read.
     pub fn text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
@@ -233,6 +243,95 @@ impl StatsText {
             Repr::Commit(source, k) => Some(unescape(source.get(*k)?)),
         })
     }
+}
+
+/// Stats as stored: plain JSON text, or a JSON string literal (quotes and escapes kept) as found
+/// in a commit line. Reading them this way avoids unescaping into a new allocation per file.
+#[derive(Debug, Clone, Copy)]
+pub enum RawStats<'a> {
+    Plain(&'a str),
+    Literal(&'a str),
+}
+
+impl RawStats<'_> {
+    /// `numRecords`: read straight from the text when it is the first key (as delta-spark and
+    /// delta-rs write it), else from a parse of the stats.
+    pub fn num_records(&self) -> Option<i64> {
+        let (prefix, body) = match self {
+            RawStats::Plain(s) => (r#"{"numRecords":"#, *s),
+            RawStats::Literal(s) => (r#""{\"numRecords\":"#, *s),
+        };
+        if let Some(rest) = body.strip_prefix(prefix) {
+            let end = rest.find([',', '}']).unwrap_or(rest.len());
+            if let Ok(n) = rest[..end].parse::<i64>() {
+                return Some(n);
+            }
+        }
+        crate::stats::num_records(Some(&self.text()))
+    }
+
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            RawStats::Plain(s) => Cow::Borrowed(s),
+            RawStats::Literal(s) => unescape(s),
+        }
+    }
+
+    /// Write the unescaped text (for an Arrow string builder, without an intermediate String).
+    pub fn write_text(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        match self {
+            RawStats::Plain(s) => out.write_str(s),
+            RawStats::Literal(s) => unescape_into(s, out),
+        }
+    }
+}
+
+/// The text of a JSON string literal that was validated when it was read. serde_json would
+/// allocate a String per literal; this writes the pieces straight into `out`.
+fn unescape_into(literal: &str, out: &mut impl fmt::Write) -> fmt::Result {
+    let mut rest = &literal[1..literal.len() - 1];
+    while let Some(i) = rest.find('\\') {
+        out.write_str(&rest[..i])?;
+        let esc = &rest[i + 1..];
+        let Some(&kind) = esc.as_bytes().first() else {
+            return Ok(());
+        };
+        let (ch, used) = match kind {
+            b'b' => ('\u{8}', 1),
+            b'f' => ('\u{c}', 1),
+            b'n' => ('\n', 1),
+            b'r' => ('\r', 1),
+            b't' => ('\t', 1),
+            b'u' => escaped_unicode(esc),
+            _ => esc
+                .chars()
+                .next()
+                .map_or(('\u{fffd}', 1), |c| (c, c.len_utf8())),
+        };
+        out.write_char(ch)?;
+        rest = &esc[used..];
+    }
+    out.write_str(rest)
+}
+
+/// `esc` starts after the backslash at `uXXXX`: the character and the bytes it used, joining a
+/// surrogate pair `\uD83D\uDE00`.
+fn escaped_unicode(esc: &str) -> (char, usize) {
+    let hex = |s: &str| s.get(..4).and_then(|h| u32::from_str_radix(h, 16).ok());
+    let Some(hi) = esc.get(1..).and_then(hex) else {
+        return ('\u{fffd}', 1);
+    };
+    if (0xD800..0xDC00).contains(&hi) {
+        let lo = esc
+            .get(5..)
+            .and_then(|r| r.strip_prefix("\\u"))
+            .and_then(hex);
+        if let Some(lo @ 0xDC00..0xE000) = lo {
+            let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+            return (char::from_u32(c).unwrap_or('\u{fffd}'), 11);
+        }
+    }
+    (char::from_u32(hi).unwrap_or('\u{fffd}'), 5)
 }
 
 /// The text of a JSON string literal that parsed when it was read (so this cannot fail).
@@ -279,6 +378,16 @@ impl AddFile {
     /// live in a checkpoint or large commit that can no longer be read (see [`StatsText`]).
     pub fn stats_text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
         self.stats.as_ref().map_or(Ok(None), StatsText::text)
+    }
+
+    /// The stats as stored, not unescaped (see [`RawStats`]).
+    pub fn raw_stats(&self) -> crate::error::Result<Option<RawStats<'_>>> {
+        self.stats.as_ref().map_or(Ok(None), StatsText::raw)
+    }
+
+    /// `stats.numRecords` (None without stats or when they do not say).
+    pub fn num_records(&self) -> crate::error::Result<Option<i64>> {
+        Ok(self.raw_stats()?.and_then(|r| r.num_records()))
     }
 
     pub fn dv_unique_id(&self) -> Option<String> {
@@ -751,6 +860,56 @@ impl RemoveFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unescape_into_matches_serde_json() {
+        let cases = [
+            r#""plain""#,
+            r#""{\"numRecords\":3,\"minValues\":{\"s\":\"a\\\\b\/c\"}}""#,
+            r#""tab\there\nnew\r\b\f end""#,
+            r#""\u00e9\u4e2d\ud83d\ude00 \u0041""#,
+            r#""\"\"""#,
+            r#""""#,
+            r#""ünïcödé \\""#,
+        ];
+        for lit in cases {
+            let want: String = serde_json::from_str(lit).unwrap();
+            let mut got = String::new();
+            unescape_into(lit, &mut got).unwrap();
+            assert_eq!(got, want, "{lit}");
+            assert_eq!(RawStats::Literal(lit).text(), want);
+        }
+    }
+
+    #[test]
+    fn num_records_fast_path_and_fallback() {
+        let cases = [
+            (
+                RawStats::Plain(r#"{"numRecords":42,"minValues":{}}"#),
+                Some(42),
+            ),
+            (RawStats::Plain(r#"{"numRecords":7}"#), Some(7)),
+            (
+                RawStats::Literal(r#""{\"numRecords\":9,\"x\":1}""#),
+                Some(9),
+            ),
+            (
+                RawStats::Plain(r#"{"minValues":{"a":1},"numRecords":5}"#),
+                Some(5),
+            ),
+            (RawStats::Plain(r#"{"numRecords": 6}"#), Some(6)),
+            (RawStats::Plain(r#"{"numRecords":null}"#), None),
+            (RawStats::Plain(r#"{"numRecords":1.5}"#), None),
+            (RawStats::Plain("garbage"), None),
+            (
+                RawStats::Literal(r#""{\"minValues\":{},\"numRecords\":3}""#),
+                Some(3),
+            ),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(raw.num_records(), want, "{raw:?}");
+        }
+    }
 
     #[test]
     fn stats_text_keeps_literals_and_plain_text_apart() {

@@ -120,3 +120,51 @@ except exc.CommitInterruptedError as e:
     assert out.stdout.strip() == "interrupted True True", out.stderr[-2000:]
     assert files_under(root) == {p for p in files_under(root) if p.startswith("_delta_log/")}, "the data file stayed"
     assert docc.Table(root).version == 0
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A table on a 1 MiB tmpfs, then the file system filled up (a real ENOSPC, not an injected
+    one). Needs permission to mount (root here); skipped with that reason otherwise."""
+    import errno
+    import os
+    import subprocess
+
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root); the injected enospc cases above still run")
+    try:
+        t = docc.Table.create(mnt / "t", SCHEMA, properties=DV)
+        for k in range(3):
+            t.append(pa.table({"id": list(range(k * 10, k * 10 + 10)), "p": [k] * 10}, schema=SCHEMA))
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+        yield t
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+FULL_DISK_OPERATIONS = OPERATIONS + [("set_properties", lambda t: t.set_properties({"delta.appendOnly": "false"}))]
+
+
+@pytest.mark.parametrize("name,op", FULL_DISK_OPERATIONS, ids=[o[0] for o in FULL_DISK_OPERATIONS])
+def test_a_full_disk_fails_at_once_typed_and_leaves_nothing(full_disk, name, op):
+    """Issue 16 item 6 on a real full file system: DeltaIOError naming the file, no partial data,
+    DV or commit file left, the table unchanged and readable."""
+    root = full_disk.path
+    before = files_under(root)
+    version = full_disk.version
+    with pytest.raises(exc.DeltaIOError) as info:
+        op(full_disk)
+    assert info.value.errno == 28 and str(root) in str(info.value), info.value
+    assert not isinstance(info.value, exc.CommitRetriesExceededError)
+    assert files_under(root) == before, "the failed attempt left files behind"
+    fresh = docc.Table(root)
+    assert fresh.version == version and fresh.snapshot().to_pyarrow().num_rows == 30

@@ -1,5 +1,5 @@
 //! Hand Arrow data to pyarrow through the C data interface (PyCapsules named per the Arrow
-//! PyCapsule interface); pyarrow imports them with `RecordBatch._import_from_c_capsule`.
+//! PyCapsule interface); Python wraps each pair as an `__arrow_c_array__` object for `pa.record_batch`.
 
 use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_data::ffi::FFI_ArrowArray;

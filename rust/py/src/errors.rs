@@ -3,7 +3,8 @@
 use delta_occ_core::Error;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString};
 
 fn class_name(e: &Error) -> &'static str {
     match e {
@@ -82,8 +83,9 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             };
             d.set_item("partition_hint", hint)?;
             d.set_item("conflicting_file", &c.conflicting_file)?;
+            static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
             let info = match &c.winning_commit_info {
-                Some(text) => Some(py.import("json")?.call_method1("loads", (text,))?),
+                Some(text) => Some(LOADS.import(py, "json", "loads")?.call1((text,))?),
                 None => None,
             };
             d.set_item("winning_commit_info", info)?;
@@ -106,11 +108,29 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+/// The classes of `delta_occ.exceptions` by name, resolved on the first error and kept.
+fn classes(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
+    static CLASSES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    CLASSES
+        .get_or_try_init(py, || {
+            let module = py.import("delta_occ.exceptions")?;
+            let by_name = PyDict::new(py);
+            for name in module.getattr("__all__")?.try_iter()? {
+                let name = name?;
+                by_name.set_item(&name, module.getattr(name.cast::<PyString>()?)?)?;
+            }
+            Ok::<_, PyErr>(by_name.unbind())
+        })
+        .map(|d| d.bind(py))
+}
+
 pub fn to_py(e: Error) -> PyErr {
     Python::attach(|py| {
         let build = || -> PyResult<PyErr> {
-            let module = py.import("delta_occ.exceptions")?;
-            let class = module.getattr(class_name(&e))?;
+            let name = class_name(&e);
+            let class = classes(py)?.get_item(name)?.ok_or_else(|| {
+                PyRuntimeError::new_err(format!("delta_occ.exceptions has no class {name}"))
+            })?;
             let exc = class.call((e.to_string(),), Some(&attributes(py, &e)?))?;
             Ok(PyErr::from_value(exc))
         };

@@ -120,9 +120,12 @@ pub fn write(
         .create_new(true)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    f.write_all(&buf)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io(&path, e))?;
+    if let Err(e) = f.write_all(&buf).and_then(|_| f.sync_all()) {
+        // A full or failing disk must not leave a partial DV file behind.
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+        return Err(Error::io(&path, e));
+    }
     Ok(out)
 }
 

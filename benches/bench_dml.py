@@ -222,10 +222,21 @@ def _cpu() -> float:
     return time.process_time() + ru.ru_utime + ru.ru_stime
 
 
+def _run_root() -> pathlib.Path:
+    return BENCH_DIR / f"dml-run-{os.getpid()}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_run_root():
+    """Round copies live under one directory per session, removed at the end."""
+    yield
+    shutil.rmtree(_run_root(), ignore_errors=True)
+
+
 def _run(benchmark, workload: str, system: str, prepare: Callable[[pathlib.Path], Any], op: Callable[[Any], Any]) -> List[Dict[str, Any]]:
     """Time ``op(prepare(dir))`` for ROUNDS fresh copies; returns the rounds, the last copy kept
     in ``rounds[-1]["dir"]`` until ``_finish``."""
-    run_dir = BENCH_DIR / f"dml-run-{os.getpid()}" / f"{workload}-{system}"
+    run_dir = _run_root() / f"{workload}-{system}"
     rounds: List[Dict[str, Any]] = []
 
     def setup():

@@ -12,7 +12,6 @@ the pure-Python version.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import time
 
@@ -94,7 +93,7 @@ def _read_winners(path: str):
 def python_check(winners, case: str, read_files=frozenset(), removed=frozenset()) -> int:
     """The same rules in plain Python: checks 5 (partition or stats), 6 and 7."""
     checked = 0
-    for v, info, adds, removes in winners:
+    for v, _info, adds, removes in winners:
         for a in adds:
             checked += 1
             if not a["dataChange"]:

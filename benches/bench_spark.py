@@ -31,9 +31,11 @@ import statistics
 import time
 from typing import Any, Dict
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
+
 from _tables import BENCH_DIR, ROUNDS
 
 spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")

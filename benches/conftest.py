@@ -17,7 +17,7 @@ _HERE = str(pathlib.Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from _tables import ADDS, BENCH_DIR, ROUNDS, BenchTable, ensure_table
+from _tables import ADDS, BENCH_DIR, ROUNDS, BenchTable, ensure_table  # noqa: E402 - needs the sys.path line above
 
 
 def pytest_collect_file(file_path, parent):

@@ -56,8 +56,9 @@ class Layout:
         self.dv_enabled = props.get("delta.enableDeletionVectors", "").lower() == "true" and "deletionVectors" in (
             snapshot.protocol.get("writer_features") or []
         )
-        self._files: Optional[Dict[str, Tuple[str, bool, int]]] = None
-        self._parts: Any = None
+        # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
+        # core one file at a time, so a DML costs what it touches, not the table's file count.
+        self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
         self.unenforced = _unenforced_rules(props, self.delta_fields)
 
     @property
@@ -66,26 +67,25 @@ class Layout:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def _index(self) -> Dict[str, Tuple[str, bool, int]]:
-        if self._files is None:
-            h = self.snapshot._h
-            self._files = {log: (abs_path, has_dv, i) for i, (abs_path, log, has_dv) in enumerate(h.data_files())}
-            self._parts = _arrow.batch(h.partition_values())
-        return self._files
+    def _entry(self, path: str) -> Tuple[str, bool, Dict[str, Any]]:
+        """The file's absolute path, whether it has a DV, and its typed partition values (the
+        core says "not a live file of version N" for any other path)."""
+        if path not in self._plan:
+            plan = _arrow.batch(self.snapshot._h.scan_plan([path]))
+            # scan_plan: 7 fixed columns, then the partition columns in table order.
+            parts = {c: plan.column(7 + k)[0] for k, c in enumerate(self.partition_columns)}
+            self._plan[path] = (plan.column("abs_path")[0].as_py(), plan.column("dv_cardinality")[0].as_py() > 0, parts)
+        return self._plan[path]
 
     def read_rows(self, path: str) -> pa.Table:
         """Live rows of a file of the snapshot, every column, plus ROW (physical position)."""
-        index = self._index()
-        if path not in index:
-            raise InvalidArgumentError(f"{path} is not a live file of version {self.snapshot.version}")
-        abs_path, has_dv, i = index[path]
+        abs_path, has_dv, parts = self._entry(path)
         by_name = {f["name"]: f for f in self.delta_fields}
         data, n = _read_file(abs_path, [by_name[c] for c in self.data_columns], self.mode)
         arrays = []
         for f in self.schema:
             if f.name in self.partition_columns:
-                value = self._parts.column(self._parts.schema.get_field_index(f.name))[i]
-                arrays.append(pa.repeat(value, n).cast(f.type))
+                arrays.append(pa.repeat(parts[f.name], n).cast(f.type))
             else:
                 arrays.append(data[f.name])
         arrays.append(arange(n))
@@ -209,9 +209,10 @@ def sql_literals(values: Any) -> List[str]:
     return _core.sql_literals(_arrow.array_capsules(values))
 
 
-def arange(n: int, type: pa.DataType = pa.uint64()) -> pa.Array:
-    """0 .. n-1 built in Arrow (no Python list of n ints): the positions of a repeat of True."""
-    return pc.indices_nonzero(pa.repeat(True, n)).cast(type)
+def arange(n: int, type: Optional[pa.DataType] = None) -> pa.Array:
+    """0 .. n-1 built in Arrow (no Python list of n ints): the positions of a repeat of True
+    (uint64 unless `type` says otherwise)."""
+    return pc.indices_nonzero(pa.repeat(True, n)).cast(type or pa.uint64())
 
 
 def _stat_value(v: Any) -> Any:

@@ -100,7 +100,7 @@ def overwrite(txn: Any, data: Any, replace_where: Optional[str] = None, *, dynam
             raise InvalidArgumentError(f"{bad} row(s) of the new data do not satisfy replace_where {replace_where!r}")
     removed = 0
     keep: List[pa.Table] = []
-    for path in txn.scan(replace_where).column("path").to_pylist():
+    for path in txn.scan(replace_where, ["path"]).column("path").to_pylist():
         old = lay.read_rows(path)
         hit = _matches(old, tree)
         if not pc.any(hit).as_py():
@@ -137,7 +137,7 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     tree = _where_tree(where)
     deleted = 0
     rewrite: List[pa.Table] = []
-    for path in txn.scan(where).column("path").to_pylist():
+    for path in txn.scan(where, ["path"]).column("path").to_pylist():
         rows = lay.read_rows(path)
         hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
@@ -189,7 +189,7 @@ def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # n
     assign = _compile(_assignments(lay, set), _expr.table_resolver(lay.schema))
     updated = 0
     out: List[pa.Table] = []
-    for path in txn.scan(where).column("path").to_pylist():
+    for path in txn.scan(where, ["path"]).column("path").to_pylist():
         rows = lay.read_rows(path)
         hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
@@ -322,7 +322,7 @@ def merge(
             source = source.set_column(i, pa.field(s_col, typ), source.column(s_col).cast(typ))
     cols.source = source.schema
     read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
-    files = txn.scan(read_where).column("path").to_pylist()
+    files = txn.scan(read_where, ["path"]).column("path").to_pylist()
     file_rows = [lay.read_rows(path) for path in files]
     target_rows = []
     for i, rows in enumerate(file_rows):
@@ -484,7 +484,8 @@ def compaction_bins(txn: Any, where: Optional[str], target: int) -> List[List[Di
     recorded as read (§4 rule 5; §8 scenario 15): files it looked at and left alone, or an
     OPTIMIZE that found nothing to do, must not make it conflict."""
     snap = txn.snapshot
-    candidates = snap.files()
+    # No stats: bin-packing and the provenance tag need these alone.
+    candidates = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
     if where is not None:
         if not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")

@@ -152,12 +152,15 @@ class Transaction:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def scan(self, where: Optional[str] = None) -> pa.Table:
+    def scan(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """Record a read of the rows matching ``where`` (all rows when None) and return the live
-        files that may hold them (partition pruning and statistics), as in ``Snapshot.files()``."""
+        files that may hold them (partition pruning and statistics), as in ``Snapshot.files()``
+        (only ``columns`` when given)."""
         if where is not None and not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-        return _arrow.table(self._h.scan(where))
+        if isinstance(columns, str):
+            raise InvalidArgumentError(f"columns must be a list of column names, got the string {columns!r}")
+        return _arrow.table(self._h.scan(where, None if columns is None else list(columns)))
 
     def read_whole_table(self) -> None:
         """Record that the transaction depends on the entire table."""

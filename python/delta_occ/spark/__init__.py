@@ -123,7 +123,7 @@ class SparkTransaction:
 
     def read(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
         """Record a read of the rows matching ``where`` (as ``Transaction.scan``) and return them."""
-        paths = self.txn.scan(where).column("path").to_pylist()
+        paths = self.txn.scan(where, ["path"]).column("path").to_pylist()
         return _read(self.spark, self.txn.snapshot, where, columns, paths)
 
     def append(self, df: DataFrame) -> None:

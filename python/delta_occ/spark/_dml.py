@@ -32,7 +32,7 @@ _BIN_ORDER = "__delta_occ_order"
 def _plan(ctx: "SparkTransaction", where: Optional[str]) -> Tuple[ScanPlan, Optional[Dict[str, Any]]]:
     """Record the read of ``where`` and plan the files it may touch."""
     _, tree = predicate(ctx.snap_handle, where)
-    paths = ctx.txn.scan(where).column("path").to_pylist()
+    paths = ctx.txn.scan(where, ["path"]).column("path").to_pylist()
     ctx.check_untouched(paths)
     return ScanPlan(ctx.snap_handle, paths), tree
 

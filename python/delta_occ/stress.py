@@ -354,6 +354,7 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
     """Create the table at ``path`` (a new directory), run the writers, the killer and the
     scheduler, then check the history. Returns the checker's summary."""
     t0 = time.monotonic()
+    path = os.path.abspath(os.path.expanduser(path))  # the logs live next to the table
     create(path, cfg)
     cfg_json = json.dumps(dataclasses.asdict(cfg))
     shared = Table(path)

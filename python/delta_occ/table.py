@@ -32,6 +32,14 @@ def _location(path: PathLike) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+def _new_location(path: PathLike) -> str:
+    """A location to create a table at: as :func:`_location`, and not a regular file."""
+    location = _location(path)
+    if os.path.isfile(location):
+        raise InvalidArgumentError(f"cannot create a table at {location}: it is a file, not a directory")
+    return location
+
+
 class Snapshot:
     """An immutable view of the table at one version."""
 
@@ -148,7 +156,7 @@ class Table:
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         handle = _core.TableHandle.create(
-            _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name
+            _new_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name
         )
         return cls._wrap(handle)
 
@@ -173,11 +181,7 @@ class Table:
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise InvalidArgumentError(f"version must be an int, got {version!r}")
         if version is not None and version < 0:
-            raise VersionNotFoundError(
-                f"version {version} of {self.path} is invalid: versions start at 0; the latest version is {self.version}",
-                table=self.path,
-                version=version,
-            )
+            raise InvalidArgumentError(f"version must be >= 0, got {version} (the latest version of {self.path} is {self.version})")
         return Snapshot(self._h.snapshot(version))
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
@@ -348,7 +352,7 @@ class Table:
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         return Transaction(
-            _core.TableHandle.begin_create(_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name)
+            _core.TableHandle.begin_create(_new_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name)
         )
 
     def _metadata_commit(self, operation: str, params: Dict[str, Any], stage: Any, isolation_level: LevelLike, max_attempts: Optional[int]) -> CommitResult:

@@ -26,7 +26,7 @@ from .._schema import arrow_schema_to_delta
 from .._write import Layout
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
-from ..table import PathLike, Snapshot, Table, _location
+from ..table import PathLike, Snapshot, Table, _new_location
 from ..transaction import CommitResult, LevelLike, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
@@ -215,7 +215,7 @@ class SparkTable:
         if isinstance(partition_by, str):
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(_location(path), schema_json, list(partition_by), props, name)
+        handle = _core.TableHandle.create(_new_location(path), schema_json, list(partition_by), props, name)
         st = cls.__new__(cls)
         st.spark = spark
         st.table = Table._wrap(handle)

@@ -315,27 +315,7 @@ class Table:
     ) -> CommitResult:
         """Compact small files (dataChange=false; SnapshotIsolation). With nothing to compact no
         commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``."""
-        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
-        try:
-            bins = txn.optimize(target_file_size, where)
-        except BaseException:
-            txn.abort()
-            raise
-        if bins:
-            return txn.commit()
-        txn.abort()
-        zero = ("numAddedBytes", "numAddedFiles", "numBins", "numFilesRemoved", "numOutputRows", "numRemovedBytes", "numRemovedFiles")
-        return CommitResult(
-            version=txn.read_version,
-            attempts=0,
-            isolation_level=IsolationLevel.SNAPSHOT_ISOLATION,
-            read_version=txn.read_version,
-            rebased_over=[],
-            rows_resolved=0,
-            operation="OPTIMIZE",
-            metrics={k: "0" for k in zero},
-            committed=False,
-        )
+        return self._run(lambda t: t.optimize(target_file_size, where), isolation_level, row_level, max_attempts)
 
     @classmethod
     def begin_create(

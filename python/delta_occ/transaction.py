@@ -70,8 +70,10 @@ class CommitResult:
     is_blind_append: bool = False
     checkpoint_written: bool = False
     checkpoint_error: Optional[str] = None
-    #: False when the operation found nothing to do and wrote no commit (``version`` is then the
-    #: version it read and ``attempts`` is 0): an OPTIMIZE with nothing to compact.
+    #: False when the transaction had no action to write (a DELETE, UPDATE or MERGE that matched
+    #: no row, an empty append, a transaction that only read, an OPTIMIZE with nothing to
+    #: compact): no commit was written, ``version`` is the version it read, ``attempts`` is 0 and
+    #: ``isolation_level`` is SnapshotIsolation (docs/guide.md "Policies").
     committed: bool = True
 
     @classmethod
@@ -303,7 +305,7 @@ class Transaction:
 
     def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
         """Stage a bin-packing compaction (dataChange=false); returns the number of bins, 0 when
-        there is nothing to compact (committing then writes an empty commit)."""
+        there is nothing to compact (committing then writes no commit)."""
         from . import engine
 
         return engine.optimize(self, target_file_size, where)
@@ -315,7 +317,8 @@ class Transaction:
         ``DeltaConcurrentModificationException`` subclass on a conflict (the transaction is then
         finished: start a new one to retry) and ``CommitRetriesExceededError`` when other
         writers kept winning past ``max_attempts`` / ``time_budget``. ``operation`` defaults to
-        the staged engine operation, else ``WRITE``."""
+        the staged engine operation, else ``WRITE``. A transaction with no action to write
+        commits nothing and cannot conflict: the result has ``committed=False``."""
         if operation is None:
             operation = self._operation or "WRITE"
             if parameters is None and self._operation is not None:

@@ -321,22 +321,7 @@ class SparkTable:
         max_attempts: Optional[int] = None,
     ) -> CommitResult:
         """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
-        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
-        if txn.optimize(target_file_size, where):
-            return txn.commit()
-        txn.abort()
-        zero = ("numBins", "numFilesRemoved", "numOutputRows")
-        return CommitResult(
-            version=txn.read_version,
-            attempts=0,
-            isolation_level=IsolationLevel.SNAPSHOT_ISOLATION,
-            read_version=txn.read_version,
-            rebased_over=[],
-            rows_resolved=0,
-            operation="OPTIMIZE",
-            metrics={k: "0" for k in zero},
-            committed=False,
-        )
+        return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts)
 
 
 __all__ = ["SparkTable", "SparkTransaction"]

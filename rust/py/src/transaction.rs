@@ -346,5 +346,6 @@ fn result_dict<'py>(py: Python<'py>, r: &CommitResult) -> PyResult<Bound<'py, Py
     d.set_item("is_blind_append", r.is_blind_append)?;
     d.set_item("checkpoint_written", r.checkpoint_written)?;
     d.set_item("checkpoint_error", &r.checkpoint_error)?;
+    d.set_item("committed", r.committed)?;
     Ok(d)
 }

@@ -581,10 +581,11 @@ def test_overwrite(table, layout, name, replace_where, new, pred):
 
 
 def test_overwrite_conforms_columns_by_name(table):
-    """Columns in another order, a castable type (int32 id) and a missing nullable column (s)."""
+    """Columns in another order, widening types (int32 id, int16 partition p) and a missing
+    nullable column (s)."""
     t, path = table("p")
     data = pa.table({"x": [1, 2], "d": pa.array([D0, D1], pa.date32()), "c": ["red", None],
-                     "p": pa.array([1, 1], pa.int64()), "id": pa.array([100, 101], pa.int32())})
+                     "p": pa.array([1, 1], pa.int16()), "id": pa.array([100, 101], pa.int32())})
     t.overwrite(data, "p = 1")
     expected = [r for r in BASE_ROWS if r["p"] != 1] + [
         {"id": 100, "p": 1, "c": "red", "d": D0, "s": None, "x": 1},

@@ -246,9 +246,19 @@ class Table:
             raise
         return txn.commit(operation, params)
 
-    def append(self, data: Any, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
-        """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other appends)."""
-        return self._run(lambda t: t.append(data), isolation_level, row_level, max_attempts)
+    def append(
+        self,
+        data: Any,
+        *,
+        schema_mode: Optional[str] = None,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other
+        appends). Columns must have the table's types or widen to them; ``schema_mode="merge"``
+        adds the columns the table lacks in the same commit (docs/guide.md "Policies")."""
+        return self._run(lambda t: t.append(data, schema_mode=schema_mode), isolation_level, row_level, max_attempts)
 
     def overwrite(
         self,
@@ -256,13 +266,20 @@ class Table:
         replace_where: Optional[str] = None,
         *,
         dynamic_partitions: bool = False,
+        schema_mode: Optional[str] = None,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
     ) -> CommitResult:
         """Replace all rows, the rows matching ``replace_where`` (new rows must match it), or
-        with ``dynamic_partitions=True`` the partitions present in ``data``."""
-        return self._run(lambda t: t.overwrite(data, replace_where, dynamic_partitions=dynamic_partitions), isolation_level, row_level, max_attempts)
+        with ``dynamic_partitions=True`` the partitions present in ``data``. ``schema_mode`` as
+        in :meth:`append`."""
+        return self._run(
+            lambda t: t.overwrite(data, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode),
+            isolation_level,
+            row_level,
+            max_attempts,
+        )
 
     def delete(self, where: Optional[str] = None, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
         """Delete the rows matching ``where`` (all rows when None); DVs when enabled."""
@@ -290,17 +307,20 @@ class Table:
         when_matched_update: Optional[Mapping[str, str]] = None,
         when_matched_delete: Union[bool, str] = False,
         when_not_matched_insert: Union[bool, Mapping[str, str]] = False,
+        schema_mode: Optional[str] = None,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
     ) -> CommitResult:
-        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``)."""
+        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``).
+        ``schema_mode="merge"`` adds the source columns the table lacks."""
         clauses = dict(
             source_alias=source_alias,
             target_alias=target_alias,
             when_matched_update=when_matched_update,
             when_matched_delete=when_matched_delete,
             when_not_matched_insert=when_not_matched_insert,
+            schema_mode=schema_mode,
         )
         return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts)
 

@@ -272,18 +272,22 @@ class Transaction:
 
     # -- embedded engine operations (one per transaction; see delta_occ.engine) ---------------
 
-    def append(self, data: Any) -> None:
-        """Stage a blind append of ``data`` (written as parquet with statistics)."""
+    def append(self, data: Any, *, schema_mode: Optional[str] = None) -> None:
+        """Stage a blind append of ``data`` (written as parquet with statistics). Data columns
+        must have the table's types or widen to them; ``schema_mode="merge"`` adds columns the
+        table lacks (a schema change in the same commit)."""
         from . import engine
 
-        engine.append(self, data)
+        engine.append(self, data, schema_mode)
 
-    def overwrite(self, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+    def overwrite(
+        self, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False, schema_mode: Optional[str] = None
+    ) -> None:
         """Stage an overwrite: all rows, those matching ``replace_where``, or the partitions
-        present in ``data`` (``dynamic_partitions``)."""
+        present in ``data`` (``dynamic_partitions``). ``schema_mode`` as in :meth:`append`."""
         from . import engine
 
-        engine.overwrite(self, data, replace_where, dynamic_partitions=dynamic_partitions)
+        engine.overwrite(self, data, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode)
 
     def delete(self, where: Optional[str] = None) -> None:
         """Stage a DELETE of the rows matching ``where`` (all rows when None)."""

@@ -69,6 +69,13 @@ impl TransactionHandle {
         }
     }
 
+    /// The schema JSON this transaction commits: the staged one (`set_schema`), else the read
+    /// snapshot's.
+    #[getter]
+    fn schema_json(&self) -> PyResult<String> {
+        Ok(self.txn().current_metadata().py_err()?.schema_string)
+    }
+
     #[getter]
     fn snapshot(&self) -> Option<SnapshotHandle> {
         self.txn().snapshot().cloned().map(SnapshotHandle::new)

@@ -15,13 +15,11 @@ import random
 import signal
 import time
 
+import delta_occ as docc
 import pyarrow as pa
 import pytest
-
-import delta_occ as docc
-from delta_occ import exceptions as ex
-
 from datafiles import add, rows
+from delta_occ import exceptions as ex
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("x", pa.int64())])
 WORKERS, TXNS, PARTITIONS = 8, 50, 4
@@ -48,7 +46,7 @@ def _worker(path: str, worker: int, out: str, seed: int) -> None:
             rec["added"][add(txn, path, rows(ids), {"p": p})] = ids
         try:
             r = txn.commit(kind.upper())
-            rec.update(outcome="committed", version=r.version, txn_id=r.txn_id, attempts=r.attempts)
+            rec.update(outcome="committed" if r.committed else "nothing", version=r.version, txn_id=r.txn_id, attempts=r.attempts)
         except ex.DeltaConcurrentModificationException as e:
             rec.update(outcome=type(e).__name__, winning_version=e.winning_version)
         log.append(rec)
@@ -118,8 +116,12 @@ def test_eight_processes_contending(tmp_path):
         assert by_txn_id.get(r["txn_id"]) == [r["version"]]
     assert len(log) == 1 + len(committed), "no commit in the log that nobody acknowledged"
 
+    # A delete of an empty partition stages nothing and writes no commit (docs/guide.md "Policies").
+    assert all(r["kind"] == "delete" and not r["removed"] for r in recs if r["outcome"] == "nothing")
     # Every outcome is what the rules predict over the winners the txn was checked against.
     for r in recs:
+        if r["outcome"] == "nothing":
+            continue
         end = r["version"] if r["outcome"] == "committed" else r["winning_version"] + 1
         first = None
         for v in range(r["read_version"] + 1, end):
@@ -130,7 +132,7 @@ def test_eight_processes_contending(tmp_path):
             assert first is None, (r, first)
         else:
             assert first == r["outcome"], (r, first)
-    conflicts = [r for r in recs if r["outcome"] != "committed"]
+    conflicts = [r for r in recs if r["outcome"] not in ("committed", "nothing")]
     assert committed and conflicts, "the workload must produce both commits and conflicts"
 
     # The rows are exactly those of the files the committed history leaves live.

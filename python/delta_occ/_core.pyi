@@ -85,6 +85,9 @@ class TransactionHandle:
     def state(self) -> str:
         """"open", "committed" or "aborted"."""
     @property
+    def schema_json(self) -> str:
+        """The schema this transaction commits: the staged one, else the read snapshot's."""
+    @property
     def snapshot(self) -> Optional["SnapshotHandle"]: ...
     def scan(self, predicate: Optional[str] = None, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
         """Record the read; Arrow capsules of the matching live files (``files()`` layout, only

@@ -151,6 +151,10 @@ def to_expression(tree: dict, resolve: Resolver) -> pc.Expression:
         return False
 
     def cmp(op: str, a: dict, b: dict) -> Any:
+        for c, lit in ((a, b), (b, a)):  # as the core refuses it in a where text
+            if "col" in c and lit.get("kind") == "number" and pa.types.is_string(typ(c)):
+                name = ".".join(c["col"])
+                raise PredicateError(f"cannot compare column {name} of type string with the number {lit['lit']}", reason="type mismatch")
         left, right = val(a, b), val(b, a)
         return compare(op, left, right, floating(a, left), floating(b, right))
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import pyarrow as pa
 
-from .exceptions import InvalidArgumentError, UnsupportedFeatureError
+from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
     "string": pa.string(),
@@ -109,3 +109,105 @@ def arrow_schema_to_delta(schema: pa.Schema) -> str:
     if len(schema) == 0:
         raise InvalidArgumentError("a Delta table needs at least one column")
     return json.dumps({"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]})
+
+
+# -- schema enforcement (docs/guide.md "Policies") ------------------------------------------------
+
+#: Integer types: (width rank, decimal digits their values need, as Spark's DecimalType.forType).
+_INTEGERS = {"byte": (1, 3), "short": (2, 5), "integer": (3, 10), "long": (4, 20)}
+#: Unsigned arrow integers as the smallest Delta type that holds every value (uint64: none).
+_UNSIGNED = {8: "short", 16: "integer", 32: "long"}
+
+
+def _decimal(t: Any) -> Optional[Tuple[int, int]]:
+    if isinstance(t, str) and t.startswith("decimal(") and t.endswith(")"):
+        p, s = (int(x) for x in t[len("decimal(") : -1].split(","))
+        return p, s
+    return None
+
+
+def _widens_primitive(data: str, table: str) -> bool:
+    if data in _INTEGERS:
+        rank, digits = _INTEGERS[data]
+        if table in _INTEGERS:
+            return _INTEGERS[table][0] > rank
+        dec = _decimal(table)
+        return (table == "double" and rank <= 3) or (dec is not None and dec[0] - dec[1] >= digits)
+    if data in ("float", "date"):
+        return table == {"float": "double", "date": "timestamp_ntz"}[data]
+    a, b = _decimal(data), _decimal(table)
+    return a is not None and b is not None and b[1] >= a[1] and b[0] - b[1] >= a[0] - a[1]
+
+
+def widens(data: Any, table: Any) -> bool:
+    """Whether values of Delta type ``data`` may be written to a column of Delta type ``table``
+    unchanged: the same type, NULLs ("void"), or one of the widenings of Delta's type widening
+    feature (byte → short → integer → long; byte, short, integer → double; float → double;
+    integers and decimals into a decimal with enough digits; date → timestamp_ntz). Nested types
+    need the same field names in the same order and widening children."""
+    if data == table or data == "void":
+        return True
+    if isinstance(data, str) and isinstance(table, str):
+        return _widens_primitive(data, table)
+    if not (isinstance(data, dict) and isinstance(table, dict)) or data.get("type") != table.get("type"):
+        return False
+    if data["type"] == "array":
+        return widens(data["elementType"], table["elementType"])
+    if data["type"] == "map":
+        return widens(data["keyType"], table["keyType"]) and widens(data["valueType"], table["valueType"])
+    a, b = data["fields"], table["fields"]
+    return len(a) == len(b) and all(x["name"].lower() == y["name"].lower() and widens(x["type"], y["type"]) for x, y in zip(a, b))
+
+
+def delta_type_of(t: pa.DataType) -> Any:
+    """The Delta type of arrow data (unsigned integers as the smallest type holding them; None
+    for types Delta cannot hold)."""
+    if pa.types.is_null(t):
+        return "void"
+    if pa.types.is_unsigned_integer(t):
+        return _UNSIGNED.get(t.bit_width)
+    try:
+        return arrow_type_to_delta(t)
+    except InvalidArgumentError:
+        return None
+
+
+def arrow_widens(data: pa.DataType, table: pa.DataType) -> bool:
+    """:func:`widens` for arrow types."""
+    return data == table or widens(delta_type_of(data), arrow_type_to_delta(table))
+
+
+def _category(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return "datetime"
+    return "string" if delta_type_of(t) == "string" else str(t)
+
+
+def assignable(value: pa.DataType, column: pa.DataType) -> bool:
+    """Whether an UPDATE / MERGE SET value (or INSERT value) of type ``value`` may be stored in a
+    column of type ``column``: a widening, any number into a numeric column (cast with an
+    overflow check, as Spark's ANSI store assignment), or a string into a date/timestamp column
+    (parsed). Other changes of kind (a string into a number, a number into a string) are refused."""
+    if arrow_widens(value, column):
+        return True
+    kinds = _category(value), _category(column)
+    return kinds in (("number", "number"), ("string", "datetime"))
+
+
+def type_name(t: pa.DataType) -> str:
+    """A type as users see it in messages: its Delta name, else pyarrow's."""
+    d = delta_type_of(t)
+    return d if isinstance(d, str) and d != "void" else str(t)
+
+
+def type_mismatch(column: str, table_type: str, data_type: str) -> SchemaMismatchError:
+    """The error for data of a type that neither is the column's nor widens to it."""
+    return SchemaMismatchError(
+        f"column {column!r} is {table_type} in the table but {data_type} in the data; only widening "
+        'conversions are implicit (docs/guide.md "Policies"): cast the data first',
+        column=column,
+        table_type=table_type,
+        data_type=data_type,
+    )

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 
 from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
-from .exceptions import InvalidArgumentError, UnsupportedFeatureError
+from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
+from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 ROW = "__delta_occ_row"
 #: Delta truncates string statistics to this prefix length.
@@ -44,12 +45,15 @@ def _unenforced_rules(props: Dict[str, str], fields: List[dict]) -> List[str]:
 class Layout:
     """What writing and reading data files of one snapshot needs."""
 
-    def __init__(self, snapshot: Any) -> None:
+    def __init__(self, snapshot: Any, schema_json: Optional[str] = None) -> None:
+        """``schema_json``: the schema to write with when it is not the snapshot's (a
+        transaction that changes the schema)."""
         h = snapshot._h
         self.snapshot = snapshot
         self.root = h.root
-        self.schema: pa.Schema = snapshot.schema
-        self.delta_fields = json.loads(h.schema_json)["fields"]
+        schema_json = schema_json or h.schema_json
+        self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
+        self.delta_fields = json.loads(schema_json)["fields"]
         self.mode: str = h.column_mapping_mode
         self.partition_columns: List[str] = snapshot.partition_columns
         props = snapshot.properties
@@ -97,34 +101,31 @@ class Layout:
     # -- writing ------------------------------------------------------------------------------
 
     def conform(self, data: Any) -> pa.Table:
-        """Rows in the table schema: columns by name (case-insensitive), cast, nullability checked."""
-        if isinstance(data, pa.RecordBatchReader):
-            data = data.read_all()
-        elif isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
-        if not isinstance(data, pa.Table):
-            raise InvalidArgumentError(f"data must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data).__name__}")
+        """Rows in the table schema, as Delta's schema enforcement allows (docs/guide.md
+        "Policies"): columns by name (case-insensitive); each of the column's type or a widening
+        of it; a missing nullable column filled with NULLs. Anything else is a
+        SchemaMismatchError."""
+        data = as_table(data)
         lower = {n.lower(): n for n in data.column_names}
         known = {f.name.lower() for f in self.schema}
         extra = [n for n in data.column_names if n.lower() not in known and n != ROW]
         if extra:
-            raise InvalidArgumentError(f"column(s) {extra} are not in the table schema {self.schema.names} (change the schema first)")
+            raise SchemaMismatchError(
+                f"column(s) {extra} are not in the table schema {self.schema.names} (pass "
+                'schema_mode="merge" to add them, or change the schema first)',
+                column=extra[0],
+            )
         arrays = []
         for f in self.schema:
             name = lower.get(f.name.lower())
             if name is None:
                 if not f.nullable:
-                    raise InvalidArgumentError(f"column {f.name!r} is NOT NULL and missing from the data")
+                    raise SchemaMismatchError(f"column {f.name!r} is NOT NULL and missing from the data", column=f.name)
                 arrays.append(pa.nulls(data.num_rows, f.type))
                 continue
-            col = data.column(name)
-            if col.type != f.type:
-                try:
-                    col = col.cast(f.type)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise InvalidArgumentError(f"column {f.name!r}: cannot cast {col.type} to the table type {f.type}: {e}") from e
+            col = widened(f, data.column(name))
             if not f.nullable and col.null_count:
-                raise InvalidArgumentError(f"column {f.name!r} is NOT NULL but the data holds {col.null_count} null(s)")
+                raise SchemaMismatchError(f"column {f.name!r} is NOT NULL but the data holds {col.null_count} null(s)", column=f.name)
             arrays.append(col)
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
@@ -190,6 +191,32 @@ class Layout:
         txn._own_file(full)
         txn.add_file(rel, partition, os.path.getsize(full), stats_json(physical), data_change=data_change, tags=tags)
         return rel
+
+
+def as_table(data: Any) -> pa.Table:
+    """Data to write as a pyarrow Table (a Table, RecordBatch or RecordBatchReader)."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if not isinstance(data, pa.Table):
+        raise InvalidArgumentError(f"data must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data).__name__}")
+    return data
+
+
+def widened(f: pa.Field, col: Any) -> Any:
+    """A data column as the table column's type, when its type is that type or widens to it."""
+    if col.type == f.type:
+        return col
+    if not arrow_widens(col.type, f.type):
+        raise type_mismatch(f.name, type_name(f.type), type_name(col.type))
+    try:
+        return col.cast(f.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SchemaMismatchError(
+            f"column {f.name!r}: cannot cast {col.type} to the table type {f.type}: {e}",
+            column=f.name, table_type=type_name(f.type), data_type=type_name(col.type),
+        ) from e
 
 
 def _escape(v: Optional[str]) -> str:

@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _core, _expr
-from ._write import ROW, Layout, arange, concat, partition_strings, sql_literals
-from .exceptions import InvalidArgumentError, PredicateError
+from ._schema import arrow_widens, assignable, type_name
+from ._write import ROW, Layout, arange, as_table, concat, partition_strings, sql_literals
+from .exceptions import InvalidArgumentError, PredicateError, SchemaMismatchError
 from .transaction import int_arg
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
@@ -33,8 +34,26 @@ _MERGE_IN_LIST_LIMIT = 1000
 def _layout(txn: Any) -> Layout:
     lay = getattr(txn, "_layout", None)
     if lay is None:
-        lay = txn._layout = Layout(txn.snapshot)
+        lay = txn._layout = Layout(txn.snapshot, txn._h.schema_json)
     return lay
+
+
+def _evolved(txn: Any, data: pa.Schema, schema_mode: Optional[str]) -> Layout:
+    """The layout to write ``data`` with. With ``schema_mode="merge"`` the data's columns the
+    table lacks are added (nullable, at the end) by a schema change staged in this transaction,
+    as delta-spark's ``mergeSchema`` does; existing column types never change."""
+    lay = _layout(txn)
+    if schema_mode is None:
+        return lay
+    if schema_mode != "merge":
+        raise InvalidArgumentError(f"schema_mode must be None or 'merge', got {schema_mode!r}")
+    known = {f.name.lower() for f in lay.schema}
+    new = [pa.field(f.name, f.type) for f in data if f.name.lower() not in known]
+    if not new:
+        return lay
+    txn.set_schema(pa.schema(list(lay.schema) + new))
+    txn._layout = None
+    return _layout(txn)
 
 
 def _stage(txn: Any, operation: str, parameters: Dict[str, Any], metrics: Dict[str, int]) -> None:
@@ -72,19 +91,23 @@ def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array
 # -- append / overwrite ----------------------------------------------------------------------------
 
 
-def append(txn: Any, data: Any) -> None:
-    """Blind append: reads nothing."""
-    lay = _layout(txn)
+def append(txn: Any, data: Any, schema_mode: Optional[str] = None) -> None:
+    """Blind append: reads nothing (a schema change makes it read the whole table)."""
+    data = as_table(data)
+    lay = _evolved(txn, data.schema, schema_mode)
     rows = lay.conform(data)
     files = lay.write(txn, rows)
     _stage(txn, "WRITE", {"mode": "Append"}, {"numOutputRows": rows.num_rows, "numFiles": len(files)})
 
 
-def overwrite(txn: Any, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+def overwrite(
+    txn: Any, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False, schema_mode: Optional[str] = None
+) -> None:
     """Replace the table's rows (all, those matching ``replace_where``, or with
     ``dynamic_partitions`` the partitions present in ``data``) by ``data``. New rows must satisfy
     ``replace_where``."""
-    lay = _layout(txn)
+    data = as_table(data)
+    lay = _evolved(txn, data.schema, schema_mode)
     rows = lay.conform(data)
     if dynamic_partitions:
         if replace_where is not None:
@@ -150,7 +173,9 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
 
 
-def _assignments(lay: Layout, set_: Mapping[str, str]) -> Dict[str, dict]:
+def _assignments(lay: Layout, set_: Mapping[str, str], resolve: _expr.Resolver, what: str = "SET expression") -> Dict[str, Any]:
+    """Compiled assignments {column: pyarrow expression}: unknown columns and bad expressions
+    fail here, before any row is read."""
     if not isinstance(set_, Mapping) or not set_:
         raise InvalidArgumentError("set must be a non-empty mapping of column name to SQL expression text")
     out = {}
@@ -159,34 +184,54 @@ def _assignments(lay: Layout, set_: Mapping[str, str]) -> Dict[str, dict]:
         name = lower.get(str(col).lower())
         if name is None:
             raise InvalidArgumentError(f"cannot set unknown column {col!r} (columns: {lay.schema.names})")
-        out[name] = _expr.parse(text)
+        try:
+            out[name] = _expr.to_expression(_expr.parse(text), resolve)
+        except PredicateError as e:
+            raise assignment_error(what, name, text, e) from e
     return out
 
 
-def _compile(assign: Dict[str, dict], resolve: _expr.Resolver) -> Dict[str, Any]:
-    """Assignment trees as pyarrow expressions; unknown columns fail here, before any row is read."""
-    return {name: _expr.to_expression(tree, resolve) for name, tree in assign.items()}
+def assignment_error(what: str, column: str, text: Any, e: PredicateError) -> PredicateError:
+    """A bad SET / INSERT value, worded as such (not as a predicate): ``invalid SET expression
+    for column x: 'x ** 2' at position 4: ...``."""
+    position, reason = getattr(e, "position", None), getattr(e, "reason", None)
+    detail = f"{text!r} at position {position}: {reason}" if position is not None else f"{text!r}: {e}"
+    return PredicateError(f"invalid {what} for column {column}: {detail}", position=position, reason=reason, column=column)
 
 
-def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, Any], base: Dict[str, Any]) -> pa.Table:
+def _stored(f: pa.Field, col: Any, what: str) -> Any:
+    """An assigned value as the column's type: a widening, a number into a numeric column
+    (overflow checked) or a string into a date/timestamp column; other changes are refused."""
+    if col.type == f.type:
+        return col
+    if not assignable(col.type, f.type):
+        raise SchemaMismatchError(
+            f"invalid {what} for column {f.name}: its value is {type_name(col.type)} but the column is "
+            f"{type_name(f.type)} (convert it explicitly with CAST)",
+            column=f.name, table_type=type_name(f.type), data_type=type_name(col.type),
+        )
+    try:
+        return col.cast(f.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise PredicateError(f"invalid {what} for column {f.name}: cannot store a value as {type_name(f.type)}: {e}", reason="evaluation failed", column=f.name) from e
+
+
+def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, Any], base: Dict[str, Any], what: str = "SET expression") -> pa.Table:
     """Rows of `schema`: assigned columns from their compiled expressions, the rest from `base`
-    (a column name in `rows` per target column)."""
-    exprs = {}
-    for f in schema:
-        if f.name in assign:
-            exprs[f.name] = assign[f.name].cast(f.type)
-        else:
-            exprs[f.name] = pc.field(base[f.name])
+    (a column name in `rows` per target column) or NULL."""
     if rows.num_rows == 0:
         return schema.empty_table()
+    exprs = dict(assign)
+    exprs.update({f.name: pc.field(base[f.name]) for f in schema if f.name not in assign and f.name in base})
     out = _expr.evaluate(rows, exprs, "the value of " + ", ".join(repr(c) for c in assign))
-    return pa.Table.from_arrays([out.column(f.name).cast(f.type) for f in schema], schema=schema)
+    arrays = [_stored(f, out.column(f.name), what) if f.name in exprs else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
     lay = _layout(txn)
     tree = _where_tree(where)
-    assign = _compile(_assignments(lay, set), _expr.table_resolver(lay.schema))
+    assign = _assignments(lay, set, _expr.table_resolver(lay.schema))
     updated = 0
     out: List[pa.Table] = []
     for path in txn.scan(where, ["path"]).column("path").to_pylist():
@@ -300,24 +345,27 @@ def merge(
     when_matched_update: Optional[Mapping[str, str]] = None,
     when_matched_delete: Union[bool, str] = False,
     when_not_matched_insert: Union[bool, Mapping[str, str]] = False,
+    schema_mode: Optional[str] = None,
 ) -> None:
     """MERGE INTO target USING source ON `on`. Matched target rows are deleted (when
     ``when_matched_delete`` is True or its condition holds) or else updated; unmatched source
     rows are inserted. The read is narrowed from the source (concurrency.md §4 rule 7): key values
-    (or key ranges) present in the source, plus the condition's target-only conjuncts."""
-    lay = _layout(txn)
+    (or key ranges) present in the source, plus the condition's target-only conjuncts. With
+    ``schema_mode="merge"`` the source columns the target lacks are added to the table first."""
     if isinstance(source, pa.RecordBatchReader):
         source = source.read_all()
     if not isinstance(source, pa.Table):
         raise InvalidArgumentError(f"source must be a pyarrow Table, got {type(source).__name__}")
     check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
-    cols = _MergeColumns(lay.schema, source.schema, target_alias, source_alias)
+    cols = _MergeColumns(_layout(txn).schema, source.schema, target_alias, source_alias)
     keys, target_only, residual = split_merge_condition(on, cols)
-
-    # Cast source keys to the target types so the join and the narrowing compare like with like.
+    check_merge_keys(keys, cols)
+    lay = _evolved(txn, source.schema, schema_mode)
+    # A source key that widens to the target type is cast to it, so the join and the narrowing
+    # compare like with like (a wider source key is compared in its own type by _join).
     for t_col, s_col in keys:
         typ = lay.schema.field(t_col).type
-        if source.schema.field(s_col).type != typ:
+        if source.schema.field(s_col).type != typ and arrow_widens(source.schema.field(s_col).type, typ):
             i = source.schema.get_field_index(s_col)
             source = source.set_column(i, pa.field(s_col, typ), source.column(s_col).cast(typ))
     cols.source = source.schema
@@ -352,7 +400,7 @@ def merge(
     upd_mask = pc.invert(del_mask) if when_matched_update else pa.repeat(False, joined.num_rows)
     new_rows: List[pa.Table] = []
     if when_matched_update:
-        assign = _compile(_assignments(lay, when_matched_update), resolve)
+        assign = _assignments(lay, when_matched_update, resolve)
         changed = joined.filter(upd_mask)
         new_rows.append(lay.conform(_apply(changed, lay.schema, assign, {c: f"t.{c}" for c in lay.schema.names})))
         updated = changed.num_rows
@@ -372,24 +420,37 @@ def merge(
             ins = source.take(unmatched.column("__src"))
             new_rows.append(lay.conform(ins.select([n for n in ins.column_names if _find(lay.schema, n)])))
         else:
-            assign = _assignments(lay, when_not_matched_insert)
-            missing = {f.name: None for f in lay.schema if f.name not in assign}
-            exprs = dict(assign)
-            for name in missing:
-                exprs[name] = {"lit": None, "kind": "null"}
-            new_rows.append(lay.conform(_apply(unmatched, lay.schema, _compile(exprs, cols.source_only()), {})))
+            assign = _assignments(lay, when_not_matched_insert, cols.source_only(), "INSERT value")
+            new_rows.append(lay.conform(_apply(unmatched, lay.schema, assign, {}, "INSERT value")))
         inserted = unmatched.num_rows
     lay.write(txn, concat(new_rows, lay.schema))
     params = {"predicate": on, "readPredicate": read_where or "true"}
     _stage(txn, "MERGE", params, {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted})
 
 
+def check_merge_keys(keys: List[Tuple[str, str]], cols: _MergeColumns) -> None:
+    """MERGE compares keys only when one key type widens to the other: a string key against a
+    number key is a SchemaMismatchError, never a cast (which would turn 'abc' into NULL)."""
+    for t_col, s_col in keys:
+        tt, st = cols.target.field(t_col).type, cols.source.field(s_col).type
+        if not (arrow_widens(st, tt) or arrow_widens(tt, st)):
+            raise SchemaMismatchError(
+                f"MERGE keys {cols.ta}.{t_col} ({type_name(tt)}) and {cols.sa}.{s_col} ({type_name(st)}) have "
+                f"incompatible types: cast the source column to {type_name(tt)} first",
+                column=t_col, table_type=type_name(tt), data_type=type_name(st),
+            )
+
+
 def _join(tgt: pa.Table, src: pa.Table, t_keys: List[str], s_keys: List[str]) -> pa.Table:
-    """Inner join of target and source rows on the keys (every pair without keys). Only the keys
-    and row numbers go through pyarrow's join, which cannot carry list, struct or map columns; the
-    rows are then taken by number."""
+    """Inner join of target and source rows on the keys (every pair without keys), a narrower
+    key compared as the wider one. Only the keys and row numbers go through pyarrow's join, which
+    cannot carry list, struct or map columns; the rows are then taken by number."""
     ti = tgt.select(t_keys).append_column("__ti", arange(tgt.num_rows, pa.int64()))
     si = src.select(s_keys).append_column("__si", arange(src.num_rows, pa.int64()))
+    for i, (t_key, s_key) in enumerate(zip(t_keys, s_keys)):
+        s_type = si.schema.field(s_key).type
+        if ti.schema.field(t_key).type != s_type:
+            ti = ti.set_column(i, t_key, ti.column(i).cast(s_type))
     if t_keys:
         pairs = ti.join(si, keys=t_keys, right_keys=s_keys, join_type="inner", coalesce_keys=False)
     else:

@@ -29,6 +29,7 @@ __all__ = [
     "CommitRetriesExceededError",
     "CommitInterruptedError",
     "InvalidArgumentError",
+    "SchemaMismatchError",
     "DeltaIOError",
 ]
 
@@ -135,6 +136,17 @@ class CommitInterruptedError(DeltaOccError, KeyboardInterrupt):
 
 class InvalidArgumentError(DeltaOccError, ValueError):
     """A bad argument (unknown column, invalid property value, ...)."""
+
+
+class SchemaMismatchError(InvalidArgumentError):
+    """Data that does not fit the table schema (Delta's schema enforcement): a column the table
+    lacks (without ``schema_mode="merge"``), a missing NOT NULL column, a type that is neither
+    the column's nor a widening of it, or MERGE keys of incompatible types. Attributes
+    ``column``, ``table_type`` and ``data_type`` (None where they do not apply)."""
+
+    column: Optional[str] = None
+    table_type: Optional[str] = None
+    data_type: Optional[str] = None
 
 
 class DeltaIOError(DeltaOccError, OSError):

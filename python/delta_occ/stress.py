@@ -258,7 +258,8 @@ def _commit(txn: Any, rec: Dict[str, Any], log: _Log) -> None:
     params[ATTEMPT_KEY] = rec["attempt"]
     try:
         r = txn.commit(txn._operation or "WRITE", params)
-        rec.update(outcome="committed", version=r.version)
+        # An operation that changed nothing writes no commit (docs/guide.md "Policies").
+        rec.update(outcome="committed" if r.committed else "nothing", version=r.version)
     except ex.DeltaConcurrentModificationException as e:
         rec.update(outcome="conflict", error=type(e).__name__, winning_version=e.winning_version, message=str(e)[:400])
     except ex.DeltaOccError as e:
@@ -354,6 +355,7 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
     """Create the table at ``path`` (a new directory), run the writers, the killer and the
     scheduler, then check the history. Returns the checker's summary."""
     t0 = time.monotonic()
+    path = os.path.abspath(os.path.expanduser(path))  # the logs live next to the table
     create(path, cfg)
     cfg_json = json.dumps(dataclasses.asdict(cfg))
     shared = Table(path)
@@ -508,6 +510,7 @@ def check(path: str, dv_table: bool = True) -> Dict[str, Any]:
     return {
         "attempted": len(attempts),
         "committed": outcomes["committed"],
+        "nothing": outcomes["nothing"],
         "unknown": outcomes["started"],
         "conflicts": dict(Counter(r["error"] for r in attempts.values() if r["outcome"] == "conflict")),
         "errors": dict(Counter(r["error"] for r in attempts.values() if r["outcome"] == "error")),

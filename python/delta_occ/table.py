@@ -32,6 +32,14 @@ def _location(path: PathLike) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+def _new_location(path: PathLike) -> str:
+    """A location to create a table at: as :func:`_location`, and not a regular file."""
+    location = _location(path)
+    if os.path.isfile(location):
+        raise InvalidArgumentError(f"cannot create a table at {location}: it is a file, not a directory")
+    return location
+
+
 class Snapshot:
     """An immutable view of the table at one version."""
 
@@ -150,7 +158,7 @@ class Table:
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         handle = _core.TableHandle.create(
-            _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name
+            _new_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name
         )
         return cls._wrap(handle)
 
@@ -175,11 +183,7 @@ class Table:
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise InvalidArgumentError(f"version must be an int, got {version!r}")
         if version is not None and version < 0:
-            raise VersionNotFoundError(
-                f"version {version} of {self.path} is invalid: versions start at 0; the latest version is {self.version}",
-                table=self.path,
-                version=version,
-            )
+            raise InvalidArgumentError(f"version must be >= 0, got {version} (the latest version of {self.path} is {self.version})")
         return Snapshot(self._h.snapshot(version))
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
@@ -244,9 +248,19 @@ class Table:
             raise
         return txn.commit(operation, params)
 
-    def append(self, data: Any, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
-        """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other appends)."""
-        return self._run(lambda t: t.append(data), isolation_level, row_level, max_attempts)
+    def append(
+        self,
+        data: Any,
+        *,
+        schema_mode: Optional[str] = None,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+    ) -> CommitResult:
+        """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other
+        appends). Columns must have the table's types or widen to them; ``schema_mode="merge"``
+        adds the columns the table lacks in the same commit (docs/guide.md "Policies")."""
+        return self._run(lambda t: t.append(data, schema_mode=schema_mode), isolation_level, row_level, max_attempts)
 
     def overwrite(
         self,
@@ -254,13 +268,20 @@ class Table:
         replace_where: Optional[str] = None,
         *,
         dynamic_partitions: bool = False,
+        schema_mode: Optional[str] = None,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
     ) -> CommitResult:
         """Replace all rows, the rows matching ``replace_where`` (new rows must match it), or
-        with ``dynamic_partitions=True`` the partitions present in ``data``."""
-        return self._run(lambda t: t.overwrite(data, replace_where, dynamic_partitions=dynamic_partitions), isolation_level, row_level, max_attempts)
+        with ``dynamic_partitions=True`` the partitions present in ``data``. ``schema_mode`` as
+        in :meth:`append`."""
+        return self._run(
+            lambda t: t.overwrite(data, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode),
+            isolation_level,
+            row_level,
+            max_attempts,
+        )
 
     def delete(self, where: Optional[str] = None, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
         """Delete the rows matching ``where`` (all rows when None); DVs when enabled."""
@@ -288,17 +309,20 @@ class Table:
         when_matched_update: Optional[Mapping[str, str]] = None,
         when_matched_delete: Union[bool, str] = False,
         when_not_matched_insert: Union[bool, Mapping[str, str]] = False,
+        schema_mode: Optional[str] = None,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
     ) -> CommitResult:
-        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``)."""
+        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``).
+        ``schema_mode="merge"`` adds the source columns the table lacks."""
         clauses = dict(
             source_alias=source_alias,
             target_alias=target_alias,
             when_matched_update=when_matched_update,
             when_matched_delete=when_matched_delete,
             when_not_matched_insert=when_not_matched_insert,
+            schema_mode=schema_mode,
         )
         return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts)
 
@@ -313,27 +337,7 @@ class Table:
     ) -> CommitResult:
         """Compact small files (dataChange=false; SnapshotIsolation). With nothing to compact no
         commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``."""
-        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
-        try:
-            bins = txn.optimize(target_file_size, where)
-        except BaseException:
-            txn.abort()
-            raise
-        if bins:
-            return txn.commit()
-        txn.abort()
-        zero = ("numAddedBytes", "numAddedFiles", "numBins", "numFilesRemoved", "numOutputRows", "numRemovedBytes", "numRemovedFiles")
-        return CommitResult(
-            version=txn.read_version,
-            attempts=0,
-            isolation_level=IsolationLevel.SNAPSHOT_ISOLATION,
-            read_version=txn.read_version,
-            rebased_over=[],
-            rows_resolved=0,
-            operation="OPTIMIZE",
-            metrics={k: "0" for k in zero},
-            committed=False,
-        )
+        return self._run(lambda t: t.optimize(target_file_size, where), isolation_level, row_level, max_attempts)
 
     @classmethod
     def begin_create(
@@ -350,7 +354,7 @@ class Table:
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         return Transaction(
-            _core.TableHandle.begin_create(_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name)
+            _core.TableHandle.begin_create(_new_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name)
         )
 
     def _metadata_commit(self, operation: str, params: Dict[str, Any], stage: Any, isolation_level: LevelLike, max_attempts: Optional[int]) -> CommitResult:

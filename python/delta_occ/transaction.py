@@ -70,8 +70,10 @@ class CommitResult:
     is_blind_append: bool = False
     checkpoint_written: bool = False
     checkpoint_error: Optional[str] = None
-    #: False when the operation found nothing to do and wrote no commit (``version`` is then the
-    #: version it read and ``attempts`` is 0): an OPTIMIZE with nothing to compact.
+    #: False when the transaction had no action to write (a DELETE, UPDATE or MERGE that matched
+    #: no row, an empty append, a transaction that only read, an OPTIMIZE with nothing to
+    #: compact): no commit was written, ``version`` is the version it read, ``attempts`` is 0 and
+    #: ``isolation_level`` is SnapshotIsolation (docs/guide.md "Policies").
     committed: bool = True
 
     @classmethod
@@ -273,18 +275,22 @@ class Transaction:
 
     # -- embedded engine operations (one per transaction; see delta_occ.engine) ---------------
 
-    def append(self, data: Any) -> None:
-        """Stage a blind append of ``data`` (written as parquet with statistics)."""
+    def append(self, data: Any, *, schema_mode: Optional[str] = None) -> None:
+        """Stage a blind append of ``data`` (written as parquet with statistics). Data columns
+        must have the table's types or widen to them; ``schema_mode="merge"`` adds columns the
+        table lacks (a schema change in the same commit)."""
         from . import engine
 
-        engine.append(self, data)
+        engine.append(self, data, schema_mode)
 
-    def overwrite(self, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+    def overwrite(
+        self, data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False, schema_mode: Optional[str] = None
+    ) -> None:
         """Stage an overwrite: all rows, those matching ``replace_where``, or the partitions
-        present in ``data`` (``dynamic_partitions``)."""
+        present in ``data`` (``dynamic_partitions``). ``schema_mode`` as in :meth:`append`."""
         from . import engine
 
-        engine.overwrite(self, data, replace_where, dynamic_partitions=dynamic_partitions)
+        engine.overwrite(self, data, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode)
 
     def delete(self, where: Optional[str] = None) -> None:
         """Stage a DELETE of the rows matching ``where`` (all rows when None)."""
@@ -306,7 +312,7 @@ class Transaction:
 
     def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
         """Stage a bin-packing compaction (dataChange=false); returns the number of bins, 0 when
-        there is nothing to compact (committing then writes an empty commit)."""
+        there is nothing to compact (committing then writes no commit)."""
         from . import engine
 
         return engine.optimize(self, target_file_size, where)
@@ -318,7 +324,8 @@ class Transaction:
         ``DeltaConcurrentModificationException`` subclass on a conflict (the transaction is then
         finished: start a new one to retry) and ``CommitRetriesExceededError`` when other
         writers kept winning past ``max_attempts`` / ``time_budget``. ``operation`` defaults to
-        the staged engine operation, else ``WRITE``."""
+        the staged engine operation, else ``WRITE``. A transaction with no action to write
+        commits nothing and cannot conflict: the result has ``committed=False``."""
         if operation is None:
             operation = self._operation or "WRITE"
             if parameters is None and self._operation is not None:

@@ -26,7 +26,7 @@ from .._schema import arrow_schema_to_delta
 from .._write import Layout
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
-from ..table import PathLike, Snapshot, Table, _location
+from ..table import PathLike, Snapshot, Table, _new_location
 from ..transaction import CommitResult, LevelLike, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
@@ -215,7 +215,7 @@ class SparkTable:
         if isinstance(partition_by, str):
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(_location(path), schema_json, list(partition_by), props, name)
+        handle = _core.TableHandle.create(_new_location(path), schema_json, list(partition_by), props, name)
         st = cls.__new__(cls)
         st.spark = spark
         st.table = Table._wrap(handle)
@@ -321,22 +321,7 @@ class SparkTable:
         max_attempts: Optional[int] = None,
     ) -> CommitResult:
         """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
-        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
-        if txn.optimize(target_file_size, where):
-            return txn.commit()
-        txn.abort()
-        zero = ("numBins", "numFilesRemoved", "numOutputRows")
-        return CommitResult(
-            version=txn.read_version,
-            attempts=0,
-            isolation_level=IsolationLevel.SNAPSHOT_ISOLATION,
-            read_version=txn.read_version,
-            rebased_over=[],
-            rows_resolved=0,
-            operation="OPTIMIZE",
-            metrics={k: "0" for k in zero},
-            committed=False,
-        )
+        return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts)
 
 
 __all__ = ["SparkTable", "SparkTransaction"]

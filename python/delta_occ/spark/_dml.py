@@ -153,7 +153,10 @@ def _assignments(ctx: "SparkTransaction", set_: Mapping[str, str], what: str) ->
             raise InvalidArgumentError(f"cannot set unknown column {c!r} (columns: {ctx.lay.schema.names})")
         if not isinstance(text, str):
             raise InvalidArgumentError(f"the expression for {name!r} must be SQL text, got {type(text).__name__}")
-        _expr.parse(text)  # the core's parser: the same errors as the embedded engine
+        try:
+            _expr.parse(text)  # the core's parser: the same errors as the embedded engine
+        except PredicateError as e:
+            raise _engine.assignment_error("INSERT value" if what == "when_not_matched_insert" else "SET expression", name, text, e) from e
         out[name] = text
     return out
 
@@ -216,6 +219,7 @@ def merge(
     src_schema = _arrow_schema(source)
     cols = _engine._MergeColumns(lay.schema, src_schema, target_alias, source_alias)
     keys, target_only_pairs, _ = _engine.split_merge_condition(on, cols)
+    _engine.check_merge_keys(keys, cols)
     target_only = [sql for sql, _ in target_only_pairs]
     read_where = _engine.narrowed_predicate([_key_summary(ctx, source, t, s) for t, s in keys], target_only)
     plan, _ = _plan(ctx, read_where)

@@ -17,8 +17,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .. import _core
+from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
-from ..exceptions import InvalidArgumentError, UnsupportedFeatureError
+from ..exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from ._columns import col, logical_schema, physical_schema
 from ._scan import session_conf
 
@@ -51,8 +52,9 @@ class Job:
 
 
 def conform(df: DataFrame, lay: Layout) -> DataFrame:
-    """Columns of the table schema by name (case-insensitive), cast to the table types; missing
-    nullable columns become NULL; unknown columns and NULLs in NOT NULL columns are errors."""
+    """Columns of the table schema by name (case-insensitive), of the table types or widening to
+    them (the embedded engine's rule, ``_schema.widens``); missing nullable columns become NULL;
+    unknown columns, other types and NULLs in NOT NULL columns are errors."""
     if not isinstance(df, DataFrame):
         raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
     schema = logical_schema(json_schema(lay))
@@ -60,15 +62,18 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
     known = {f.name.lower() for f in schema.fields}
     extra = [n for n in df.columns if n.lower() not in known]
     if extra:
-        raise InvalidArgumentError(f"column(s) {extra} are not in the table schema {schema.names} (change the schema first)")
+        raise SchemaMismatchError(f"column(s) {extra} are not in the table schema {schema.names} (change the schema first)", column=extra[0])
     out: List[Column] = []
     for f in schema.fields:
         name = lower.get(f.name.lower())
         if name is None:
             if not f.nullable:
-                raise InvalidArgumentError(f"column {f.name!r} is NOT NULL and missing from the data")
+                raise SchemaMismatchError(f"column {f.name!r} is NOT NULL and missing from the data", column=f.name)
             out.append(F.lit(None).cast(f.dataType).alias(f.name))
             continue
+        data_type = df.schema[name].dataType
+        if data_type != f.dataType and not widens(data_type.jsonValue(), f.dataType.jsonValue()):
+            raise type_mismatch(f.name, f.dataType.simpleString(), data_type.simpleString())
         c = col(name).cast(f.dataType)
         if not f.nullable:
             c = F.when(c.isNull(), F.raise_error(F.lit(f"delta-occ: column {f.name!r} is NOT NULL but the data holds a null"))).otherwise(c)

@@ -422,7 +422,8 @@ impl Transaction {
         Ok(())
     }
 
-    fn current_metadata(&self) -> Result<Metadata> {
+    /// The metadata this transaction commits: the staged one, else the read snapshot's.
+    pub fn current_metadata(&self) -> Result<Metadata> {
         match &self.metadata {
             Some(m) => Ok(m.clone()),
             None => Ok(self.snap()?.metadata().clone()),

@@ -69,6 +69,13 @@ impl TransactionHandle {
         }
     }
 
+    /// The schema JSON this transaction commits: the staged one (`set_schema`), else the read
+    /// snapshot's.
+    #[getter]
+    fn schema_json(&self) -> PyResult<String> {
+        Ok(self.txn().current_metadata().py_err()?.schema_string)
+    }
+
     #[getter]
     fn snapshot(&self) -> Option<SnapshotHandle> {
         self.txn().snapshot().cloned().map(SnapshotHandle::new)
@@ -350,5 +357,6 @@ fn result_dict<'py>(py: Python<'py>, r: &CommitResult) -> PyResult<Bound<'py, Py
     d.set_item("is_blind_append", r.is_blind_append)?;
     d.set_item("checkpoint_written", r.checkpoint_written)?;
     d.set_item("checkpoint_error", &r.checkpoint_error)?;
+    d.set_item("committed", r.committed)?;
     Ok(d)
 }

@@ -93,6 +93,9 @@ pub struct CommitResult {
     /// `Some(error text)` when the checkpoint this commit triggered failed (the commit stands).
     pub checkpoint_error: Option<String>,
     pub checkpoint_written: bool,
+    /// False when the transaction had nothing to write and no commit was made: `version` is
+    /// then the read version and `attempts` the attempts written before a rebase left nothing.
+    pub committed: bool,
 }
 
 /// Everything fixed for the whole loop.
@@ -208,6 +211,22 @@ fn run_attempts(
             actions = Some(m);
         }
         let m = actions.as_ref().expect("materialized above");
+        if is_empty_commit(txn, &prepared, m) {
+            return Ok(Landed {
+                result: nothing_committed(summary(
+                    txn,
+                    &prepared,
+                    rows_resolved,
+                    m,
+                    operation,
+                    txn.read_version,
+                    attempt - 1,
+                    rebased_over,
+                    checks,
+                )),
+                dv_file: None,
+            });
+        }
         let now = chrono::Utc::now().timestamp_millis();
         let ict = prepared
             .ict_enabled
@@ -863,6 +882,31 @@ fn serialize(
     Ok(out)
 }
 
+/// Whether an attempt would write only a `commitInfo`: no file, DV, application, domain,
+/// metadata or protocol action (a DELETE that matched no row, an empty append, a transaction that
+/// only read, an OPTIMIZE whose bins a concurrent one already compacted). delta-spark skips
+/// recording such commits (`spark.databricks.delta.skipRecordingEmptyCommits`, on by default).
+fn is_empty_commit(txn: &Transaction, p: &Prepared, m: &Materialized) -> bool {
+    m.adds.is_empty()
+        && m.removes.is_empty()
+        && txn.txns.is_empty()
+        && txn.domains.is_empty()
+        && p.metadata.is_none()
+        && p.protocol.is_none()
+}
+
+/// The result of a transaction that wrote nothing. Its level is SnapshotIsolation, the level
+/// delta-spark gives a commit without data changes: it changed nothing, so nothing conflicts.
+fn nothing_committed(r: CommitResult) -> CommitResult {
+    CommitResult {
+        committed: false,
+        isolation_level: IsolationLevel::SnapshotIsolation,
+        is_blind_append: false,
+        txn_id: String::new(),
+        ..r
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn finish(
     txn: &Transaction,
@@ -877,6 +921,35 @@ fn finish(
 ) -> CommitResult {
     let (checkpoint_written, checkpoint_error) = maybe_checkpoint(txn, version);
     CommitResult {
+        checkpoint_written,
+        checkpoint_error,
+        ..summary(
+            txn,
+            p,
+            rows_resolved,
+            m,
+            operation,
+            version,
+            attempts,
+            rebased_over,
+            checks,
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summary(
+    txn: &Transaction,
+    p: &Prepared,
+    rows_resolved: u64,
+    m: &Materialized,
+    operation: &str,
+    version: i64,
+    attempts: u32,
+    rebased_over: Vec<i64>,
+    checks: Vec<CheckRecord>,
+) -> CommitResult {
+    CommitResult {
         version,
         attempts,
         isolation_level: p.level,
@@ -888,8 +961,9 @@ fn finish(
         checks,
         txn_id: p.txn_id.clone(),
         is_blind_append: p.is_blind_append,
-        checkpoint_error,
-        checkpoint_written,
+        checkpoint_error: None,
+        checkpoint_written: false,
+        committed: true,
     }
 }
 
@@ -959,6 +1033,34 @@ mod tests {
 
     fn commit_ok(txn: &mut Transaction) -> CommitResult {
         commit(txn, "WRITE", &BTreeMap::new(), &CommitOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn a_transaction_with_nothing_to_write_commits_nothing_and_cannot_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = table(dir.path(), &[("delta.isolationLevel", "Serializable")]);
+        let mut w = begin(&mut t);
+        add(&mut w, "a", 1);
+        commit_ok(&mut w);
+        let mut reader = begin(&mut t);
+        reader.read_whole_table().unwrap();
+        let mut winner = begin(&mut t);
+        winner.remove_file("p=1/a.parquet", true).unwrap();
+        assert_eq!(commit_ok(&mut winner).version, 2);
+        // Committed, reader would raise ConcurrentDeleteReadException; it wrote nothing.
+        let r = commit_ok(&mut reader);
+        assert_eq!(
+            (r.committed, r.version, r.attempts, r.isolation_level),
+            (false, 1, 0, IsolationLevel::SnapshotIsolation)
+        );
+        assert_eq!(reader.state(), TxnState::Committed(1));
+        assert_eq!(t.refresh().unwrap(), 2, "no version 3 was written");
+        let mut app = begin(&mut t);
+        app.set_app_version("app", 1).unwrap();
+        assert!(
+            commit_ok(&mut app).committed,
+            "an application id alone is an action"
+        );
     }
 
     #[test]

@@ -331,6 +331,42 @@ mod tests {
         assert!(pred("d > DATE '2023-12-31'").partition_matches(&file(Some("3"), None)));
     }
 
+    /// A literal of the wrong kind is refused in both directions, naming the column, its type
+    /// and the literal; literals Spark reads as the column's type keep working.
+    #[test]
+    fn literal_types_are_checked_both_ways() {
+        let refused = [
+            ("s = 5", "column s of type string with the number 5"),
+            (
+                "s IN ('a', 2.5)",
+                "column s of type string with the number 2.5",
+            ),
+            ("5 < s", "column s of type string with the number 5"),
+            ("x = 'abc'", "column x of type long with the string \"abc\""),
+            ("d = 5", "column d of type date with a number"),
+        ];
+        for (text, why) in refused {
+            let err = Predicate::parse(text, &schema(), ColumnMappingMode::None, &[])
+                .expect_err(text)
+                .to_string();
+            assert!(
+                err.contains(&format!("cannot compare {why}")),
+                "{text}: {err}"
+            );
+        }
+        for text in [
+            "x = 5",
+            "x = 5.5",
+            "x = '5'",
+            "s = '5'",
+            "d = '2024-01-01'",
+            "t > '2024-01-01'",
+            "p BETWEEN 1 AND 2",
+        ] {
+            pred(text);
+        }
+    }
+
     #[test]
     fn stats_skipping() {
         let stats = r#"{"numRecords":10,"minValues":{"x":1,"s":"apple","t":"2024-01-01T00:00:00.000Z"},"maxValues":{"x":10,"s":"melon","t":"2024-01-01T00:00:01.000Z"},"nullCount":{"x":0,"s":2}}"#;

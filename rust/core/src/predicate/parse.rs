@@ -471,7 +471,9 @@ impl<'a> Resolver<'a> {
                         .map_err(|_| format!("bad number {n}"))
                 })
                 .map_err(|m| self.error(span, m)),
-            Lit::Number(n) if tname == "string" => Ok(Scalar::String(n)),
+            // Spark would cast the column to a number (a string that is no number becomes NULL
+            // and silently matches nothing); like `id = 'abc'` on a number column, refuse it.
+            Lit::Number(n) if tname == "string" => Err(mismatch(&format!("the number {n}"))),
             Lit::Number(_) => Err(mismatch("a number")),
             Lit::Date(d) if tname == "timestamp" || tname == "timestamp_ntz" => {
                 partition::parse(Some(&d), ty).map_err(|m| self.error(span, m))

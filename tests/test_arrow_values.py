@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime
 import decimal
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 from delta_occ import _core
 from delta_occ.exceptions import DeltaOccError
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import itertools
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 
 SCHEMA = pa.schema([("id", pa.int64())])
 DV = {"delta.enableDeletionVectors": "true"}

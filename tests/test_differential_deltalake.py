@@ -17,11 +17,10 @@ import urllib.parse
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-import deltalake  # noqa: E402  (test extra: a missing oracle must fail, not skip)
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
 import delta_occ as docc  # noqa: E402
+
 from helpers import add, metadata, protocol, write_commit  # noqa: E402
 
 SEEDS = list(range(24))

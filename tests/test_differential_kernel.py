@@ -19,20 +19,18 @@ import tempfile
 import time
 import urllib.parse
 
+import delta_kernel_rust_sharing_wrapper as dk  # test extra: a missing oracle must fail, not skip
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import delta_kernel_rust_sharing_wrapper as dk  # test extra: a missing oracle must fail, not skip
-
 import delta_occ as docc  # noqa: E402
 from delta_occ import _core  # noqa: E402
 
 import golden_index  # noqa: E402
-from conftest import GOLDEN, GOLDEN_REASON  # noqa: E402
-
+from conftest import GOLDEN  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # helpers

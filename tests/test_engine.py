@@ -27,11 +27,12 @@ import shutil
 import urllib.parse
 
 import delta_kernel_rust_sharing_wrapper as dk  # test extra: a missing oracle must fail, not skip
-import delta_occ as docc
 import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+import delta_occ as docc
 from delta_occ import exceptions as exc
 
 # ---------------------------------------------------------------------------------------------

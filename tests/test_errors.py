@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 from delta_occ import _core
 from delta_occ import exceptions as exc
+
 from helpers import add, metadata, protocol, simple_table, write_commit, write_parquet
 
 

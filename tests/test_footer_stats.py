@@ -12,6 +12,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from delta_occ import _core
 from delta_occ._write import stats_json
 

@@ -15,11 +15,13 @@ import pathlib
 import shutil
 
 import pytest
-from conftest import GOLDEN
-from delta_occ import _core
-from delta_occ import exceptions as exc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from delta_occ import _core
+from delta_occ import exceptions as exc
+
+from conftest import GOLDEN
 
 EXAMPLES = int(os.environ.get("DELTA_OCC_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -127,8 +129,9 @@ def test_predicate_parser(tokens):
 
 @pytest.fixture(scope="module")
 def prune_handle(tmp_path_factory):
-    import delta_occ as docc
     import pyarrow as pa
+
+    import delta_occ as docc
 
     t = docc.Table.create(tmp_path_factory.mktemp("fz") / "t", pa.schema([("id", pa.int64()), ("s", pa.string()), ("d", pa.date32()), ("x", pa.float64())]), partition_by=["s"])
     t.append(pa.table({"id": [1, 2], "s": ["a", None], "d": pa.array([0, 1], pa.date32()), "x": [1.0, float("nan")]}))

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 
 deltalake = pytest.importorskip("deltalake")
-from deltalake import CommitProperties, DeltaTable, Transaction as DlTxn, write_deltalake  # noqa: E402
+from deltalake import CommitProperties, DeltaTable, write_deltalake  # noqa: E402
+from deltalake import Transaction as DlTxn  # noqa: E402
 
 import delta_occ as docc  # noqa: E402
 from delta_occ import exceptions as ex  # noqa: E402
@@ -285,7 +286,7 @@ def test_tables_with_check_constraints_are_not_written_with_unchecked_rows(tmp_p
     p = str(tmp_path / "t")
     deltalake.write_deltalake(p, pa.table({"id": [1, 2]}))
     deltalake.DeltaTable(p).alter.add_constraint({"id_pos": "id > 0"})
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - deltalake's own error class, whatever it is
         deltalake.write_deltalake(p, pa.table({"id": [-1]}), mode="append")
     t = docc.Table(p)
     for write in (lambda: t.append(pa.table({"id": [-1]})), lambda: t.update("id = 1", {"id": "-5"})):

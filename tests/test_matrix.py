@@ -14,8 +14,8 @@ from typing import Optional
 
 import pytest
 
-import delta_occ as docc
 from delta_occ import exceptions as ex
+
 from rowmodel import Op, assert_invariants, delete, insert, make_table, merge_update_only, optimize, row, schema, update
 
 KINDS = ["INSERT", "UPDATE", "DELETE", "MERGE", "OPTIMIZE"]

@@ -18,9 +18,10 @@ import datetime
 import decimal
 import os
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 from delta_occ import exceptions as exc
 
 SCHEMA = pa.schema([

@@ -7,8 +7,8 @@ import json
 import shutil
 import tempfile
 
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import delta_occ as docc
 from delta_occ import _core

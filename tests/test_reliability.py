@@ -15,11 +15,13 @@ import random
 import signal
 import time
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
-from datafiles import add, rows
+
+import delta_occ as docc
 from delta_occ import exceptions as ex
+
+from datafiles import add, rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("x", pa.int64())])
 WORKERS, TXNS, PARTITIONS = 8, 50, 4

@@ -11,10 +11,12 @@ import os
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 from delta_occ import exceptions as ex
+
 from rowmodel import (
     Op,
     assert_invariants,

@@ -14,9 +14,10 @@ import datetime
 import json
 import math
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 
 NAN = float("nan")
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("n", pa.int32()), ("s", pa.string()), ("d", pa.date32())])

@@ -392,7 +392,7 @@ def test_s19_s20_data_skipping_switch(tmp_path, data_skipping, expected):
     for name, build in (("s19", lambda e: s19(e, [1, 5])), ("s20", s20)):
         env = Env(str(tmp_path / name), level=S)
         real_begin = env.begin
-        env.begin = lambda **kw: real_begin(data_skipping=data_skipping, **kw)
+        env.begin = lambda real_begin=real_begin, **kw: real_begin(data_skipping=data_skipping, **kw)
         txn, winner = build(env)
         result, err = outcome(txn)
         if expected is None:

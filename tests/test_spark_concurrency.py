@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pathlib
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 from delta_occ import exceptions as exc
 
 spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")

@@ -23,10 +23,11 @@ import pathlib
 import shutil
 
 import delta_kernel_rust_sharing_wrapper as dk
-import delta_occ as docc
 import deltalake
 import pyarrow as pa
 import pytest
+
+import delta_occ as docc
 from delta_occ import exceptions as exc
 
 spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")

@@ -14,15 +14,17 @@ import string
 import subprocess
 import sys
 
-import delta_occ as docc
 import pyarrow as pa
 import pytest
-from conftest import GOLDEN
-from delta_occ import _core
-from golden_index import load
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_spark_engine import LAYOUTS, SCHEMA, canon, row, table_of
+
+import delta_occ as docc
+from delta_occ import _core
+
+from conftest import GOLDEN
+from golden_index import load
 
 spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
 SparkTable = spark_mod.SparkTable
@@ -160,6 +162,7 @@ def test_spark_file_path_equals_core_key(spark, tmp_path, names):
     """Property: for awkward directory names, Spark's `_metadata.file_path` is the core's key
     (a mismatch would silently resurrect deleted rows)."""
     import pyarrow.parquet as pq
+
     from delta_occ.spark._scan import read_path
 
     base = pathlib.Path(tempfile_dir(tmp_path))

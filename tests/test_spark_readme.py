@@ -7,8 +7,9 @@ import pathlib
 import re
 import shutil
 
-import delta_occ as docc
 import pytest
+
+import delta_occ as docc
 
 pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+
 from delta_occ import stress
 
 S, W = "Serializable", "WriteSerializable"
@@ -112,8 +113,9 @@ def test_cli_stress_json(tmp_path):
 def test_cli_stress_refuses_an_existing_table(tmp_path):
     stress.create(str(tmp_path / "t"), stress.Config())
     out = subprocess.run([sys.executable, "-m", "delta_occ", "stress", str(tmp_path / "t"), "--json"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1 and "already" in out.stderr
-    assert out.stdout == ""
+    # With --json the error is the one JSON document on stdout (cli.py's contract).
+    error = json.loads(out.stdout)["error"]
+    assert out.returncode == 1 and error["type"] == "TableAlreadyExistsError" and "already" in error["message"]
 
 
 def test_checker_reports_a_tampered_history(tmp_path):

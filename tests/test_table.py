@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import delta_occ as docc
-from delta_occ import exceptions as exc
 from delta_occ import IsolationLevel
+from delta_occ import exceptions as exc
 
 from helpers import add, simple_table, write_commit, write_parquet
 

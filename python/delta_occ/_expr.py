@@ -11,7 +11,6 @@ from typing import Any, Callable, Dict, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from . import _core
 from ._predicate import compare, is_float_type
@@ -235,6 +234,9 @@ def evaluate(table: pa.Table, exprs: Dict[str, Any], what: Optional[str] = None)
     PredicateError naming `what` (default: the expressions' names)."""
     if table.num_rows == 0:
         return pa.table({k: pa.array([], pa.null()) for k in exprs})
+    # Imported here: pyarrow.dataset pulls in pandas, 0.3 s of `import delta_occ` otherwise.
+    import pyarrow.dataset as ds
+
     try:
         return ds.dataset(table).to_table(columns=exprs)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
-from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from .exceptions import DeltaIOError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 ROW = "__delta_occ_row"
 #: Delta truncates string statistics to this prefix length.
@@ -186,8 +186,7 @@ class Layout:
             sub = uuid.uuid4().hex[:2]  # column mapping: no partition directories (Delta's layout)
         rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
         full = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        pq.write_table(physical, full, compression="snappy")
+        _write_parquet(physical, full)
         txn._own_file(full)
         txn.add_file(rel, partition, os.path.getsize(full), stats_json(physical), data_change=data_change, tags=tags)
         return rel
@@ -217,6 +216,20 @@ def widened(f: pa.Field, col: Any) -> Any:
             f"column {f.name!r}: cannot cast {col.type} to the table type {f.type}: {e}",
             column=f.name, table_type=type_name(f.type), data_type=type_name(col.type),
         ) from e
+
+
+def _write_parquet(table: pa.Table, full: str) -> None:
+    """A full disk or a permission problem is a DeltaIOError naming the file, and leaves no
+    partial file behind."""
+    try:
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        pq.write_table(table, full, compression="snappy")
+    except OSError as e:
+        try:
+            os.remove(full)
+        except OSError:
+            pass
+        raise DeltaIOError(f"I/O error on {full}: {e}", file=full, errno=e.errno) from e
 
 
 def _escape(v: Optional[str]) -> str:

@@ -347,6 +347,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "path", None):
+        args.path = os.path.expanduser(args.path)
     try:
         return int(args.func(args))
     except DeltaOccError as e:

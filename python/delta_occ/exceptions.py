@@ -61,77 +61,144 @@ class DeltaConcurrentModificationException(DeltaOccError):
     winning_commit_info: Optional[dict] = None
     overlapping_rows: Optional[int] = None
 
-    def explain(self) -> Dict[str, Any]:
-        """The winning version, the rule of concurrency.md that failed, the file and the
-        partition involved (see :mod:`delta_occ.explain`)."""
-        from .explain import conflict
+    reason: Optional[str] = None
+    #: The rule of concurrency.md that raises this class: at file level, and at row level.
+    _rules: "tuple[str, str]" = ("§3", "§4")
 
-        return conflict(self)
+    def rule(self) -> str:
+        """The rule of concurrency.md that failed (row-level when rows overlapped)."""
+        rule = self._rules[1] if self.overlapping_rows is not None else self._rules[0]
+        if "fell back to file level" in str(self):
+            rule += " (§4 rule 6: row-level concurrency fell back to file level)"
+        return rule
+
+    def explain(self) -> Dict[str, Any]:
+        """The winning version, the rule that failed, the file and the partition involved (the
+        same answer `delta-occ explain` gives for a commit)."""
+        return {
+            "exception": type(self).__name__,
+            "table": self.table,
+            "winning_version": self.winning_version,
+            "winning_operation": self.winning_operation,
+            "isolation_level": self.isolation_level,
+            "rule": self.rule(),
+            "file": self.conflicting_file,
+            "partition": self.partition_hint,
+            "overlapping_rows": self.overlapping_rows,
+            "reason": self.reason or "",
+        }
 
 
 class ConcurrentWriteException(DeltaConcurrentModificationException):
     """A concurrent transaction wrote data this one could not be reconciled with."""
 
+    _rules = ("§3 check 8: identity columns", "§3 check 8: identity columns")
+
 
 class MetadataChangedException(DeltaConcurrentModificationException):
     """A concurrent commit changed the table metadata (schema, partitioning, properties)."""
+
+    _rules = ("§3 check 2: a metadata change fails every concurrent writer",) * 2
 
 
 class ProtocolChangedException(DeltaConcurrentModificationException):
     """A concurrent commit changed the protocol, or both transactions created the table."""
 
+    _rules = ("§3 check 1: a protocol change fails every concurrent writer",) * 2
+
 
 class ConcurrentAppendException(DeltaConcurrentModificationException):
     """A concurrent commit added files this transaction should have read."""
+
+    _rules = ("§3 check 5: the winner added files this transaction should have read",
+              "§4 rule 4: rows the winner added match the read predicate")
 
 
 class ConcurrentDeleteReadException(DeltaConcurrentModificationException):
     """A concurrent commit removed a file (or rows) this transaction read."""
 
+    _rules = ("§3 check 6: the winner removed a file this transaction read",
+              "§4 rule 2: the winner changed rows this transaction read")
+
 
 class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
     """A concurrent commit removed a file (or rows) this transaction also removes."""
+
+    _rules = ("§3 check 7: both removed the same file", "§4 rule 1: both changed the same rows")
 
 
 class ConcurrentTransactionException(DeltaConcurrentModificationException):
     """Application transaction ids or metadata domains collided."""
 
+    def rule(self) -> str:
+        if "domain" in str(self):
+            return "§3 check 3: both wrote the same metadata domain"
+        return "§3 check 4: the winner set an application id this transaction read"
+
 
 class TableNotFoundError(DeltaOccError, FileNotFoundError):
     """There is no Delta table at the location (attribute ``table``)."""
+
+    table: Optional[str] = None
 
 
 class TableAlreadyExistsError(DeltaOccError, FileExistsError):
     """``Table.create`` found an existing table (attribute ``table``)."""
 
+    table: Optional[str] = None
+
 
 class CorruptLogError(DeltaOccError):
     """The log is unreadable or inconsistent (attributes ``file`` and ``version``)."""
+
+    file: Optional[str] = None
+    version: Optional[int] = None
 
 
 class VersionNotFoundError(DeltaOccError, LookupError):
     """Time travel to a version the log cannot reconstruct (attributes ``table``, ``version``)."""
 
+    table: Optional[str] = None
+    version: Optional[int] = None
+
 
 class UnsupportedFeatureError(DeltaOccError):
     """The table needs a protocol version or feature delta-occ does not support."""
+
+    table: Optional[str] = None
+    version: Optional[int] = None
+    feature: Optional[str] = None
 
 
 class DeletionVectorError(DeltaOccError):
     """A deletion vector is missing, truncated, or fails its size/checksum/cardinality checks."""
 
+    file: Optional[str] = None
+
 
 class PredicateError(DeltaOccError, ValueError):
     """Bad ``where`` text; attributes ``position`` and ``reason``."""
+
+    text: Optional[str] = None
+    position: Optional[int] = None
+    reason: Optional[str] = None
 
 
 class CommitRetriesExceededError(DeltaOccError):
     """The commit loop ran out of attempts or time; attribute ``versions_tried``."""
 
+    table: Optional[str] = None
+    attempts: Optional[int] = None
+    elapsed_ms: Optional[int] = None
+    versions_tried: Optional[list] = None
+
 
 class CommitInterruptedError(DeltaOccError, KeyboardInterrupt):
     """Ctrl-C (SIGINT) while the commit loop was backing off between attempts: nothing was
     published. A KeyboardInterrupt too, so ``except KeyboardInterrupt`` still sees it."""
+
+    table: Optional[str] = None
+    attempts: Optional[int] = None
 
 
 class InvalidArgumentError(DeltaOccError, ValueError):
@@ -151,3 +218,5 @@ class SchemaMismatchError(InvalidArgumentError):
 
 class DeltaIOError(DeltaOccError, OSError):
     """An operating-system I/O error, with the file it happened on (attribute ``file``)."""
+
+    file: Optional[str] = None

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import exceptions as exc
-from .exceptions import InvalidArgumentError, VersionNotFoundError
+from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError, VersionNotFoundError
 
 # The checker's sentences (rust/core/src/conflict) → the rule of concurrency.md they apply.
 # Checked in order; the first matching phrase names the rule.
@@ -42,41 +41,9 @@ def pass_rules(outcome: str) -> List[str]:
     return list(dict.fromkeys(rules)) or ["§3 checks 1-8: no check failed"]
 
 
-def conflict(e: exc.DeltaConcurrentModificationException) -> Dict[str, Any]:
-    """The winning version, the rule that failed, and the file and partition involved."""
-    reason = getattr(e, "reason", None) or ""
-    row_level = e.overlapping_rows is not None
-    fallback = "fell back to file level" in str(e)
-    if isinstance(e, exc.ProtocolChangedException):
-        rule = "§3 check 1: a protocol change fails every concurrent writer"
-    elif isinstance(e, exc.MetadataChangedException):
-        rule = "§3 check 2: a metadata change fails every concurrent writer"
-    elif isinstance(e, exc.ConcurrentTransactionException):
-        rule = "§3 check 3: both wrote the same metadata domain" if "domain" in str(e) else "§3 check 4: the winner set an application id this transaction read"
-    elif isinstance(e, exc.ConcurrentAppendException):
-        rule = "§4 rule 4: rows the winner added match the read predicate" if row_level else "§3 check 5: the winner added files this transaction should have read"
-    elif isinstance(e, exc.ConcurrentDeleteReadException):
-        rule = "§4 rule 2: the winner changed rows this transaction read" if row_level else "§3 check 6: the winner removed a file this transaction read"
-    elif isinstance(e, exc.ConcurrentDeleteDeleteException):
-        rule = "§4 rule 1: both changed the same rows" if row_level else "§3 check 7: both removed the same file"
-    elif isinstance(e, exc.ConcurrentWriteException):
-        rule = "§3 check 8: identity columns"
-    else:
-        rule = "§3"
-    if fallback:
-        rule += " (§4 rule 6: row-level concurrency fell back to file level)"
-    return {
-        "exception": type(e).__name__,
-        "table": e.table,
-        "winning_version": e.winning_version,
-        "winning_operation": e.winning_operation,
-        "isolation_level": e.isolation_level,
-        "rule": rule,
-        "file": e.conflicting_file,
-        "partition": e.partition_hint,
-        "overlapping_rows": e.overlapping_rows,
-        "reason": reason,
-    }
+def conflict(e: DeltaConcurrentModificationException) -> Dict[str, Any]:
+    """The winning version, the rule that failed, the file and the partition (``e.explain()``)."""
+    return e.explain()
 
 
 def commit(table: Any, version: int) -> Dict[str, Any]:

@@ -81,19 +81,22 @@ class Layout:
             self._plan[path] = (plan.column("abs_path")[0].as_py(), plan.column("dv_cardinality")[0].as_py() > 0, parts)
         return self._plan[path]
 
-    def read_rows(self, path: str) -> pa.Table:
-        """Live rows of a file of the snapshot, every column, plus ROW (physical position)."""
+    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None) -> pa.Table:
+        """Live rows of a file of the snapshot, plus ROW (physical position): every column, or
+        only `columns` (table column names) when given."""
         abs_path, has_dv, parts = self._entry(path)
+        fields = [f for f in self.schema if columns is None or f.name in columns]
         by_name = {f["name"]: f for f in self.delta_fields}
-        data, n = _read_file(abs_path, [by_name[c] for c in self.data_columns], self.mode)
+        wanted = [by_name[f.name] for f in fields if f.name not in self.partition_columns]
+        data, n = _read_file(abs_path, wanted, self.mode)
         arrays = []
-        for f in self.schema:
+        for f in fields:
             if f.name in self.partition_columns:
                 arrays.append(pa.repeat(parts[f.name], n).cast(f.type))
             else:
                 arrays.append(data[f.name])
         arrays.append(arange(n))
-        table = pa.Table.from_arrays(arrays, schema=self.schema.append(pa.field(ROW, pa.uint64())))
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields).append(pa.field(ROW, pa.uint64())))
         if has_dv:
             table = table.filter(keep_mask(self.snapshot._h, path, n))
         return table

@@ -85,6 +85,8 @@ def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array
         txn.delete_rows(path, rows.filter(hit).column(ROW))
         return lay.schema.empty_table()
     txn.remove_file(path)
+    if pc.all(hit).as_py():
+        return lay.schema.empty_table()  # `rows` may hold only the condition's columns
     return rows.filter(pc.invert(hit)).drop_columns([ROW])
 
 
@@ -158,10 +160,12 @@ def _partitions_predicate(lay: Layout, rows: pa.Table) -> str:
 def delete(txn: Any, where: Optional[str] = None) -> None:
     lay = _layout(txn)
     tree = _where_tree(where)
+    # With DVs nothing is rewritten: finding the rows needs only the condition's columns.
+    needed = _condition_columns(lay, tree) if lay.dv_enabled else None
     deleted = 0
     rewrite: List[pa.Table] = []
     for path in txn.scan(where, ["path"]).column("path").to_pylist():
-        rows = lay.read_rows(path)
+        rows = lay.read_rows(path, needed)
         hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
         if n == 0:
@@ -171,6 +175,15 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     lay.write(txn, concat(rewrite, lay.schema), rewrite=True)
     params = {"predicate": where if where is not None else "true"}
     _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
+
+
+def _condition_columns(lay: Layout, tree: Optional[dict]) -> Optional[List[str]]:
+    """The table columns a condition reads (None, meaning all, when a name is not a column:
+    the evaluator then reports it as it would without this narrowing)."""
+    lower = {f.name.lower(): f.name for f in lay.schema}
+    names = [lower.get(str(parts[0]).lower()) for parts in _expr.columns_of(tree)]
+    found = [n for n in names if n is not None]
+    return sorted(set(found)) if len(found) == len(names) else None
 
 
 def _assignments(lay: Layout, set_: Mapping[str, str], resolve: _expr.Resolver, what: str = "SET expression") -> Dict[str, Any]:

@@ -10,7 +10,8 @@ import json
 import math
 import os
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -137,7 +138,15 @@ class Layout:
     ) -> List[str]:
         """Write rows (already conformed) as one file per partition and stage the adds. `rewrite`:
         the rows are existing rows copied unchanged (a DELETE without deletion vectors)."""
-        if data.num_rows == 0:
+        return self.write_many(txn, [data], data_change=data_change, tags=tags, rewrite=rewrite)
+
+    def write_many(
+        self, txn: Any, tables: Sequence[pa.Table], *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False
+    ) -> List[str]:
+        """`write` for several tables, each its own file(s): encoded on a few threads (pyarrow
+        releases the GIL), the adds staged in order."""
+        tables = [t.drop_columns([ROW]) if ROW in t.column_names else t for t in tables if t.num_rows]
+        if not tables:
             return []
         if data_change and not rewrite and self.unenforced:
             # Rows copied unchanged still obey the rules; new or changed rows would have to be checked.
@@ -146,14 +155,19 @@ class Layout:
                 f"{'; '.join(self.unenforced)} (deleting rows works; other writers can write)",
                 what="data rules",
             )
-        if ROW in data.column_names:
-            data = data.drop_columns([ROW])
+        pieces = [piece for t in tables for piece in self._by_partition(t)]
+        written = each(pieces, lambda piece: self._encode(txn, *piece))
+        for rel, partition, size, stats in written:
+            txn.add_file(rel, partition, size, stats, data_change=data_change, tags=tags)
+        return [w[0] for w in written]
+
+    def _by_partition(self, data: pa.Table) -> List[Tuple[pa.Table, Dict[str, Optional[str]]]]:
         if not self.partition_columns:
-            return [self._write_one(txn, data, {}, data_change, tags)]
+            return [(data, {})]
         keys = data.select(self.partition_columns)
         groups = keys.group_by(self.partition_columns, use_threads=False).aggregate([])
         strings = partition_strings(groups, self.partition_columns)
-        paths = []
+        out = []
         for row, values in zip(groups.to_pylist(), strings):
             m = None
             for c in self.partition_columns:
@@ -166,11 +180,11 @@ class Layout:
                 else:
                     cond = pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
                 m = cond if m is None else pc.and_(m, cond)
-            part = data.filter(m)
-            paths.append(self._write_one(txn, part, values, data_change, tags))
-        return paths
+            out.append((data.filter(m), values))
+        return out
 
-    def _write_one(self, txn: Any, data: pa.Table, partition: Dict[str, Optional[str]], data_change: bool, tags: Optional[Dict[str, str]]) -> str:
+    def _encode(self, txn: Any, data: pa.Table, partition: Dict[str, Optional[str]]) -> Tuple[str, Dict[str, Optional[str]], int, str]:
+        """Write one data file; its log path, partition values, size and stats (not staged)."""
         fields = {f["name"]: f for f in self.delta_fields}
         cols, out_fields = [], []
         for name in self.data_columns:
@@ -189,10 +203,27 @@ class Layout:
             sub = uuid.uuid4().hex[:2]  # column mapping: no partition directories (Delta's layout)
         rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
         full = os.path.join(self.root, rel)
+        txn._own_file(full)  # before writing: a failure elsewhere still cleans this file up
         _write_parquet(physical, full)
-        txn._own_file(full)
-        txn.add_file(rel, partition, os.path.getsize(full), stats_json(physical), data_change=data_change, tags=tags)
-        return rel
+        return rel, partition, os.path.getsize(full), stats_json(physical)
+
+
+#: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL.
+_WORKERS = max(2, min(8, os.cpu_count() or 2))
+
+
+def each(items: Sequence[Any], fn: Any) -> List[Any]:
+    """`fn(item)` for every item on a few threads, results in order (the first error raised)."""
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(_WORKERS, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def chunks(items: Sequence[Any], size: int = 4 * _WORKERS) -> Iterator[Sequence[Any]]:
+    """Slices of `items`, so that per-file work holds a bounded number of files in memory."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
 
 
 def as_table(data: Any) -> pa.Table:

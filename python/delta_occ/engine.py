@@ -13,14 +13,14 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _core, _expr
 from ._schema import arrow_widens, assignable, type_name
-from ._write import ROW, Layout, arange, as_table, concat, partition_strings, sql_literals
+from ._write import ROW, Layout, arange, as_table, chunks, concat, each, partition_strings, sql_literals
 from .exceptions import InvalidArgumentError, PredicateError, SchemaMismatchError
 from .transaction import int_arg
 
@@ -164,17 +164,27 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     needed = _condition_columns(lay, tree) if lay.dv_enabled else None
     deleted = 0
     rewrite: List[pa.Table] = []
-    for path in txn.scan(where, ["path"]).column("path").to_pylist():
-        rows = lay.read_rows(path, needed)
-        hit = _matches(rows, tree)
-        n = pc.sum(hit).as_py() or 0
-        if n == 0:
-            continue
+    for path, rows, hit, n in _matched(txn, lay, where, tree, needed):
         deleted += n
         rewrite.append(_remove_rows(txn, lay, path, rows, hit))
-    lay.write(txn, concat(rewrite, lay.schema), rewrite=True)
+    lay.write_many(txn, rewrite, rewrite=True)  # one file per rewritten file, as Delta does
     params = {"predicate": where if where is not None else "true"}
     _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
+
+
+def _matched(
+    txn: Any, lay: Layout, where: Optional[str], tree: Optional[dict], columns: Optional[List[str]] = None
+) -> Iterator[Tuple[str, pa.Table, pa.Array, int]]:
+    """(path, rows, hit mask, hits) of every file `where` may select that has a matching row.
+    Files are read and matched a chunk at a time on a few threads; results come in scan order."""
+
+    def find(path: str) -> Tuple[str, pa.Table, pa.Array, int]:
+        rows = lay.read_rows(path, columns)
+        hit = _matches(rows, tree)
+        return path, rows, hit, pc.sum(hit).as_py() or 0
+
+    for chunk in chunks(txn.scan(where, ["path"]).column("path").to_pylist()):
+        yield from (found for found in each(chunk, find) if found[3])
 
 
 def _condition_columns(lay: Layout, tree: Optional[dict]) -> Optional[List[str]]:
@@ -247,12 +257,7 @@ def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # n
     assign = _assignments(lay, set, _expr.table_resolver(lay.schema))
     updated = 0
     out: List[pa.Table] = []
-    for path in txn.scan(where, ["path"]).column("path").to_pylist():
-        rows = lay.read_rows(path)
-        hit = _matches(rows, tree)
-        n = pc.sum(hit).as_py() or 0
-        if n == 0:
-            continue
+    for path, rows, hit, n in _matched(txn, lay, where, tree):
         updated += n
         changed = _apply(rows.filter(hit), lay.schema, assign, {c: c for c in lay.schema.names})
         out.append(_remove_rows(txn, lay, path, rows, hit))
@@ -580,7 +585,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     bins = compaction_bins(txn, where, target)
     rows_out = 0
     for b in bins:
-        parts = [lay.read_rows(f["path"]) for f in b]
+        parts = each([f["path"] for f in b], lay.read_rows)
         provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
         data = concat([p.drop_columns([ROW]) for p in parts], lay.schema)
         rows_out += data.num_rows

@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _arrow
+from . import _arrow, _core
 from ._schema import delta_field_to_arrow, delta_type_to_arrow
 from .exceptions import CorruptLogError, InvalidArgumentError
 
@@ -28,21 +28,11 @@ def _field_id(field: dict) -> Optional[int]:
 
 
 def _find(arrow_fields: Sequence[pa.Field], field: dict, mode: str) -> Optional[int]:
-    """Index of the file column that holds a Delta field (by field id in id mode, else by name)."""
-    if mode == "id":
-        fid = _field_id(field)
-        for i, f in enumerate(arrow_fields):
-            if f.metadata and f.metadata.get(_FIELD_ID) is not None and int(f.metadata[_FIELD_ID]) == fid:
-                return i
-    name = _physical(field, mode)
-    for i, f in enumerate(arrow_fields):
-        if f.name == name:
-            return i
-    lowered = name.lower()
-    for i, f in enumerate(arrow_fields):
-        if f.name.lower() == lowered:
-            return i
-    return None
+    """Index of the file column that holds a Delta field: the core's resolver (field id in id
+    mode, the physical name, then any letter case), shared with the row-level conflict checker."""
+    ids = [int(f.metadata[_FIELD_ID]) if f.metadata and f.metadata.get(_FIELD_ID) is not None else None for f in arrow_fields]
+    fid = _field_id(field) if mode == "id" else None
+    return _core.file_column_index([(f.name, i) for f, i in zip(arrow_fields, ids)], _physical(field, mode), fid)
 
 
 def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:

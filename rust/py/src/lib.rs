@@ -53,6 +53,19 @@ fn parquet_footer_stats(py: Python<'_>, path: std::path::PathBuf) -> PyResult<(S
         .py_err()
 }
 
+/// Index of the file field holding a table column (field id, physical name, any letter case):
+/// the resolver the core's row-level checker uses, so the Python reader finds the same column.
+#[pyfunction]
+#[pyo3(signature = (fields, physical, field_id=None))]
+fn file_column_index(
+    fields: Vec<(String, Option<i64>)>,
+    physical: &str,
+    field_id: Option<i64>,
+) -> Option<usize> {
+    let fields = fields.iter().map(|(n, id)| (n.as_str(), *id));
+    delta_occ_core::schema::file_column_index(fields, physical, field_id)
+}
+
 /// The key Spark reports as `_metadata.file_path` for each absolute local path.
 #[pyfunction]
 fn spark_file_keys(paths: Vec<String>) -> Vec<String> {
@@ -126,6 +139,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expression_json, m)?)?;
     m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(file_column_index, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
     m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
     m.add_function(wrap_pyfunction!(sql_literals, m)?)?;

@@ -9,14 +9,14 @@ use std::path::Path;
 use arrow_array::{cast::AsArray, types, Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ProjectionMask;
+use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
 
 use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::log::actions::AddFile;
 use crate::partition::Scalar;
 use crate::predicate::{eval, ColumnRef, Predicate};
-use crate::schema::DataType;
+use crate::schema::{file_column_index, DataType};
 
 /// Number of physical rows in a data file: from its stats, else from the parquet footer.
 pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
@@ -163,15 +163,14 @@ fn read_columns(
     let arrow_schema = builder.schema().clone();
     let mut roots = Vec::new();
     let mut names = Vec::new();
+    let fields = arrow_schema.fields().iter().map(|f| {
+        let id = f.metadata().get(PARQUET_FIELD_ID_META_KEY);
+        (f.name().as_str(), id.and_then(|v| v.parse().ok()))
+    });
     for c in columns {
-        if let Some((i, _)) = arrow_schema
-            .fields()
-            .iter()
-            .enumerate()
-            .find(|(_, f)| f.name() == &c.physical)
-        {
+        if let Some(i) = file_column_index(fields.clone(), &c.physical, c.field_id) {
             roots.push(i);
-            names.push(c.physical.clone());
+            names.push((arrow_schema.field(i).name().clone(), c.physical.clone()));
         }
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
@@ -184,10 +183,10 @@ fn read_columns(
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| parquet_error(&path, e))?;
     let mut out = Vec::new();
-    for name in names {
+    for (in_file, name) in names {
         let parts: Vec<ArrayRef> = batches
             .iter()
-            .filter_map(|b| b.column_by_name(&name).cloned())
+            .filter_map(|b| b.column_by_name(&in_file).cloned())
             .collect();
         let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
         let whole = match refs.len() {

@@ -73,6 +73,8 @@ pub struct ColumnRef {
     pub name: String,
     /// Name in partition values and statistics (differs with column mapping).
     pub physical: String,
+    /// Parquet field id in id mapping mode (see [`crate::schema::file_column_index`]).
+    pub field_id: Option<i64>,
     pub data_type: DataType,
     pub partition: bool,
 }

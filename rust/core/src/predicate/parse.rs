@@ -189,6 +189,7 @@ impl<'a> Resolver<'a> {
         let r = ColumnRef {
             name: field.name.clone(),
             physical: field.physical_name(self.mapping).to_string(),
+            field_id: field.field_id(self.mapping),
             data_type: field.data_type.clone(),
             partition,
         };

@@ -761,6 +761,7 @@ mod tests {
         let c = |name: &str, partition| ColumnRef {
             name: name.into(),
             physical: name.into(),
+            field_id: None,
             data_type: DataType::Primitive("long".into()),
             partition,
         };

@@ -3,7 +3,8 @@
 from . import engine, exceptions
 from ._core import __version__
 from .isolation import IsolationLevel
-from .table import Snapshot, Table
+from .snapshot import Snapshot
+from .table import Table
 from .transaction import CommitResult, Transaction
 
 __all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "engine", "exceptions", "__version__"]

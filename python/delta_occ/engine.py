@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _core, _expr
+from ._args import int_arg
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each, partition_strings, sql_literals
 from .exceptions import InvalidArgumentError, PredicateError, SchemaMismatchError
-from .transaction import int_arg
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
 PROVENANCE_TAG = "delta-occ.compactedFrom"

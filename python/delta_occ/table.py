@@ -8,12 +8,13 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _arrow, _core
-from ._read import read_snapshot
-from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
+from . import _core
+from ._args import LevelLike, int_arg, level_name
+from ._schema import arrow_schema_to_delta
 from .exceptions import InvalidArgumentError, MetadataChangedException, TableNotFoundError, VersionNotFoundError
 from .isolation import IsolationLevel
-from .transaction import CommitResult, LevelLike, Transaction, int_arg, level_name
+from .snapshot import Snapshot
+from .transaction import CommitResult, Transaction
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -38,91 +39,6 @@ def _new_location(path: PathLike) -> str:
     if os.path.isfile(location):
         raise InvalidArgumentError(f"cannot create a table at {location}: it is a file, not a directory")
     return location
-
-
-class Snapshot:
-    """An immutable view of the table at one version."""
-
-    def __init__(self, handle: "_core.SnapshotHandle") -> None:
-        self._h = handle
-        self._schema: Optional[pa.Schema] = None
-
-    def __repr__(self) -> str:
-        return f"Snapshot(root={self._h.root!r}, version={self.version}, files={self._h.num_files()})"
-
-    @property
-    def version(self) -> int:
-        return self._h.version
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The table schema with logical column names (even with column mapping)."""
-        if self._schema is None:
-            self._schema = delta_schema_to_arrow(self._h.schema_json)
-        return self._schema
-
-    @property
-    def partition_columns(self) -> List[str]:
-        return list(self._h.partition_columns)
-
-    @property
-    def properties(self) -> Dict[str, str]:
-        return dict(self._h.properties)
-
-    @property
-    def isolation_level(self) -> IsolationLevel:
-        return IsolationLevel(self._h.isolation_level)
-
-    @property
-    def protocol(self) -> Dict[str, Any]:
-        return dict(self._h.protocol)
-
-    @property
-    def metadata(self) -> Dict[str, Any]:
-        """Table id, name, description, created time and format."""
-        return dict(self._h.metadata)
-
-    @property
-    def commit_info(self) -> Optional[Dict[str, Any]]:
-        """commitInfo of this version (None when it was reconstructed from a checkpoint alone)."""
-        text = self._h.commit_info
-        return json.loads(text) if text is not None else None
-
-    def files(self, columns: Optional[Sequence[str]] = None) -> pa.Table:
-        """One row per live file: path, partition_values, size, modification_time, data_change,
-        stats, num_records, tags, deletion_vector, dv_cardinality, base_row_id,
-        default_row_commit_version; ``columns`` builds only those (``["path"]`` is cheap)."""
-        if isinstance(columns, str):
-            raise InvalidArgumentError(f"columns must be a list of column names, got the string {columns!r}")
-        return _arrow.table(self._h.files(None if columns is None else list(columns)))
-
-    def deleted_rows(self, path: str) -> pa.Array:
-        """Row positions (uint64, ascending) deleted by the file's DV; empty if it has none."""
-        data = self._h.deleted_rows(path)
-        return pa.Array.from_buffers(pa.uint64(), len(data) // 8, [None, pa.py_buffer(data)])
-
-    def to_pyarrow(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
-        """The table's rows with DVs applied, logical column names, partition columns filled."""
-        if where is not None and not isinstance(where, str):
-            raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-        return read_snapshot(self._h, self.schema, columns, where)
-
-    def app_version(self, app_id: str) -> int:
-        """The latest version recorded for an application id, or -1."""
-        return self._h.app_transactions().get(app_id, -1)
-
-    @property
-    def app_transactions(self) -> Dict[str, int]:
-        return dict(self._h.app_transactions())
-
-    @property
-    def domain_metadata(self) -> Dict[str, str]:
-        return dict(self._h.domain_metadata())
-
-    def tombstones(self) -> List[Dict[str, Any]]:
-        return [
-            {"path": p, "dv_unique_id": d, "deletion_timestamp": t} for p, d, t in self._h.tombstones()
-        ]
 
 
 class Table:

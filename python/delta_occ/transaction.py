@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import operator
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _arrow, _core
+from . import _arrow, _core, engine
+from ._args import int_arg
 from ._schema import arrow_schema_to_delta
 from .exceptions import DeltaOccError, InvalidArgumentError
 from .isolation import IsolationLevel
-
-if TYPE_CHECKING:
-    from .table import Snapshot
-
-LevelLike = Union[str, IsolationLevel, None]
-
-
-def int_arg(what: str, value: Any, low: int, high: int = 2**63 - 1) -> int:
-    """An integer argument in [low, high] (bool refused), or InvalidArgumentError naming it."""
-    try:
-        n = operator.index(value)
-    except TypeError:
-        n = None
-    if n is None or isinstance(value, bool) or not low <= n <= high:
-        raise InvalidArgumentError(f"{what} must be an integer from {low} to {high}, got {value!r}")
-    return n
+from .snapshot import Snapshot
 
 
 def _int_array(values: Any, what: str) -> pa.Array:
@@ -83,12 +68,6 @@ class CommitResult:
         return cls(**d)
 
 
-def level_name(level: LevelLike) -> Optional[str]:
-    if level is None:
-        return None
-    return IsolationLevel.parse(level).value
-
-
 def _parameters(parameters: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     if parameters is None:
         return {}
@@ -134,8 +113,6 @@ class Transaction:
 
     @property
     def snapshot(self) -> "Snapshot":
-        from .table import Snapshot
-
         h = self._h.snapshot
         if h is None:
             raise InvalidArgumentError("this transaction creates the table; there is no snapshot to read yet")
@@ -279,8 +256,6 @@ class Transaction:
         """Stage a blind append of ``data`` (written as parquet with statistics). Data columns
         must have the table's types or widen to them; ``schema_mode="merge"`` adds columns the
         table lacks (a schema change in the same commit)."""
-        from . import engine
-
         engine.append(self, data, schema_mode)
 
     def overwrite(
@@ -288,33 +263,23 @@ class Transaction:
     ) -> None:
         """Stage an overwrite: all rows, those matching ``replace_where``, or the partitions
         present in ``data`` (``dynamic_partitions``). ``schema_mode`` as in :meth:`append`."""
-        from . import engine
-
         engine.overwrite(self, data, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode)
 
     def delete(self, where: Optional[str] = None) -> None:
         """Stage a DELETE of the rows matching ``where`` (all rows when None)."""
-        from . import engine
-
         engine.delete(self, where)
 
     def update(self, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
         """Stage an UPDATE: ``set`` maps columns to SQL expressions over the row."""
-        from . import engine
-
         engine.update(self, where, set)
 
     def merge(self, source: Any, on: str, **clauses: Any) -> None:
         """Stage a MERGE (same keywords as ``Table.merge``)."""
-        from . import engine
-
         engine.merge(self, source, on, **clauses)
 
     def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
         """Stage a bin-packing compaction (dataChange=false); returns the number of bins, 0 when
         there is nothing to compact (committing then writes no commit)."""
-        from . import engine
-
         return engine.optimize(self, target_file_size, where)
 
     # -- end ---------------------------------------------------------------------------------

@@ -22,12 +22,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from .. import _core
+from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
-from ..table import PathLike, Snapshot, Table, _new_location
-from ..transaction import CommitResult, LevelLike, Transaction
+from ..snapshot import Snapshot
+from ..table import PathLike, Table, _new_location
+from ..transaction import CommitResult, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
 from ._scan import ScanPlan, check_columns, predicate, read_plan, referenced

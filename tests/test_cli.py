@@ -264,3 +264,15 @@ def test_check_bad_operation_text_exit_1(tmp_path, capsys, op, message):
     events(tmp_path / "t", partitioned=False)
     rc, doc = run_json(capsys, "check", str(tmp_path / "t"), "--first", op, "--second", "OPTIMIZE")
     assert rc == 1 and message in doc["error"]["message"], doc
+
+
+@pytest.mark.parametrize("argv, code", [(["--version"], 0), (["snapshot", "/nonexistent-delta-occ"], 1), (["nope"], 2)])
+def test_the_console_entry_point_keeps_exit_codes(argv, code):
+    """`python -m delta_occ` goes through cli.run, which ends the process itself after flushing:
+    the exit code and the output must survive that."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "delta_occ", *argv], capture_output=True, text=True, timeout=120)
+    assert out.returncode == code
+    assert (out.stdout + out.stderr).strip()

@@ -1,6 +1,4 @@
-import sys
-
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":  # not again in a worker that multiprocessing's spawn starts
-    sys.exit(main())
+    run()

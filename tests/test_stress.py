@@ -152,3 +152,20 @@ def test_conflict_over_a_row_appended_after_the_read_is_not_spurious(tmp_path):
     assert (loser[1]["outcome"], loser[1].get("error")) == ("conflict", "ConcurrentDeleteReadException")
     summary = stress.check(path, dv_table=True)
     assert summary["spurious"] == 0 and summary["anomalies"] == []
+
+
+@pytest.mark.parametrize("finding", ["anomalies", "lost", "duplicated", "spurious"])
+def test_cli_stress_exits_3_on_any_finding(tmp_path, monkeypatch, capsys, finding):
+    """The exit code follows the summary: 3 when the checker found anything, whatever the kind
+    (the checker itself is exercised by the mutation tests above)."""
+    from delta_occ.cli import main
+
+    def fake_run(path, cfg, progress=None):
+        summary = {k: 0 for k in ("attempted", "committed", "unknown", "kills", "versions", "rows", "lost", "duplicated", "spurious", "seconds")}
+        summary.update(conflicts={}, errors={}, oracle="none", anomalies=[], spurious_conflicts=[])
+        summary[finding] = ["v3: a row lost"] if finding == "anomalies" else 1
+        return summary
+
+    monkeypatch.setattr(stress, "run", fake_run)
+    assert main(["stress", str(tmp_path / "t"), "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)[finding]

@@ -71,22 +71,7 @@ def _snapshot_summary(t: Table, version: Optional[int] = None) -> Dict[str, Any]
 
 
 def _history(t: Table, limit: Optional[int]) -> List[Dict[str, Any]]:
-    out = []
-    for e in t.history(limit):
-        occ = e.get("deltaOcc") or {}
-        out.append({
-            "version": e["version"],
-            "timestamp": e.get("inCommitTimestamp", e.get("timestamp")),
-            "operation": e.get("operation"),
-            "parameters": e.get("operationParameters", {}),
-            "read_version": e.get("readVersion"),
-            "isolation_level": e.get("isolationLevel"),
-            "blind_append": e.get("isBlindAppend"),
-            "rebased_over": [w["version"] for w in occ.get("checkedWinners", [])],
-            "attempts": occ.get("attempt"),
-            "engine": e.get("engineInfo"),
-        })
-    return out
+    return [explain.commit_fields(e, e["version"]) for e in t.history(limit)]
 
 
 def _print_pairs(obj: Dict[str, Any]) -> None:

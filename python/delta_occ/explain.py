@@ -55,35 +55,45 @@ def commit(table: Any, version: int) -> Dict[str, Any]:
     info = summary["commit_info"] or {}
     occ = info.get("deltaOcc") or {}
     mine = _files(table, version, summary)
-    read_version = info.get("readVersion")
     checked = []
     for rec in occ.get("checkedWinners", []):
         theirs = _files(table, rec["version"], _summary(table, rec["version"]))
-        outcome = rec["outcome"]
+        rules = pass_rules(rec["outcome"])
         checked.append({
             "version": rec["version"],
             "operation": rec["operation"],
-            "rule": pass_rules(outcome)[0],
-            "rules": pass_rules(outcome),
-            "outcome": outcome,
+            "rule": rules[0],
+            "rules": rules,
+            "outcome": rec["outcome"],
             "shared_files": sorted(set(mine) & set(theirs)),
             "shared_partitions": _shared_partitions(mine, theirs),
         })
+    fields = commit_fields(info, version)
     return {
         "table": table.path,
-        "version": version,
+        **fields,
         "operation": summary["operation"],
-        "parameters": info.get("operationParameters", {}),
-        "timestamp": info.get("inCommitTimestamp", info.get("timestamp")),
-        "read_version": read_version,
-        "isolation_level": info.get("isolationLevel"),
-        "blind_append": info.get("isBlindAppend"),
-        "attempts": occ.get("attempt"),
-        "engine": info.get("engineInfo"),
         "files": mine,
         "checked": checked,
         "winners_not_recorded": occ.get("winnersNotRecorded", 0),
-        "summary": _sentence(version, read_version, occ, checked),
+        "summary": _sentence(version, fields["read_version"], occ, checked),
+    }
+
+
+def commit_fields(info: Dict[str, Any], version: int) -> Dict[str, Any]:
+    """What a commitInfo says about how its commit was made (for `explain` and `history`)."""
+    occ = info.get("deltaOcc") or {}
+    return {
+        "version": version,
+        "timestamp": info.get("inCommitTimestamp", info.get("timestamp")),
+        "operation": info.get("operation"),
+        "parameters": info.get("operationParameters", {}),
+        "read_version": info.get("readVersion"),
+        "isolation_level": info.get("isolationLevel"),
+        "blind_append": info.get("isBlindAppend"),
+        "rebased_over": [w["version"] for w in occ.get("checkedWinners", [])],
+        "attempts": occ.get("attempt"),
+        "engine": info.get("engineInfo"),
     }
 
 
@@ -108,7 +118,7 @@ def _files(table: Any, version: int, summary: Dict[str, Any]) -> Dict[str, Optio
             missing.append(r["path"])
         out.setdefault(r["path"], pv)
     if missing and version > 0:
-        files = table.snapshot(version - 1).files()
+        files = table.snapshot(version - 1).files(["path", "partition_values"])
         known = dict(zip(files.column("path").to_pylist(), files.column("partition_values").to_pylist()))
         for path in missing:
             pv = known.get(path)

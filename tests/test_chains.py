@@ -25,7 +25,7 @@ def make(tmp_path, pre_deleted=(0,)) -> docc.Table:
     return t
 
 
-def ids(t) -> list:
+def live_ids(t) -> list:
     return sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
 
 
@@ -45,7 +45,7 @@ def test_dml_after_optimize_rebased_over_dml(tmp_path):
     d2.delete("id = 2")
     opt.commit()
     d2.commit()
-    assert ids(t) == expect([0, 1, 2])
+    assert live_ids(t) == expect([0, 1, 2])
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=lambda o: "".join(map(str, o)))
@@ -57,7 +57,7 @@ def test_three_staged_transactions_in_every_commit_order(tmp_path, order):
     txns[2].delete("id IN (2, 15)")
     for i in order:
         txns[i].commit()
-    assert ids(t) == expect([0, 1, 2, 15])
+    assert live_ids(t) == expect([0, 1, 2, 15])
 
 
 def make_partitioned(tmp_path) -> docc.Table:
@@ -66,10 +66,6 @@ def make_partitioned(tmp_path) -> docc.Table:
         t.append(pa.table({"id": pa.array(range(k * 10, k * 10 + 10), pa.int64()), "p": pa.array([0] * 10, pa.int64())}))
     t.append(pa.table({"id": pa.array(range(100, 110), pa.int64()), "p": pa.array([1] * 10, pa.int64())}))
     return t
-
-
-def pids(t) -> list:
-    return sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
 
 
 ALL_P = sorted(list(range(20)) + list(range(100, 110)) + [200, 201])
@@ -90,7 +86,7 @@ def test_dml_against_a_compaction_of_a_compaction(tmp_path, what):
     assert t.optimize(where="p = 0").committed  # compacts the first compaction's output again
     d.commit()
     gone = [3] if what == "delete" else [105]
-    assert pids(t) == [i for i in ALL_P if i not in gone]
+    assert live_ids(t) == [i for i in ALL_P if i not in gone]
 
 
 def test_optimize_that_dropped_a_bin_against_dml(tmp_path):
@@ -103,7 +99,7 @@ def test_optimize_that_dropped_a_bin_against_dml(tmp_path):
     assert t.optimize(where="p = 0").committed  # overlaps the p=0 bin
     t.delete("id = 4")  # DML on the other compaction's p=0 output
     mine.commit()
-    assert pids(t) == [i for i in sorted(list(range(20)) + list(range(100, 120))) if i != 4]
+    assert live_ids(t) == [i for i in sorted(list(range(20)) + list(range(100, 120))) if i != 4]
 
 
 def test_optimize_that_scanned_a_file_compacted_twice(tmp_path):
@@ -120,7 +116,7 @@ def test_optimize_that_scanned_a_file_compacted_twice(tmp_path):
     t.append(pa.table({"id": [201], "p": [0]}))
     assert t.optimize(where="p = 0").committed
     mine.commit()
-    assert pids(t) == sorted(list(range(20)) + list(range(100, 120)) + [200, 201])
+    assert live_ids(t) == sorted(list(range(20)) + list(range(100, 120)) + [200, 201])
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=lambda o: "".join(map(str, o)))
@@ -135,7 +131,7 @@ def test_two_overlapping_optimizes_and_a_delete_in_every_order(tmp_path, order):
     txns[2].delete("id = 4")
     for i in order:
         txns[i].commit()
-    assert pids(t) == [i for i in sorted(list(range(20)) + list(range(100, 120))) if i != 4]
+    assert live_ids(t) == [i for i in sorted(list(range(20)) + list(range(100, 120))) if i != 4]
 
 
 @pytest.mark.parametrize("dml", ["delete", "update", "merge"])
@@ -159,7 +155,7 @@ def test_optimize_that_only_read_a_file_ignores_dml_of_it(tmp_path, dml, first):
         d.merge(pa.table({"id": pa.array([25], pa.int64()), "p": ["b"]}), "t.id = s.id", when_matched_delete=True)
     for txn in ((d, opt) if first == "dml" else (opt, d)):
         txn.commit()
-    got = sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
+    got = live_ids(t)
     expected = sorted([i for i in range(30) if i != 25] + ([125] if dml == "update" else []))
     assert got == expected
 
@@ -182,7 +178,7 @@ def test_dml_after_a_compaction_of_a_file_it_only_read(tmp_path, winner):
     else:
         t.update("p = 'b'", {"id": "id + 1000"})
     loser.commit()
-    got = sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
+    got = live_ids(t)
     bs = [i + 1000 for i in range(60) if i % 2] if winner == "update" else []
     assert got == sorted([i for i in range(60) if i % 2 == 0 and i != 40] + bs)
 
@@ -204,5 +200,30 @@ def test_dml_against_optimize_dropping_fully_deleted_files(tmp_path):
     loser.delete("id = 21")  # reads the 20-39 files of both partitions
     assert t.optimize().version > 0
     loser.commit()
-    got = sorted(docc.Table(t.path).snapshot().to_pyarrow().column("id").to_pylist())
+    got = live_ids(t)
     assert got == [i for i in range(40) if i % 2 and i != 21]
+
+
+def test_compaction_without_provenance_conflicts_instead_of_resurrecting(tmp_path):
+    """A compaction written through the transaction API without the provenance tag (remove F
+    with dataChange=false, add G holding F's rows) against a winner that deleted a row of F: the
+    row cannot be carried over, so §4 rule 6 falls back to file level and the compaction
+    conflicts. The previous build committed it, leaving F and G both live (every row twice, the
+    deleted row back)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("id", pa.int64())])
+    t = docc.Table.create(tmp_path / "t", schema, properties=DV)
+    t.append(pa.table({"id": list(range(10))}, schema=schema))
+    f = t.snapshot().files().column("path")[0].as_py()
+    compaction = t.begin()
+    compaction.scan()
+    pq.write_table(t.snapshot().to_pyarrow(), tmp_path / "t" / "g.parquet")
+    compaction.remove_file(f, data_change=False)
+    compaction.add_file("g.parquet", {}, os.path.getsize(tmp_path / "t" / "g.parquet"), stats={"numRecords": 10}, data_change=False)
+    t.delete("id = 3")
+    with pytest.raises(docc.exceptions.ConcurrentDeleteReadException):
+        compaction.commit()
+    assert live_ids(t) == [i for i in range(10) if i != 3]

@@ -275,11 +275,15 @@ pub fn check_winner(
     let (our_bins, our_index) = bins(&st.adds);
     let mut dropped: Vec<usize> = Vec::new();
 
+    let compaction = st.is_compaction();
     for r in &w.removes {
         let path: &str = &r.path;
         let key = decode(path);
-        // Rule 5: a compaction read other files only to choose its bins.
-        let we_read = (st.read.whole_table || st.read.files.contains(path)) && !st.is_compaction();
+        // Rule 5: a compaction depends on the files it replaces, not on the others it read to
+        // choose its bins (those of a bin it dropped included).
+        let replaces = st.removes.iter().any(|x| &*x.path == path);
+        let we_read =
+            (st.read.whole_table || st.read.files.contains(path)) && !(compaction && !replaces);
         let ours = our_index.get(&key).copied().filter(|_| {
             st.removes
                 .iter()
@@ -454,8 +458,6 @@ fn fallback(
     )
 }
 
-/// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
-/// changed.
 /// Whether the remove's DV covers every row of its file (false when that cannot be told).
 fn all_rows_deleted(t: &TxnView, cx: &RowContext, r: &RemoveFile) -> bool {
     let Some(d) = r.deletion_vector.as_deref() else {
@@ -485,6 +487,8 @@ fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
     })
 }
 
+/// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or
+/// changed.
 fn rows_of_file(
     t: &TxnView,
     st: &Staged,

@@ -81,4 +81,4 @@ def test_checker_reads_the_column_the_reader_reads(tmp_path, how):
     ([("x", None)], "q", None, None),
 ])
 def test_resolver_order(fields, physical, field_id, want):
-    assert _core.file_column_index(fields, physical, field_id) == want
+    assert _core.file_column_indexes(fields, [(physical, field_id)]) == [want]

@@ -14,7 +14,7 @@ __all__ = [
     "expression_json",
     "conjuncts_json",
     "spark_file_keys",
-    "file_column_index",
+    "file_column_indexes",
     "parquet_footer_stats",
     "partition_strings",
     "sql_literals",
@@ -219,9 +219,10 @@ def merge_read_predicate(keys: List[Tuple[str, str, Tuple[object, object]]], tar
     per key (distinct values, or the two bounds) and the target-only conjuncts; ``FALSE`` when a
     key has no value; None when there is nothing to narrow by."""
 
-def file_column_index(fields: List[Tuple[str, Optional[int]]], physical: str, field_id: Optional[int] = None) -> Optional[int]:
-    """Index of the file field (name, parquet field id) holding a table column: by field id,
-    else the physical name, else the name in any letter case (the row-level checker's rule)."""
+def file_column_indexes(fields: List[Tuple[str, Optional[int]]], wanted: List[Tuple[str, Optional[int]]]) -> List[Optional[int]]:
+    """For each wanted (physical name, field id), the index of the file field (name, parquet
+    field id) holding it: by field id, else the physical name, else any letter case (the
+    row-level checker's rule); None when the file lacks the column."""
 
 def spark_file_keys(paths: List[str]) -> List[str]:
     """The key Spark reports as ``_metadata.file_path`` for each absolute local path."""

@@ -4,7 +4,7 @@ partition columns filled from the log."""
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,12 +27,12 @@ def _field_id(field: dict) -> Optional[int]:
     return int(v) if v is not None else None
 
 
-def _find(arrow_fields: Sequence[pa.Field], field: dict, mode: str) -> Optional[int]:
-    """Index of the file column that holds a Delta field: the core's resolver (field id in id
+def _find_all(arrow_fields: Sequence[pa.Field], fields: Sequence[dict], mode: str) -> List[Optional[int]]:
+    """Index of the file column holding each Delta field: the core's resolver (field id in id
     mode, the physical name, then any letter case), shared with the row-level conflict checker."""
     ids = [int(f.metadata[_FIELD_ID]) if f.metadata and f.metadata.get(_FIELD_ID) is not None else None for f in arrow_fields]
-    fid = _field_id(field) if mode == "id" else None
-    return _core.file_column_index([(f.name, i) for f, i in zip(arrow_fields, ids)], _physical(field, mode), fid)
+    wanted = [(_physical(f, mode), _field_id(f) if mode == "id" else None) for f in fields]
+    return _core.file_column_indexes([(f.name, i) for f, i in zip(arrow_fields, ids)], wanted)
 
 
 def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
@@ -41,8 +41,7 @@ def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
     if isinstance(delta_type, dict) and delta_type.get("type") == "struct":
         src_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]
         children = []
-        for f in delta_type["fields"]:
-            i = _find(src_fields, f, mode)
+        for f, i in zip(delta_type["fields"], _find_all(src_fields, delta_type["fields"], mode)):
             if i is None:
                 children.append(pa.nulls(len(arr), delta_type_to_arrow(f["type"])))
             else:
@@ -73,11 +72,7 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     except FileNotFoundError as e:
         raise CorruptLogError(f"data file {path} referenced by the log does not exist", file=path) from e
     file_fields = list(pf.schema_arrow)
-    wanted = {}
-    for f in fields:
-        i = _find(file_fields, f, mode)
-        if i is not None:
-            wanted[f["name"]] = file_fields[i].name
+    wanted = {f["name"]: file_fields[i].name for f, i in zip(fields, _find_all(file_fields, fields, mode)) if i is not None}
     n = pf.metadata.num_rows
     raw = pf.read(columns=sorted(set(wanted.values())), use_threads=True) if wanted else None
     out = {}

@@ -55,6 +55,11 @@ impl FileColumns {
     pub const ALL: FileColumns = FileColumns((1 << FILE_COLUMNS.len()) - 1);
 
     /// A selection by name, in any order; unknown names are an error listing the valid ones.
+    /// [`FileColumns::of`] the names given, else every column.
+    pub fn of_opt(names: Option<&[String]>) -> Result<Self> {
+        names.map_or(Ok(FileColumns::ALL), FileColumns::of)
+    }
+
     pub fn of(names: &[String]) -> Result<Self> {
         let mut bits = 0u16;
         for name in names {
@@ -155,7 +160,7 @@ impl FileBuilders {
             stats: strings(COL_STATS, stats_bytes),
             num_records: Int64Builder::with_capacity(rows(COL_NUM_RECORDS)),
             tags: MapBuilder::new(None, StringBuilder::new(), StringBuilder::new()),
-            dv: DvBuilders::default(),
+            dv: DvBuilders::with_capacity(rows(COL_DELETION_VECTOR)),
             dv_cardinality: Int64Builder::with_capacity(rows(COL_DV_CARDINALITY)),
             base_row_id: Int64Builder::with_capacity(rows(COL_BASE_ROW_ID)),
             drcv: Int64Builder::with_capacity(rows(COL_DEFAULT_ROW_COMMIT_VERSION)),
@@ -240,28 +245,31 @@ impl FileBuilders {
     }
 
     fn finish(mut self) -> Result<RecordBatch> {
-        let columns: Vec<(&str, ArrayRef)> = vec![
-            ("path", Arc::new(self.path.finish())),
-            ("partition_values", Arc::new(self.pv.finish())),
-            ("size", Arc::new(self.size.finish())),
-            ("modification_time", Arc::new(self.mtime.finish())),
-            ("data_change", Arc::new(self.data_change.finish())),
-            ("stats", Arc::new(self.stats.finish())),
-            ("num_records", Arc::new(self.num_records.finish())),
-            ("tags", Arc::new(self.tags.finish())),
-            ("deletion_vector", Arc::new(self.dv.finish()?)),
-            ("dv_cardinality", Arc::new(self.dv_cardinality.finish())),
-            ("base_row_id", Arc::new(self.base_row_id.finish())),
-            ("default_row_commit_version", Arc::new(self.drcv.finish())),
+        // In FILE_COLUMNS order.
+        let arrays: [ArrayRef; 12] = [
+            Arc::new(self.path.finish()),
+            Arc::new(self.pv.finish()),
+            Arc::new(self.size.finish()),
+            Arc::new(self.mtime.finish()),
+            Arc::new(self.data_change.finish()),
+            Arc::new(self.stats.finish()),
+            Arc::new(self.num_records.finish()),
+            Arc::new(self.tags.finish()),
+            Arc::new(self.dv.finish()?),
+            Arc::new(self.dv_cardinality.finish()),
+            Arc::new(self.base_row_id.finish()),
+            Arc::new(self.drcv.finish()),
         ];
-        let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns
+        let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = arrays
             .into_iter()
             .enumerate()
             .filter(|(i, _)| self.cols.has(*i))
-            .map(|(_, c)| c)
-            .map(|(name, a)| {
-                let nullable = name != "path" && name != "size";
-                (Field::new(name, a.data_type().clone(), nullable), a)
+            .map(|(i, a)| {
+                let nullable = i != COL_PATH && i != COL_SIZE;
+                (
+                    Field::new(FILE_COLUMNS[i], a.data_type().clone(), nullable),
+                    a,
+                )
             })
             .unzip();
         let options = RecordBatchOptions::new().with_row_count(Some(self.rows));
@@ -271,6 +279,13 @@ impl FileBuilders {
 }
 
 impl DvBuilders {
+    fn with_capacity(n: usize) -> Self {
+        DvBuilders {
+            valid: Vec::with_capacity(n),
+            ..Default::default()
+        }
+    }
+
     fn push(&mut self, f: &AddFile) {
         match &f.deletion_vector {
             Some(d) => {

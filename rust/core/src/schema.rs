@@ -89,14 +89,13 @@ impl StructType {
 /// Python reader, DML and the row-level conflict checker alike): by parquet field id in id
 /// mapping mode, else by the physical name, else by that name in any letter case. `fields` are
 /// the file's top-level fields as (name, parquet field id).
-pub fn file_column_index<'a>(
-    fields: impl IntoIterator<Item = (&'a str, Option<i64>)> + Clone,
+pub fn file_column_index(
+    fields: &[(&str, Option<i64>)],
     physical: &str,
     field_id: Option<i64>,
 ) -> Option<usize> {
-    let position = |hit: &dyn Fn(&str, Option<i64>) -> bool| {
-        fields.clone().into_iter().position(|(n, id)| hit(n, id))
-    };
+    let position =
+        |hit: &dyn Fn(&str, Option<i64>) -> bool| fields.iter().position(|&(n, id)| hit(n, id));
     field_id
         .and_then(|want| position(&|_, id| id == Some(want)))
         .or_else(|| position(&|n, _| n == physical))
@@ -229,7 +228,7 @@ mod tests {
     #[test]
     fn file_column_index_prefers_field_id_then_name_then_any_case() {
         let f = [("col-a", Some(7)), ("B", None), ("c", Some(9))];
-        let idx = |p, id| super::file_column_index(f.iter().map(|&(n, i)| (n, i)), p, id);
+        let idx = |p, id| super::file_column_index(&f, p, id);
         assert_eq!(idx("nope", Some(9)), Some(2)); // field id wins over names
         assert_eq!(idx("col-a", Some(42)), Some(0)); // unknown id: the physical name
         assert_eq!(idx("b", None), Some(1)); // any letter case last

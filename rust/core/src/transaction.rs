@@ -181,8 +181,6 @@ impl Transaction {
         Predicate::parse(text, &snap.schema, snap.mapping, &parts)
     }
 
-    /// Record a read with this predicate (`None`: all rows) and return the live files that may
-    /// hold matching rows (partition pruning and statistics).
     /// Record reading exactly these live files (no predicate): what a compaction depends on.
     pub fn record_files_read(&mut self, paths: &[String]) -> Result<()> {
         self.open()?;
@@ -199,6 +197,8 @@ impl Transaction {
         Ok(())
     }
 
+    /// Record a read with this predicate (`None`: all rows) and return the live files that may
+    /// hold matching rows (partition pruning and statistics).
     pub fn scan(&mut self, text: Option<&str>) -> Result<Vec<usize>> {
         self.open()?;
         let predicate = match text {

@@ -53,17 +53,19 @@ fn parquet_footer_stats(py: Python<'_>, path: std::path::PathBuf) -> PyResult<(S
         .py_err()
 }
 
-/// Index of the file field holding a table column (field id, physical name, any letter case):
-/// the resolver the core's row-level checker uses, so the Python reader finds the same column.
+/// For each wanted table column (physical name, field id), the index of the file field (name,
+/// parquet field id) holding it: the resolver the core's row-level checker uses, so the Python
+/// reader finds the same columns. One call per file (or struct).
 #[pyfunction]
-#[pyo3(signature = (fields, physical, field_id=None))]
-fn file_column_index(
+fn file_column_indexes(
     fields: Vec<(String, Option<i64>)>,
-    physical: &str,
-    field_id: Option<i64>,
-) -> Option<usize> {
-    let fields = fields.iter().map(|(n, id)| (n.as_str(), *id));
-    delta_occ_core::schema::file_column_index(fields, physical, field_id)
+    wanted: Vec<(String, Option<i64>)>,
+) -> Vec<Option<usize>> {
+    let fields: Vec<(&str, Option<i64>)> = fields.iter().map(|(n, id)| (n.as_str(), *id)).collect();
+    wanted
+        .iter()
+        .map(|(physical, id)| delta_occ_core::schema::file_column_index(&fields, physical, *id))
+        .collect()
 }
 
 /// The key Spark reports as `_metadata.file_path` for each absolute local path.
@@ -139,7 +141,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expression_json, m)?)?;
     m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(file_column_index, m)?)?;
+    m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
     m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
     m.add_function(wrap_pyfunction!(sql_literals, m)?)?;

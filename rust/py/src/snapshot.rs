@@ -115,9 +115,7 @@ impl SnapshotHandle {
     ) -> PyResult<Vec<Capsules<'py>>> {
         let batches = py
             .detach(|| {
-                let cols = columns
-                    .as_deref()
-                    .map_or(Ok(FileColumns::ALL), FileColumns::of)?;
+                let cols = FileColumns::of_opt(columns.as_deref())?;
                 files_batch::files_batches(&self.inner, cols)
             })
             .py_err()?;

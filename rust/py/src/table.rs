@@ -166,16 +166,15 @@ impl TableHandle {
         d.set_item("operation", &w.operation)?;
         d.set_item("commit_info", &w.commit_info)?;
         let added = PyList::empty(py);
+        let values = |pv: &delta_occ_core::log::actions::PartitionValues| {
+            pv.iter()
+                .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
+                .collect::<BTreeMap<_, _>>()
+        };
         for a in &w.adds {
             let f = PyDict::new(py);
             f.set_item("path", &*a.path)?;
-            f.set_item(
-                "partition_values",
-                a.partition_values
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
-                    .collect::<BTreeMap<_, _>>(),
-            )?;
+            f.set_item("partition_values", values(&a.partition_values))?;
             f.set_item("size", a.size)?;
             f.set_item("data_change", a.data_change)?;
             f.set_item("stats", a.stats_text().py_err()?.as_deref())?;
@@ -187,6 +186,7 @@ impl TableHandle {
         for r in &w.removes {
             let f = PyDict::new(py);
             f.set_item("path", &*r.path)?;
+            f.set_item("partition_values", r.partition_values.as_ref().map(values))?;
             f.set_item("data_change", r.data_change)?;
             f.set_item("deletion_vector", r.dv_unique_id())?;
             removed.append(f)?;

@@ -91,9 +91,7 @@ impl TransactionHandle {
     ) -> PyResult<Vec<Capsules<'py>>> {
         let batches = py
             .detach(|| {
-                let cols = columns
-                    .as_deref()
-                    .map_or(Ok(FileColumns::ALL), FileColumns::of)?;
+                let cols = FileColumns::of_opt(columns.as_deref())?;
                 let mut t = self.txn();
                 let hits = t.scan(predicate.as_deref())?;
                 let snap = t.snapshot().expect("scan needs a snapshot").clone();

@@ -163,12 +163,16 @@ fn read_columns(
     let arrow_schema = builder.schema().clone();
     let mut roots = Vec::new();
     let mut names = Vec::new();
-    let fields = arrow_schema.fields().iter().map(|f| {
-        let id = f.metadata().get(PARQUET_FIELD_ID_META_KEY);
-        (f.name().as_str(), id.and_then(|v| v.parse().ok()))
-    });
+    let fields: Vec<(&str, Option<i64>)> = arrow_schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let id = f.metadata().get(PARQUET_FIELD_ID_META_KEY);
+            (f.name().as_str(), id.and_then(|v| v.parse().ok()))
+        })
+        .collect();
     for c in columns {
-        if let Some(i) = file_column_index(fields.clone(), &c.physical, c.field_id) {
+        if let Some(i) = file_column_index(&fields, &c.physical, c.field_id) {
             roots.push(i);
             names.push((arrow_schema.field(i).name().clone(), c.physical.clone()));
         }

@@ -236,12 +236,7 @@ impl StatsText {
     /// The stats JSON text, unescaped; None when a deferred checkpoint row has null stats. Fails
     /// only when the file holding deferred stats can no longer be read.
     pub fn text(&self) -> crate::error::Result<Option<Cow<'_, str>>> {
-        Ok(match &self.0 {
-            Repr::Text(t) if t.starts_with('"') => Some(unescape(t)),
-            Repr::Text(t) => Some(Cow::Borrowed(t)),
-            Repr::Checkpoint(source, row) => source.get(*row)?.map(Cow::Borrowed),
-            Repr::Commit(source, k) => Some(unescape(source.get(*k)?)),
-        })
+        Ok(self.raw()?.map(RawStats::text))
     }
 }
 
@@ -253,7 +248,7 @@ pub enum RawStats<'a> {
     Literal(&'a str),
 }
 
-impl RawStats<'_> {
+impl<'a> RawStats<'a> {
     /// `numRecords`: read straight from the text when it is the first key (as delta-spark and
     /// delta-rs write it), else from a parse of the stats.
     pub fn num_records(&self) -> Option<i64> {
@@ -270,7 +265,7 @@ impl RawStats<'_> {
         crate::stats::num_records(Some(&self.text()))
     }
 
-    pub fn text(&self) -> Cow<'_, str> {
+    pub fn text(self) -> Cow<'a, str> {
         match self {
             RawStats::Plain(s) => Cow::Borrowed(s),
             RawStats::Literal(s) => unescape(s),
@@ -337,7 +332,9 @@ fn escaped_unicode(esc: &str) -> (char, usize) {
 /// The text of a JSON string literal that parsed when it was read (so this cannot fail).
 fn unescape(literal: &str) -> Cow<'_, str> {
     if literal.contains('\\') {
-        Cow::Owned(serde_json::from_str::<String>(literal).unwrap_or_default())
+        let mut out = String::with_capacity(literal.len());
+        let _ = unescape_into(literal, &mut out); // writing into a String cannot fail
+        Cow::Owned(out)
     } else {
         Cow::Borrowed(&literal[1..literal.len() - 1])
     }

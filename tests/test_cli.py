@@ -276,3 +276,15 @@ def test_the_console_entry_point_keeps_exit_codes(argv, code):
     out = subprocess.run([sys.executable, "-m", "delta_occ", *argv], capture_output=True, text=True, timeout=120)
     assert out.returncode == code
     assert (out.stdout + out.stderr).strip()
+
+
+@pytest.mark.parametrize("text, set_, where", [
+    ("UPDATE SET s = 'x WHERE y' WHERE id = 1", {"s": "'x WHERE y'"}, "id = 1"),
+    ("UPDATE SET a = 1, b = coalesce(a, 2)", {"a": "1", "b": "coalesce(a, 2)"}, None),
+    ("update set a = 1 where (b = 1)", {"a": "1"}, "(b = 1)"),
+])
+def test_check_update_text_splits_outside_quotes(text, set_, where):
+    from delta_occ.predict import parse
+
+    p = parse(text)
+    assert (p.set, p.where) == (set_, where)

@@ -58,9 +58,7 @@ class Layout:
         self.mode: str = h.column_mapping_mode
         self.partition_columns: List[str] = snapshot.partition_columns
         props = snapshot.properties
-        self.dv_enabled = props.get("delta.enableDeletionVectors", "").lower() == "true" and "deletionVectors" in (
-            snapshot.protocol.get("writer_features") or []
-        )
+        self.dv_enabled = snapshot.deletion_vectors_enabled
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
@@ -216,8 +214,11 @@ def each(items: Sequence[Any], fn: Any) -> List[Any]:
     """`fn(item)` for every item on a few threads, results in order (the first error raised)."""
     if len(items) <= 1:
         return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=min(_WORKERS, len(items))) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(_WORKERS, len(items)))
+    try:
         return list(pool.map(fn, items))
+    finally:
+        pool.shutdown(cancel_futures=True)  # after an error, the items not started are dropped
 
 
 def chunks(items: Sequence[Any], size: int = 4 * _WORKERS) -> Iterator[Sequence[Any]]:

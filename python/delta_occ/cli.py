@@ -16,7 +16,7 @@ from rich.table import Table as Grid
 
 from . import explain, matrix, predict
 from ._core import __version__
-from .exceptions import DeltaOccError, TableAlreadyExistsError
+from .exceptions import DeltaOccError
 from .table import Table
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDING, EXIT_CONFLICT = 0, 1, 2, 3, 4
@@ -104,8 +104,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     schema = pa.schema([("id", pa.int64()), ("date", pa.string()), ("value", pa.float64())])
     if args.path is None:
         args.path = os.path.join(tempfile.mkdtemp(prefix="delta-occ-demo-"), "table")
-    if os.path.exists(os.path.join(args.path, "_delta_log")):
-        raise TableAlreadyExistsError(f"{args.path} already holds a table; the demo needs a new directory", table=args.path)
     t = Table.create(args.path, schema, partition_by=["date"], properties={"delta.enableDeletionVectors": "true"}, name="delta_occ_demo")
     say(f"created {t.path} at version {t.version}")
     ids = list(range(1, 9))
@@ -252,8 +250,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_stress(args: argparse.Namespace) -> int:
     from . import stress
 
-    if os.path.exists(os.path.join(args.path, "_delta_log")):
-        raise TableAlreadyExistsError(f"{args.path} already holds a table; stress needs a new directory", table=args.path)
     levels = ["Serializable", "WriteSerializable"] if args.level == "both" else [args.level]
     cfg = stress.Config(
         writers=args.writers, transactions=args.transactions, modes=args.modes.split(","), dvs=not args.no_dvs,

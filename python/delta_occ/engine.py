@@ -81,12 +81,13 @@ def _matches(rows: pa.Table, tree: Optional[dict]) -> pa.Array:
 def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array) -> pa.Table:
     """Stage the removal of the rows where `hit` is TRUE; return the rows that must be written
     again (file rewrite without DVs; empty with DVs or when every live row goes)."""
-    if lay.dv_enabled and pc.sum(hit).as_py() != rows.num_rows:
+    if pc.sum(hit).as_py() == rows.num_rows:
+        txn.remove_file(path)
+        return lay.schema.empty_table()  # (`rows` may hold only the condition's columns)
+    if lay.dv_enabled:
         txn.delete_rows(path, rows.filter(hit).column(ROW))
         return lay.schema.empty_table()
     txn.remove_file(path)
-    if pc.all(hit).as_py():
-        return lay.schema.empty_table()  # `rows` may hold only the condition's columns
     return rows.filter(pc.invert(hit)).drop_columns([ROW])
 
 
@@ -125,12 +126,8 @@ def overwrite(
             raise InvalidArgumentError(f"{bad} row(s) of the new data do not satisfy replace_where {replace_where!r}")
     removed = 0
     keep: List[pa.Table] = []
-    for path in txn.scan(replace_where, ["path"]).column("path").to_pylist():
-        old = lay.read_rows(path)
-        hit = _matches(old, tree)
-        if not pc.any(hit).as_py():
-            continue
-        removed += pc.sum(hit).as_py()
+    for path, old, hit, n in _matched(txn, lay, replace_where, tree, _condition_columns(lay, tree) if lay.dv_enabled else None):
+        removed += n
         keep.append(_remove_rows(txn, lay, path, old, hit))
     lay.write(txn, concat(keep + [rows], lay.schema))
     params: Dict[str, Any] = {"mode": "Overwrite"}
@@ -160,11 +157,9 @@ def _partitions_predicate(lay: Layout, rows: pa.Table) -> str:
 def delete(txn: Any, where: Optional[str] = None) -> None:
     lay = _layout(txn)
     tree = _where_tree(where)
-    # With DVs nothing is rewritten: finding the rows needs only the condition's columns.
-    needed = _condition_columns(lay, tree) if lay.dv_enabled else None
     deleted = 0
     rewrite: List[pa.Table] = []
-    for path, rows, hit, n in _matched(txn, lay, where, tree, needed):
+    for path, rows, hit, n in _matched(txn, lay, where, tree, _condition_columns(lay, tree) if lay.dv_enabled else None):
         deleted += n
         rewrite.append(_remove_rows(txn, lay, path, rows, hit))
     lay.write_many(txn, rewrite, rewrite=True)  # one file per rewritten file, as Delta does
@@ -178,17 +173,19 @@ def _matched(
     """(path, rows, hit mask, hits) of every file `where` may select that has a matching row.
     Files are read and matched a chunk at a time on a few threads; results come in scan order."""
 
-    def find(path: str) -> Tuple[str, pa.Table, pa.Array, int]:
+    def find(path: str) -> Optional[Tuple[str, pa.Table, pa.Array, int]]:
         rows = lay.read_rows(path, columns)
         hit = _matches(rows, tree)
-        return path, rows, hit, pc.sum(hit).as_py() or 0
+        n = pc.sum(hit).as_py() or 0
+        return (path, rows, hit, n) if n else None  # a file without a match is let go at once
 
     for chunk in chunks(txn.scan(where, ["path"]).column("path").to_pylist()):
-        yield from (found for found in each(chunk, find) if found[3])
+        yield from (found for found in each(chunk, find) if found is not None)
 
 
 def _condition_columns(lay: Layout, tree: Optional[dict]) -> Optional[List[str]]:
-    """The table columns a condition reads (None, meaning all, when a name is not a column:
+    """The table columns a condition reads: with DVs nothing is rewritten, so finding the rows
+    needs only those (None, meaning all, when a name is not a column:
     the evaluator then reports it as it would without this narrowing)."""
     lower = {f.name.lower(): f.name for f in lay.schema}
     names = [lower.get(str(parts[0]).lower()) for parts in _expr.columns_of(tree)]
@@ -386,10 +383,10 @@ def merge(
         if source.schema.field(s_col).type != typ and arrow_widens(source.schema.field(s_col).type, typ):
             i = source.schema.get_field_index(s_col)
             source = source.set_column(i, pa.field(s_col, typ), source.column(s_col).cast(typ))
-    cols.source = source.schema
+    cols.target, cols.source = lay.schema, source.schema  # with schema_mode="merge", t.<new column> resolves
     read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
     files = txn.scan(read_where, ["path"]).column("path").to_pylist()
-    file_rows = [lay.read_rows(path) for path in files]
+    file_rows = each(files, lay.read_rows)
     target_rows = []
     for i, rows in enumerate(file_rows):
         for _, tree in target_only:

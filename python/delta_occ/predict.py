@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -73,10 +73,14 @@ def parse(text: str) -> Planned:
     if word in ("DELETE", "OPTIMIZE"):
         return Planned(word, text, where=_clause(rest, "WHERE", text, optional=True))
     if word == "UPDATE":
-        m = re.match(r"(?is)^SET\s+(.*?)(?:\s+WHERE\s+(.*))?$", rest)
+        m = re.match(r"(?is)^SET\s+(.*)$", rest)
         if not m:
             raise InvalidArgumentError(f"operation {text!r}: expected UPDATE SET <col> = <expr>[, ...] [WHERE <predicate>]")
-        return Planned(word, text, set=_assignments(m.group(1), text), where=m.group(2))
+        body = m.group(1)
+        where = next((i for i in _top_level(body) if re.match(r"(?is)\sWHERE\s", body[i : i + 7])), None)
+        if where is None:
+            return Planned(word, text, set=_assignments(body, text))
+        return Planned(word, text, set=_assignments(body[:where], text), where=body[where + 7 :].strip())
     rows, rest = _rows(rest, text)
     if word == "INSERT":
         return Planned(word, text, rows=rows, reading=_clause(rest, "READING", text, optional=True))
@@ -102,23 +106,24 @@ def _assignments(text: str, op: str) -> Dict[str, str]:
     return out
 
 
-def _split_top_level(text: str) -> List[str]:
-    """Split on commas outside parentheses and quotes."""
-    parts, depth, quote, start = [], 0, None, 0
+def _top_level(text: str) -> Iterator[int]:
+    """Positions in `text` outside parentheses and quotes."""
+    depth, quote = 0, None
     for i, ch in enumerate(text):
         if quote:
             quote = None if ch == quote else quote
         elif ch in "'\"":
             quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+        elif depth == 0:
+            yield i
+
+
+def _split_top_level(text: str) -> List[str]:
+    """Split on commas outside parentheses and quotes."""
+    cuts = [i for i in _top_level(text) if text[i] == ","]
+    return [text[a + 1 : b] for a, b in zip([-1] + cuts, cuts + [len(text)])]
 
 
 def _rows(rest: str, text: str) -> Tuple[List[Dict[str, Any]], str]:
@@ -160,7 +165,7 @@ def check(path: str, first: str, second: str, *, isolation_level: Optional[str] 
     table = Table(path)
     snap = table.snapshot()
     # Row-level concurrency needs deletion vectors; elsewhere the file-level checks decide.
-    row_level = row_level and snap.properties.get("delta.enableDeletionVectors", "").lower() == "true"
+    row_level = row_level and snap.deletion_vectors_enabled
     orders = []
     scratch = tempfile.mkdtemp(prefix="delta-occ-check-")
     try:

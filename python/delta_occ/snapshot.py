@@ -52,6 +52,13 @@ class Snapshot:
         return dict(self._h.protocol)
 
     @property
+    def deletion_vectors_enabled(self) -> bool:
+        """Whether writers put deletion vectors here (and so row-level concurrency applies): the
+        property ``delta.enableDeletionVectors=true`` and the ``deletionVectors`` writer feature."""
+        prop = self.properties.get("delta.enableDeletionVectors", "").lower() == "true"
+        return prop and "deletionVectors" in (self.protocol.get("writer_features") or [])
+
+    @property
     def metadata(self) -> Dict[str, Any]:
         """Table id, name, description, created time and format."""
         return dict(self._h.metadata)

@@ -32,7 +32,6 @@ import multiprocessing as mp
 import os
 import random
 import signal
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -435,15 +434,17 @@ def read_attempts(path: str) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-def _rows_at(t: Table, v: int) -> Rows:
-    data = t.snapshot(v).to_pyarrow(columns=["id", "p", "s", "x"])
+def _state_at(t: Table, v: int) -> Tuple[Rows, Dict[str, str]]:
+    """The rows and the table properties at version `v` (one snapshot)."""
+    snap = t.snapshot(v)
+    data = snap.to_pyarrow(columns=["id", "p", "s", "x"])
     rows: Rows = {}
     for i, p, s, x in zip(*(data.column(c).to_pylist() for c in ("id", "p", "s", "x"))):
         if i in rows:
             rows[i] = ("<duplicate>", "", -1)
         else:
             rows[i] = (p, s, x)
-    return rows
+    return rows, dict(snap.properties)
 
 
 def check(path: str, dv_table: bool = True) -> Dict[str, Any]:
@@ -471,20 +472,19 @@ def check(path: str, dv_table: bool = True) -> Dict[str, Any]:
             anomalies.append(f"attempt {a} was acknowledged at version {rec['version']}, which holds {at_version.get(rec['version'])}")
         if rec["outcome"] in ("conflict", "error") and seen[a]:
             anomalies.append(f"attempt {a} failed ({rec.get('error')}) but its commit is in the log")
-    rows = {0: _rows_at(t, 0)}
-    props = {0: dict(t.snapshot(0).properties)}
+    rows: Dict[int, Any] = {}
+    props: Dict[int, Dict[str, str]] = {}
+    rows[0], props[0] = _state_at(t, 0)
     apps: Counter = Counter()
     blind_ids: Dict[int, set] = {}
     for v in range(1, latest + 1):
-        rows[v] = _rows_at(t, v)
-        props[v] = dict(t.snapshot(v).properties)
+        rows[v], props[v] = _state_at(t, v)
         added = set(rows[v]) - set(rows[v - 1])
         blind_ids[v] = added if history.get(v, {}).get("isBlindAppend") else set()
         a = at_version.get(v)
         logged = attempts.get(a) if a else None
         if logged is None:
-            if v > 0:
-                anomalies.append(f"version {v} has no logged attempt ({a})")
+            anomalies.append(f"version {v} has no logged attempt ({a})")
             continue
         op = logged["op"]
         outside: frozenset = frozenset()
@@ -600,10 +600,6 @@ def _deltalake_read(deltalake: Any, path: str) -> Any:
     del dt
     gc.collect()
     return data
-
-
-def scratch_dir() -> str:
-    return tempfile.mkdtemp(prefix="delta-occ-stress-")
 
 
 __all__ = ["Config", "run", "check", "run_schedule", "apply", "ATTEMPT_KEY"]

@@ -260,9 +260,9 @@ class SparkTable:
         return SparkTransaction(self, self.table.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts, **options))
 
     def _one(self, op: str, args: tuple, kwargs: Dict[str, Any], isolation_level: LevelLike, row_level: bool, max_attempts: Optional[int]) -> CommitResult:
-        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
-        getattr(txn, op)(*args, **kwargs)
-        return txn.commit()
+        with self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts) as txn:
+            getattr(txn, op)(*args, **kwargs)  # a failure aborts: the Spark job's output is removed
+            return txn.commit()
 
     def append(self, df: DataFrame, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
         """Blind append of a DataFrame (never conflicts with other appends)."""

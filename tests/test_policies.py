@@ -410,3 +410,16 @@ def test_table_paths(tmp_path, monkeypatch, open_):
 def test_snapshot_versions(table, version, error, message):
     with pytest.raises(error, match=message):
         table.snapshot(version)
+
+
+def test_merge_schema_mode_resolves_the_new_target_column(tmp_path):
+    """With schema_mode="merge" a SET expression may read the column the MERGE adds (NULL in
+    existing rows): the previous build resolved t.<col> against the schema before the change."""
+    schema = pa.schema([("id", pa.int64())])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"id": [1, 2]}, schema=schema))
+    source = pa.table({"id": [2, 3], "extra": ["b", "c"]})
+    t.merge(source, "t.id = s.id", when_matched_update={"extra": "coalesce(t.extra, s.extra)"},
+            when_not_matched_insert=True, schema_mode="merge")
+    rows = sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "extra": None}, {"id": 2, "extra": "b"}, {"id": 3, "extra": "c"}]

@@ -283,7 +283,7 @@ pub fn check_winner(
         // choose its bins (those of a bin it dropped included).
         let replaces = st.removes.iter().any(|x| &*x.path == path);
         let we_read =
-            (st.read.whole_table || st.read.files.contains(path)) && !(compaction && !replaces);
+            (st.read.whole_table || st.read.files.contains(path)) && (!compaction || replaces);
         let ours = our_index.get(&key).copied().filter(|_| {
             st.removes
                 .iter()

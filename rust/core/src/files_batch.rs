@@ -11,7 +11,7 @@ use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
 use crate::error::{Error, Result};
 use crate::log::actions::{AddFile, RawStats};
 use crate::partition::Scalar;
-use crate::schema::DataType;
+use crate::schema::arrow_type;
 use crate::snapshot::Snapshot;
 
 fn arrow_err(e: arrow_schema::ArrowError) -> Error {
@@ -335,26 +335,13 @@ fn slice_batch(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result
     b.finish()
 }
 
-fn arrow_type(t: &DataType) -> Option<ArrowType> {
-    Some(match t {
-        DataType::Primitive(p) => match p.as_str() {
-            "string" => ArrowType::Utf8,
-            "long" => ArrowType::Int64,
-            "integer" => ArrowType::Int32,
-            "short" => ArrowType::Int16,
-            "byte" => ArrowType::Int8,
-            "float" => ArrowType::Float32,
-            "double" => ArrowType::Float64,
-            "boolean" => ArrowType::Boolean,
-            "date" => ArrowType::Date32,
-            "timestamp" => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-            "timestamp_ntz" => ArrowType::Timestamp(TimeUnit::Microsecond, None),
-            "binary" => ArrowType::Binary,
-            _ => return None,
-        },
-        DataType::Decimal(p, s) => ArrowType::Decimal128(*p, *s),
-        _ => return None,
-    })
+/// A column of `n` copies of one value (a partition value on every row of its file).
+pub fn repeated(ty: &ArrowType, v: Scalar, n: usize) -> Result<ArrayRef> {
+    let mut builder = make_builder(ty, n);
+    for _ in 0..n {
+        append(builder.as_mut(), ty, v.clone())?;
+    }
+    Ok(builder.finish())
 }
 
 /// One typed column per partition column (logical names), one row per file of `files_batch`.

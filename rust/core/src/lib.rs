@@ -15,6 +15,7 @@ pub mod partition;
 pub mod predicate;
 pub mod properties;
 pub mod protocol;
+pub mod rowexpr;
 pub mod schema;
 pub mod schema_change;
 pub mod snapshot;

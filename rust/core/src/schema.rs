@@ -223,6 +223,31 @@ fn parse_primitive(s: &str) -> Result<DataType, String> {
     Err(format!("unknown primitive type {s:?}"))
 }
 
+/// The Arrow type a primitive or decimal Delta type is read and evaluated as (`None` for nested
+/// types); timestamps are microseconds, zoned ones labelled UTC.
+pub fn arrow_type(t: &DataType) -> Option<arrow_schema::DataType> {
+    use arrow_schema::{DataType as A, TimeUnit};
+    Some(match t {
+        DataType::Primitive(p) => match p.as_str() {
+            "string" => A::Utf8,
+            "long" => A::Int64,
+            "integer" => A::Int32,
+            "short" => A::Int16,
+            "byte" => A::Int8,
+            "float" => A::Float32,
+            "double" => A::Float64,
+            "boolean" => A::Boolean,
+            "date" => A::Date32,
+            "timestamp" => A::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            "timestamp_ntz" => A::Timestamp(TimeUnit::Microsecond, None),
+            "binary" => A::Binary,
+            _ => return None,
+        },
+        DataType::Decimal(p, s) => A::Decimal128(*p, *s),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod arrow;
 mod dv;
 mod errors;
+mod rowexpr;
 mod snapshot;
 mod table;
 mod transaction;
@@ -28,22 +29,6 @@ fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
     })
     .py_err()
     .map(|a| a.len())
-}
-
-/// A SQL value expression as a JSON tree (the embedded engine evaluates it on rows).
-#[pyfunction]
-fn expression_json(text: &str) -> PyResult<String> {
-    delta_occ_core::predicate::value::expression_json(text)
-        .py_err()
-        .map(|v| v.to_string())
-}
-
-/// The top-level AND conjuncts of a SQL condition: (SQL text, JSON tree) pairs.
-#[pyfunction]
-fn conjuncts_json(text: &str) -> PyResult<Vec<(String, String)>> {
-    delta_occ_core::predicate::value::conjuncts_json(text)
-        .py_err()
-        .map(|v| v.into_iter().map(|(s, j)| (s, j.to_string())).collect())
 }
 
 /// Delta stats (JSON text) and the row count of a parquet file, from its footer alone.
@@ -136,10 +121,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
     m.add_class::<transaction::TransactionHandle>()?;
+    m.add_class::<rowexpr::PyRowExpr>()?;
+    m.add_function(wrap_pyfunction!(rowexpr::conjuncts, m)?)?;
+    m.add_function(wrap_pyfunction!(rowexpr::equated_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
-    m.add_function(wrap_pyfunction!(expression_json, m)?)?;
-    m.add_function(wrap_pyfunction!(conjuncts_json, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
     m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;

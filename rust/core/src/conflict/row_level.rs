@@ -16,7 +16,7 @@ use crate::predicate::Predicate;
 use crate::transaction::remove_of;
 
 use super::checker::{self, ReadSet, TxnView};
-use super::rows::{live_rows, matching_rows, physical_rows, ColumnCache};
+use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};
 use super::{ConflictKind, WinningCommit};
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
@@ -227,11 +227,12 @@ fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, String> {
 }
 
 fn unevaluable(preds: &[Predicate]) -> Option<String> {
-    preds.iter().find(|p| p.expr.has_opaque()).map(|p| {
-        format!(
-            "the read predicate `{}` uses functions, arithmetic, nested fields or non-deterministic expressions that cannot be decided on rows",
+    preds.iter().find_map(|p| {
+        let e = compiled(p).err()?;
+        Some(format!(
+            "the read predicate `{}` cannot be decided on rows ({e})",
             p.text.as_deref().unwrap_or("")
-        )
+        ))
     })
 }
 

@@ -1,22 +1,26 @@
 //! Evaluating read predicates on the rows of one data file (row-level concurrency, §4 rules 2
 //! and 4): the columns the predicates reference are read from the parquet file, partition columns
-//! come from the file's partition values, and each selected row is evaluated exactly with SQL
-//! three-valued logic (a row matches only when the predicate is TRUE).
+//! come from the file's partition values, and the rows are evaluated by the same evaluator DML
+//! uses (a row matches only when the predicate is TRUE).
 
 use std::fs::File;
 use std::path::Path;
 
-use arrow_array::{cast::AsArray, types, Array, ArrayRef, RecordBatch};
-use arrow_schema::{DataType as ArrowType, TimeUnit};
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
 
 use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
+use crate::files_batch;
 use crate::log::actions::AddFile;
 use crate::partition::Scalar;
 use crate::predicate::{eval, ColumnRef, Predicate};
-use crate::schema::{file_column_index, DataType};
+use crate::rowexpr::RowExpr;
+use crate::schema::{self, file_column_index};
 
 /// Number of physical rows in a data file: from its stats, else from the parquet footer.
 pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
@@ -46,6 +50,7 @@ pub struct ColumnCache(std::sync::Mutex<std::collections::HashMap<(Box<str>, Str
 
 /// The rows among `positions` (physical row indexes of `file`) that satisfy at least one of the
 /// predicates. An empty predicate list or a predicate without text ("all rows") matches every row.
+/// Rows are evaluated by the one row evaluator ([`crate::rowexpr`]), as DML evaluates them.
 pub fn matching_rows(
     root: &Path,
     file: &AddFile,
@@ -59,60 +64,83 @@ pub fn matching_rows(
     if predicates.is_empty() || predicates.iter().any(Predicate::is_all) {
         return Ok(positions.clone());
     }
+    let compiled: Vec<(RowExpr, Vec<&ColumnRef>)> = predicates
+        .iter()
+        .map(|p| {
+            let e = compiled(p)?;
+            let cols = e
+                .columns()
+                .iter()
+                .filter_map(|n| p.table_columns.iter().find(|c| c.name == *n))
+                .collect();
+            Ok((e, cols))
+        })
+        .collect::<Result<_>>()?;
     let mut needed: Vec<&ColumnRef> = Vec::new();
-    for p in predicates {
-        for c in &p.columns {
-            if !c.partition && !needed.iter().any(|n| n.physical == c.physical) {
-                needed.push(c);
-            }
+    for c in compiled.iter().flat_map(|(_, cols)| cols) {
+        if !c.partition && !needed.iter().any(|n| n.physical == c.physical) {
+            needed.push(c);
         }
     }
     let data = cached_columns(root, file, &needed, cache)?;
+    let rows = match data.first() {
+        Some((_, a)) => a.len(),
+        None => physical_rows(root, file)? as usize,
+    };
     let mut out = DeletionBitmap::default();
-    for p in predicates {
-        // Partition values (and columns the file lacks) are the same on every row: set them once.
-        let mut values: Vec<Scalar> = p
-            .columns
-            .iter()
-            .map(|c| {
-                if c.partition {
-                    eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null)
-                } else {
-                    Scalar::Null
+    for (expr, cols) in &compiled {
+        let mut fields = Vec::with_capacity(cols.len());
+        let mut arrays = Vec::with_capacity(cols.len());
+        for c in cols {
+            let ty = schema::arrow_type(&c.data_type).expect("table_columns are primitive");
+            let a = if c.partition {
+                let v = eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null);
+                files_batch::repeated(&ty, v, rows)?
+            } else {
+                match data.iter().find(|(n, _)| *n == c.physical) {
+                    Some((_, a)) => a.clone(),
+                    None => new_null_array(&ty, rows), // a column the file lacks is NULL
                 }
-            })
-            .collect();
-        let arrays: Vec<(usize, &ArrayRef)> = p
-            .columns
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !c.partition)
-            .filter_map(|(i, c)| {
-                data.iter()
-                    .find(|(n, _)| *n == c.physical)
-                    .map(|(_, a)| (i, a))
-            })
-            .collect();
+            };
+            fields.push(Field::new(&c.name, a.data_type().clone(), true));
+            arrays.push(a);
+        }
+        let batch = RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )
+        .map_err(|e| parquet_error(Path::new(&*file.path), e))?;
+        let mask = expr.mask(&batch)?;
         for pos in positions.0.iter() {
-            if out.0.contains(pos) {
-                continue;
+            if pos as usize >= rows {
+                return Err(Error::invalid(format!(
+                    "row {pos} is beyond the {rows} rows of data file {}",
+                    file.path
+                )));
             }
-            for &(i, a) in &arrays {
-                if pos as usize >= a.len() {
-                    return Err(Error::invalid(format!(
-                        "row {pos} is beyond the {} rows of data file {}",
-                        a.len(),
-                        file.path
-                    )));
-                }
-                values[i] = scalar_at(a, pos as usize, &p.columns[i].data_type);
-            }
-            if eval::eval(&p.expr, &values) == Some(true) {
+            if mask.value(pos as usize) {
                 out.0.insert(pos);
             }
         }
     }
     Ok(out)
+}
+
+/// The predicate compiled by the row evaluator against the table's primitive columns (logical
+/// names); an error (a nested field, a function the evaluator lacks) means it cannot be decided
+/// on rows.
+pub fn compiled(p: &Predicate) -> Result<RowExpr> {
+    let fields: Vec<Field> = p
+        .table_columns
+        .iter()
+        .filter_map(|c| Some(Field::new(&c.name, schema::arrow_type(&c.data_type)?, true)))
+        .collect();
+    RowExpr::compile(
+        p.text.as_deref().unwrap_or("TRUE"),
+        &Schema::new(fields),
+        &[],
+    )
 }
 
 /// Live rows of a file: every physical row not in `deleted`.
@@ -201,62 +229,4 @@ fn read_columns(
         out.push((name, whole));
     }
     Ok(out)
-}
-
-/// One value as the predicate evaluator's scalar, typed by the table column.
-fn scalar_at(a: &ArrayRef, i: usize, column_type: &DataType) -> Scalar {
-    if a.is_null(i) {
-        return Scalar::Null;
-    }
-    let ntz = matches!(column_type, DataType::Primitive(t) if t == "timestamp_ntz");
-    match a.data_type() {
-        ArrowType::Int8 => Scalar::Long(a.as_primitive::<types::Int8Type>().value(i) as i64),
-        ArrowType::Int16 => Scalar::Long(a.as_primitive::<types::Int16Type>().value(i) as i64),
-        ArrowType::Int32 => Scalar::Long(a.as_primitive::<types::Int32Type>().value(i) as i64),
-        ArrowType::Int64 => Scalar::Long(a.as_primitive::<types::Int64Type>().value(i)),
-        ArrowType::UInt8 => Scalar::Long(a.as_primitive::<types::UInt8Type>().value(i) as i64),
-        ArrowType::UInt16 => Scalar::Long(a.as_primitive::<types::UInt16Type>().value(i) as i64),
-        ArrowType::UInt32 => Scalar::Long(a.as_primitive::<types::UInt32Type>().value(i) as i64),
-        ArrowType::Float32 => {
-            Scalar::Double(a.as_primitive::<types::Float32Type>().value(i) as f64)
-        }
-        ArrowType::Float64 => Scalar::Double(a.as_primitive::<types::Float64Type>().value(i)),
-        ArrowType::Boolean => Scalar::Boolean(a.as_boolean().value(i)),
-        ArrowType::Utf8 => Scalar::String(a.as_string::<i32>().value(i).to_string()),
-        ArrowType::LargeUtf8 => Scalar::String(a.as_string::<i64>().value(i).to_string()),
-        ArrowType::Utf8View => Scalar::String(a.as_string_view().value(i).to_string()),
-        ArrowType::Binary => Scalar::Binary(a.as_binary::<i32>().value(i).to_vec()),
-        ArrowType::LargeBinary => Scalar::Binary(a.as_binary::<i64>().value(i).to_vec()),
-        ArrowType::Date32 => Scalar::Date(a.as_primitive::<types::Date32Type>().value(i)),
-        ArrowType::Date64 => {
-            Scalar::Date((a.as_primitive::<types::Date64Type>().value(i) / 86_400_000) as i32)
-        }
-        ArrowType::Timestamp(unit, _) => {
-            let micros = match unit {
-                TimeUnit::Second => {
-                    a.as_primitive::<types::TimestampSecondType>().value(i) * 1_000_000
-                }
-                TimeUnit::Millisecond => {
-                    a.as_primitive::<types::TimestampMillisecondType>().value(i) * 1_000
-                }
-                TimeUnit::Microsecond => {
-                    a.as_primitive::<types::TimestampMicrosecondType>().value(i)
-                }
-                TimeUnit::Nanosecond => a
-                    .as_primitive::<types::TimestampNanosecondType>()
-                    .value(i)
-                    .div_euclid(1_000),
-            };
-            if ntz {
-                Scalar::TimestampNtz(micros)
-            } else {
-                Scalar::Timestamp(micros)
-            }
-        }
-        ArrowType::Decimal128(_, s) => {
-            Scalar::Decimal(a.as_primitive::<types::Decimal128Type>().value(i), *s)
-        }
-        // Types the evaluator has no scalar for never satisfy a comparison.
-        _ => Scalar::Null,
-    }
 }

@@ -5,12 +5,11 @@ pub mod eval;
 pub mod expr;
 pub mod parse;
 pub mod stats_layout;
-pub mod value;
 
 use crate::error::Result;
 use crate::log::actions::AddFile;
 use crate::partition::Scalar;
-use crate::schema::{ColumnMappingMode, StructType};
+use crate::schema::{ColumnMappingMode, DataType, StructType};
 pub use eval::Domain;
 pub use expr::{CmpOp, ColumnRef, Expr};
 
@@ -24,6 +23,9 @@ pub struct Predicate {
     pub partition_expr: Option<Expr>,
     /// Whether some conjunct references a data column or cannot be evaluated.
     pub has_data_conjuncts: bool,
+    /// Every top-level primitive column of the table: what the row evaluator resolves the text
+    /// against (it also reads columns that skipping ignores, such as function arguments).
+    pub table_columns: Vec<ColumnRef>,
 }
 
 impl Predicate {
@@ -35,6 +37,7 @@ impl Predicate {
             columns: vec![],
             partition_expr: None,
             has_data_conjuncts: false,
+            table_columns: vec![],
         }
     }
 
@@ -63,12 +66,27 @@ impl Predicate {
             }
         }
         let partition_expr = (!part.is_empty()).then(|| parse::flatten_and(part));
+        let table_columns = schema
+            .fields
+            .iter()
+            .filter(|f| matches!(f.data_type, DataType::Primitive(_) | DataType::Decimal(..)))
+            .map(|f| ColumnRef {
+                name: f.name.clone(),
+                physical: f.physical_name(mapping).to_string(),
+                field_id: f.field_id(mapping),
+                data_type: f.data_type.clone(),
+                partition: partition_columns
+                    .iter()
+                    .any(|p| p.eq_ignore_ascii_case(&f.name)),
+            })
+            .collect();
         Ok(Predicate {
             text: Some(text.to_string()),
             expr,
             columns,
             partition_expr,
             has_data_conjuncts: data,
+            table_columns,
         })
     }
 
@@ -208,8 +226,8 @@ impl<'a> FileJudge<'a> {
     }
 }
 
-/// The expression as JSON, for engines that evaluate it on rows (the Python reader builds a
-/// pyarrow expression from it). Literals carry their kind; dates are days, timestamps µs.
+/// The expression as JSON, for the Spark integration, which builds a Spark column from it (the
+/// embedded engine evaluates rows with [`crate::rowexpr`]). Literals carry their kind; dates are days, timestamps µs.
 impl Predicate {
     pub fn to_json(&self) -> serde_json::Value {
         expr_json(&self.expr, &self.columns)

@@ -1,0 +1,978 @@
+//! SQL text → typed [`Node`] tree: columns resolved against an Arrow schema through scopes,
+//! literals read in the type of what they meet, implicit widening made explicit as casts.
+
+use arrow_schema::{DataType, Schema, TimeUnit};
+use sqlparser::ast::{self, BinaryOperator, Spanned, UnaryOperator, Value as SqlValue};
+
+use super::types::{self, common, is_numeric, is_string, type_name};
+use super::{evaluate, Arith, Func, Kind, Node, RowExpr};
+use crate::error::{Error, Result};
+use crate::predicate::parse::{offset, parse_sql};
+use crate::predicate::CmpOp;
+
+/// Where names are looked up. A column `c` of a scope is the schema field `prefix + c` (letter
+/// case ignored when there is no exact match); `alias.c` looks in the scope named `alias` only, a
+/// bare `c` in every scope and must be found in exactly one. A scope that is not `readable`
+/// refuses its columns (a MERGE NOT MATCHED clause cannot read the target).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    pub alias: Option<String>,
+    pub prefix: String,
+    pub readable: bool,
+}
+
+impl Scope {
+    /// The whole schema, columns by their own names, optionally also as `alias.column`.
+    pub fn table(alias: Option<&str>) -> Scope {
+        Scope {
+            alias: alias.map(str::to_string),
+            prefix: String::new(),
+            readable: true,
+        }
+    }
+}
+
+pub fn compile(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<RowExpr> {
+    let ast = parse_sql(text)?;
+    let default = [Scope::table(None)];
+    let mut c = Compiler {
+        text,
+        schema,
+        scopes: if scopes.is_empty() { &default } else { scopes },
+        columns: Vec::new(),
+        column_types: Vec::new(),
+    };
+    let node = c.node(&ast, None)?;
+    Ok(RowExpr {
+        text: text.to_string(),
+        node,
+        columns: c.columns,
+        column_types: c.column_types,
+    })
+}
+
+/// The top-level AND conjuncts of a condition, each as SQL text.
+pub fn conjuncts(text: &str) -> Result<Vec<String>> {
+    fn split<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+        match e {
+            ast::Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
+                split(left, out);
+                split(right, out);
+            }
+            ast::Expr::Nested(inner)
+                if matches!(
+                    **inner,
+                    ast::Expr::BinaryOp {
+                        op: BinaryOperator::And,
+                        ..
+                    }
+                ) =>
+            {
+                split(inner, out)
+            }
+            other => out.push(other),
+        }
+    }
+    let ast = parse_sql(text)?;
+    let mut parts = Vec::new();
+    split(&ast, &mut parts);
+    Ok(parts.into_iter().map(|e| e.to_string()).collect())
+}
+
+/// The two columns' schema names when `text` is exactly `column = column` (a MERGE join key),
+/// found through `scopes` but not typed: incompatible key types are the caller's error to word.
+pub fn equated_columns(
+    text: &str,
+    schema: &Schema,
+    scopes: &[Scope],
+) -> Result<Option<(String, String)>> {
+    fn ident(e: &ast::Expr) -> Option<Vec<&str>> {
+        match e {
+            ast::Expr::Identifier(i) => Some(vec![i.value.as_str()]),
+            ast::Expr::CompoundIdentifier(p) => Some(p.iter().map(|i| i.value.as_str()).collect()),
+            ast::Expr::Nested(inner) => ident(inner),
+            _ => None,
+        }
+    }
+    let ast = parse_sql(text)?;
+    let (l, r) = match &ast {
+        ast::Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => (left, right),
+        _ => return Ok(None),
+    };
+    let (Some(a), Some(b)) = (ident(l), ident(r)) else {
+        return Ok(None);
+    };
+    let default = [Scope::table(None)];
+    let c = Compiler {
+        text,
+        schema,
+        scopes: if scopes.is_empty() { &default } else { scopes },
+        columns: Vec::new(),
+        column_types: Vec::new(),
+    };
+    let a = c.resolve(&a, c.at(l))?.name().clone();
+    let b = c.resolve(&b, c.at(r))?.name().clone();
+    Ok(Some((a, b)))
+}
+
+struct Compiler<'a> {
+    text: &'a str,
+    schema: &'a Schema,
+    scopes: &'a [Scope],
+    columns: Vec<String>,
+    column_types: Vec<DataType>,
+}
+
+const FUNCTIONS: &[(&str, Func)] = &[
+    ("abs", Func::Abs),
+    ("ceil", Func::Ceil),
+    ("ceiling", Func::Ceil),
+    ("coalesce", Func::Coalesce),
+    ("concat", Func::Concat),
+    ("floor", Func::Floor),
+    ("length", Func::Length),
+    ("lower", Func::Lower),
+    ("round", Func::Round),
+    ("trim", Func::Trim),
+    ("upper", Func::Upper),
+];
+
+fn is_literal(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Value(_) | ast::Expr::TypedString(_) => true,
+        ast::Expr::Nested(inner) => is_literal(inner),
+        ast::Expr::UnaryOp {
+            op: UnaryOperator::Minus | UnaryOperator::Plus,
+            expr,
+        } => matches!(**expr, ast::Expr::Value(ref v) if matches!(v.value, SqlValue::Number(..))),
+        _ => false,
+    }
+}
+
+/// The number text of a (possibly signed) number literal.
+fn number_text(e: &ast::Expr) -> Option<String> {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            SqlValue::Number(n, _) => Some(n.to_string()),
+            _ => None,
+        },
+        ast::Expr::Nested(inner) => number_text(inner),
+        ast::Expr::UnaryOp { op, expr } => {
+            let n = number_text(expr)?;
+            match op {
+                UnaryOperator::Minus => Some(match n.strip_prefix('-') {
+                    Some(p) => p.to_string(),
+                    None => format!("-{n}"),
+                }),
+                UnaryOperator::Plus => Some(n),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn node(kind: Kind, ty: DataType, at: usize) -> Node {
+    Node { kind, ty, at }
+}
+
+fn boolean(kind: Kind, at: usize) -> Node {
+    node(kind, DataType::Boolean, at)
+}
+
+impl Compiler<'_> {
+    fn at(&self, e: &ast::Expr) -> usize {
+        offset(self.text, e.span().start)
+    }
+
+    fn error(&self, at: usize, reason: impl Into<String>) -> Error {
+        Error::predicate(self.text, at, reason)
+    }
+
+    fn node(&mut self, e: &ast::Expr, hint: Option<&DataType>) -> Result<Node> {
+        use ast::Expr as E;
+        let at = self.at(e);
+        Ok(match e {
+            E::Identifier(id) => self.column(&[id.value.as_str()], at)?,
+            E::CompoundIdentifier(parts) => {
+                let parts: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+                self.column(&parts, at)?
+            }
+            E::Nested(inner) => self.node(inner, hint)?,
+            E::Value(v) => self.literal(&v.value, hint, at)?,
+            E::TypedString(ts) => {
+                let text = match &ts.value.value {
+                    SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => s.clone(),
+                    other => {
+                        return Err(
+                            self.error(at, format!("expected a quoted string, found {other}"))
+                        )
+                    }
+                };
+                let ty = match ts.data_type {
+                    ast::DataType::Date => DataType::Date32,
+                    ast::DataType::Timestamp(..) | ast::DataType::Datetime(_) => {
+                        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+                    }
+                    ast::DataType::TimestampNtz(_) => {
+                        DataType::Timestamp(TimeUnit::Microsecond, None)
+                    }
+                    _ => DataType::Utf8,
+                };
+                let v = types::string_as(&text, &ty).map_err(|m| self.error(at, m))?;
+                node(Kind::Literal(v), ty, at)
+            }
+            E::UnaryOp { op, expr } => match op {
+                UnaryOperator::Plus => self.node(expr, hint)?,
+                UnaryOperator::Minus => match number_text(e) {
+                    Some(n) => self.number(&n, hint, at)?,
+                    None => {
+                        let x = self.node(expr, None)?;
+                        if !is_numeric(&x.ty) && x.ty != DataType::Null {
+                            return Err(
+                                self.error(at, format!("cannot negate a {}", type_name(&x.ty)))
+                            );
+                        }
+                        let ty = x.ty.clone();
+                        node(Kind::Neg(Box::new(x)), ty, at)
+                    }
+                },
+                UnaryOperator::Not => {
+                    let x = self.condition(expr)?;
+                    boolean(Kind::Not(Box::new(x)), at)
+                }
+                other => return Err(self.error(at, format!("unsupported operator {other}"))),
+            },
+            E::BinaryOp { left, op, right } => self.binary(left, op, right, at)?,
+            E::IsNull(x) => boolean(Kind::IsNull(Box::new(self.node(x, None)?), false), at),
+            E::IsNotNull(x) => boolean(Kind::IsNull(Box::new(self.node(x, None)?), true), at),
+            E::IsTrue(x) => self.is_bool(x, true, false, at)?,
+            E::IsFalse(x) => self.is_bool(x, false, false, at)?,
+            E::IsNotTrue(x) => self.is_bool(x, true, true, at)?,
+            E::IsNotFalse(x) => self.is_bool(x, false, true, at)?,
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let x = self.node(expr, None)?;
+                let mut out: Option<Node> = None;
+                for item in list {
+                    self.check_literal(expr, &x, item)?;
+                    let v = self.operand(item, Some(&x.ty))?;
+                    let eq = self.compare(CmpOp::Eq, x.clone(), v, at)?;
+                    out = Some(match out {
+                        None => eq,
+                        Some(o) => boolean(Kind::Or(Box::new(o), Box::new(eq)), at),
+                    });
+                }
+                let any = out.ok_or_else(|| self.error(at, "IN needs at least one value"))?;
+                if *negated {
+                    boolean(Kind::Not(Box::new(any)), at)
+                } else {
+                    any
+                }
+            }
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.node(expr, None)?;
+                self.check_literal(expr, &x, low)?;
+                self.check_literal(expr, &x, high)?;
+                let lo = self.operand(low, Some(&x.ty))?;
+                let hi = self.operand(high, Some(&x.ty))?;
+                let ge = self.compare(CmpOp::Ge, x.clone(), lo, at)?;
+                let le = self.compare(CmpOp::Le, x, hi, at)?;
+                let both = boolean(Kind::And(Box::new(ge), Box::new(le)), at);
+                if *negated {
+                    boolean(Kind::Not(Box::new(both)), at)
+                } else {
+                    both
+                }
+            }
+            E::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => self.like(expr, pattern, *negated, false, at)?,
+            E::ILike {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char: None,
+            } => self.like(expr, pattern, *negated, true, at)?,
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => self.case(operand.as_deref(), conditions, else_result.as_deref(), at)?,
+            E::Cast {
+                expr, data_type, ..
+            } => {
+                let to = self.cast_type(data_type, at)?;
+                let x = self.node(expr, None)?;
+                self.cast(x, &to)?
+            }
+            E::Function(f) => self.function(f, at)?,
+            E::Subquery(_) | E::Exists { .. } | E::InSubquery { .. } => {
+                return Err(self.error(at, "subqueries are not supported"))
+            }
+            other => return Err(self.error(at, format!("unsupported expression {other}"))),
+        })
+    }
+
+    /// A boolean operand of AND/OR/NOT/CASE WHEN.
+    fn condition(&mut self, e: &ast::Expr) -> Result<Node> {
+        let x = self.node(e, Some(&DataType::Boolean))?;
+        match x.ty {
+            DataType::Boolean => Ok(x),
+            DataType::Null => self.cast(x, &DataType::Boolean),
+            ref t => Err(self.error(
+                x.at,
+                format!("expected a boolean condition, found a {}", type_name(t)),
+            )),
+        }
+    }
+
+    /// An operand typed by what it meets: a literal takes `hint`.
+    fn operand(&mut self, e: &ast::Expr, hint: Option<&DataType>) -> Result<Node> {
+        self.node(e, if is_literal(e) { hint } else { None })
+    }
+
+    /// Both operands of a binary operator, a literal one typed by the other.
+    fn pair(&mut self, l: &ast::Expr, r: &ast::Expr) -> Result<(Node, Node)> {
+        if is_literal(l) && !is_literal(r) {
+            let rn = self.node(r, None)?;
+            let ln = self.node(l, Some(&rn.ty))?;
+            Ok((ln, rn))
+        } else {
+            let ln = self.node(l, None)?;
+            let rn = self.operand(r, Some(&ln.ty))?;
+            Ok((ln, rn))
+        }
+    }
+
+    fn column(&mut self, parts: &[&str], at: usize) -> Result<Node> {
+        let field = self.resolve(parts, at)?;
+        let name = field.name().clone();
+        let ty = types::evaluated(field.data_type());
+        let i = match self.columns.iter().position(|c| *c == name) {
+            Some(i) => i,
+            None => {
+                self.columns.push(name);
+                self.column_types.push(ty.clone());
+                self.columns.len() - 1
+            }
+        };
+        Ok(node(Kind::Column(i), ty, at))
+    }
+
+    fn resolve(&self, parts: &[&str], at: usize) -> Result<&arrow_schema::Field> {
+        let find = |scope: &Scope, name: &str| -> Option<usize> {
+            let fields = self.schema.fields();
+            let exact = format!("{}{name}", scope.prefix);
+            fields.iter().position(|f| *f.name() == exact).or_else(|| {
+                fields.iter().position(|f| {
+                    f.name().len() == exact.len()
+                        && f.name().starts_with(&scope.prefix)
+                        && f.name()[scope.prefix.len()..].eq_ignore_ascii_case(name)
+                })
+            })
+        };
+        let shown = parts.join(".");
+        let refuse = || {
+            self.error(
+                at,
+                format!("a NOT MATCHED clause cannot reference target column {shown}"),
+            )
+        };
+        let names = || {
+            let list: Vec<&str> = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
+            list.join(", ")
+        };
+        let unknown = || {
+            self.error(
+                at,
+                format!("unknown column '{shown}' (columns: {})", names()),
+            )
+        };
+        match parts {
+            [alias, name] => {
+                let scope = self
+                    .scopes
+                    .iter()
+                    .find(|s| {
+                        s.alias
+                            .as_deref()
+                            .is_some_and(|a| a.eq_ignore_ascii_case(alias))
+                    })
+                    .ok_or_else(unknown)?;
+                let i = find(scope, name).ok_or_else(unknown)?;
+                if !scope.readable {
+                    return Err(refuse());
+                }
+                Ok(self.schema.field(i))
+            }
+            [name] => {
+                let hits: Vec<(&Scope, usize)> = self
+                    .scopes
+                    .iter()
+                    .filter_map(|s| find(s, name).map(|i| (s, i)))
+                    .collect();
+                match hits.as_slice() {
+                    [] => Err(unknown()),
+                    [(s, i)] if s.readable => Ok(self.schema.field(*i)),
+                    [_] => Err(refuse()),
+                    many => {
+                        let options: Vec<String> = many
+                            .iter()
+                            .map(|(s, _)| format!("{}.{name}", s.alias.as_deref().unwrap_or("")))
+                            .collect();
+                        Err(self.error(
+                            at,
+                            format!(
+                                "column '{name}' is ambiguous: qualify it as {}",
+                                options.join(" or ")
+                            ),
+                        ))
+                    }
+                }
+            }
+            _ => Err(unknown()),
+        }
+    }
+
+    fn literal(&self, v: &SqlValue, hint: Option<&DataType>, at: usize) -> Result<Node> {
+        match v {
+            SqlValue::Number(n, _) => self.number(&n.to_string(), hint, at),
+            SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => match hint {
+                Some(h) if !is_string(h) && *h != DataType::Null => {
+                    let a = types::string_as(s, h).map_err(|m| self.error(at, m))?;
+                    Ok(node(Kind::Literal(a), h.clone(), at))
+                }
+                _ => Ok(node(
+                    Kind::Literal(std::sync::Arc::new(arrow_array::StringArray::from(vec![
+                        s.as_str()
+                    ]))),
+                    DataType::Utf8,
+                    at,
+                )),
+            },
+            SqlValue::Boolean(b) => Ok(node(
+                Kind::Literal(std::sync::Arc::new(arrow_array::BooleanArray::from(vec![
+                    *b,
+                ]))),
+                DataType::Boolean,
+                at,
+            )),
+            SqlValue::Null => {
+                let ty = hint.cloned().unwrap_or(DataType::Null);
+                Ok(node(Kind::Literal(types::null_of(&ty)), ty, at))
+            }
+            other => Err(self.error(at, format!("unsupported literal {other}"))),
+        }
+    }
+
+    fn number(&self, text: &str, hint: Option<&DataType>, at: usize) -> Result<Node> {
+        let a = types::number(text, hint).map_err(|m| self.error(at, m))?;
+        let ty = a.data_type().clone();
+        Ok(node(Kind::Literal(a), ty, at))
+    }
+
+    /// `x` converted to `to` (a literal converted now).
+    fn cast(&self, x: Node, to: &DataType) -> Result<Node> {
+        if &x.ty == to {
+            return Ok(x);
+        }
+        let at = x.at;
+        if let Kind::Literal(a) = &x.kind {
+            let v = types::cast(a, to).map_err(|m| {
+                self.error(
+                    at,
+                    format!(
+                        "cannot convert a {} to {}: {m}",
+                        type_name(&x.ty),
+                        type_name(to)
+                    ),
+                )
+            })?;
+            return Ok(node(Kind::Literal(v), to.clone(), at));
+        }
+        if !arrow_cast::can_cast_types(&x.ty, to) {
+            return Err(self.error(
+                at,
+                format!("cannot convert a {} to {}", type_name(&x.ty), type_name(to)),
+            ));
+        }
+        Ok(node(Kind::Cast(Box::new(x)), to.clone(), at))
+    }
+
+    fn unify(&self, a: Node, b: Node, what: &str, at: usize) -> Result<(Node, Node)> {
+        let t = common(&a.ty, &b.ty).ok_or_else(|| {
+            self.error(
+                at,
+                format!(
+                    "cannot {what} a {} with a {}",
+                    type_name(&a.ty),
+                    type_name(&b.ty)
+                ),
+            )
+        })?;
+        Ok((self.cast(a, &t)?, self.cast(b, &t)?))
+    }
+
+    fn compare(&self, op: CmpOp, a: Node, b: Node, at: usize) -> Result<Node> {
+        let (a, b) = self.unify(a, b, "compare", at)?;
+        Ok(boolean(Kind::Cmp(op, Box::new(a), Box::new(b)), at))
+    }
+
+    /// A column compared with a literal of another kind is a type error, worded as the `where`
+    /// resolver words it (a number against a string or date column, a string that is not a
+    /// value of the column's type, a boolean against a non-boolean).
+    fn check_literal(&self, col_ast: &ast::Expr, col: &Node, lit: &ast::Expr) -> Result<()> {
+        let Kind::Column(_) = col.kind else {
+            return Ok(());
+        };
+        let name = match col_ast {
+            ast::Expr::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        };
+        let t = &col.ty;
+        let what = if let Some(n) = number_text(lit) {
+            if is_string(t) {
+                format!("the number {n}")
+            } else if !is_numeric(t) && *t != DataType::Null {
+                "a number".to_string()
+            } else {
+                return Ok(());
+            }
+        } else {
+            match lit {
+                ast::Expr::Value(v) => match &v.value {
+                    SqlValue::Boolean(_) if !matches!(t, DataType::Boolean | DataType::Null) => {
+                        "a boolean".to_string()
+                    }
+                    SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s)
+                        if !is_string(t)
+                            && !matches!(t, DataType::Null | DataType::Binary)
+                            && types::string_as(s, t).is_err() =>
+                    {
+                        format!("the string {s:?}")
+                    }
+                    _ => return Ok(()),
+                },
+                _ => return Ok(()),
+            }
+        };
+        Err(self.error(
+            col.at,
+            format!(
+                "cannot compare column {name} of type {} with {what}",
+                type_name(t)
+            ),
+        ))
+    }
+
+    fn binary(
+        &mut self,
+        l: &ast::Expr,
+        op: &BinaryOperator,
+        r: &ast::Expr,
+        at: usize,
+    ) -> Result<Node> {
+        use BinaryOperator as B;
+        let cmp = match op {
+            B::Eq => Some(CmpOp::Eq),
+            B::NotEq => Some(CmpOp::Ne),
+            B::Lt => Some(CmpOp::Lt),
+            B::LtEq => Some(CmpOp::Le),
+            B::Gt => Some(CmpOp::Gt),
+            B::GtEq => Some(CmpOp::Ge),
+            B::Spaceship => Some(CmpOp::NullSafeEq),
+            _ => None,
+        };
+        if let Some(c) = cmp {
+            let (a, b) = if is_literal(l) && !is_literal(r) {
+                let b = self.node(r, None)?;
+                self.check_literal(r, &b, l)?;
+                (self.node(l, Some(&b.ty))?, b)
+            } else {
+                let a = self.node(l, None)?;
+                self.check_literal(l, &a, r)?;
+                let b = self.operand(r, Some(&a.ty))?;
+                (a, b)
+            };
+            return self.compare(c, a, b, at);
+        }
+        match op {
+            B::And | B::Or => {
+                let (a, b) = (self.condition(l)?, self.condition(r)?);
+                let (a, b) = (Box::new(a), Box::new(b));
+                Ok(boolean(
+                    if *op == B::And {
+                        Kind::And(a, b)
+                    } else {
+                        Kind::Or(a, b)
+                    },
+                    at,
+                ))
+            }
+            B::StringConcat => {
+                let (a, b) = (self.node(l, None)?, self.node(r, None)?);
+                let args = vec![
+                    self.cast(a, &DataType::Utf8)?,
+                    self.cast(b, &DataType::Utf8)?,
+                ];
+                Ok(node(Kind::Func(Func::Concat, args), DataType::Utf8, at))
+            }
+            B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
+                let arith = match op {
+                    B::Plus => Arith::Add,
+                    B::Minus => Arith::Sub,
+                    B::Multiply => Arith::Mul,
+                    B::Divide => Arith::Div,
+                    _ => Arith::Rem,
+                };
+                let (a, b) = self.pair(l, r)?;
+                self.arith(arith, a, b, op, at)
+            }
+            other => Err(self.error(at, format!("unsupported operator {other}"))),
+        }
+    }
+
+    fn arith(
+        &self,
+        op: Arith,
+        a: Node,
+        b: Node,
+        shown: &BinaryOperator,
+        at: usize,
+    ) -> Result<Node> {
+        for x in [&a, &b] {
+            if !is_numeric(&x.ty) && x.ty != DataType::Null {
+                return Err(self.error(
+                    x.at,
+                    format!("cannot apply {shown} to a {}", type_name(&x.ty)),
+                ));
+            }
+        }
+        let (a, b) = if op == Arith::Div {
+            // `/` is division in DOUBLE (decimals too, unlike Spark's DECIMAL division).
+            (
+                self.cast(a, &DataType::Float64)?,
+                self.cast(b, &DataType::Float64)?,
+            )
+        } else {
+            let (a, b) = self.unify(a, b, "combine", at)?;
+            if a.ty == DataType::Null {
+                (
+                    self.cast(a, &DataType::Int64)?,
+                    self.cast(b, &DataType::Int64)?,
+                )
+            } else {
+                (a, b)
+            }
+        };
+        let ty = evaluate::arith_type(op, &a.ty).map_err(|m| self.error(at, m))?;
+        Ok(node(Kind::Arith(op, Box::new(a), Box::new(b)), ty, at))
+    }
+
+    fn is_bool(&mut self, x: &ast::Expr, value: bool, negated: bool, at: usize) -> Result<Node> {
+        let x = self.condition(x)?;
+        let lit = node(
+            Kind::Literal(std::sync::Arc::new(arrow_array::BooleanArray::from(vec![
+                value,
+            ]))),
+            DataType::Boolean,
+            at,
+        );
+        let eq = boolean(Kind::Cmp(CmpOp::NullSafeEq, Box::new(x), Box::new(lit)), at);
+        Ok(if negated {
+            boolean(Kind::Not(Box::new(eq)), at)
+        } else {
+            eq
+        })
+    }
+
+    fn like(
+        &mut self,
+        x: &ast::Expr,
+        pattern: &ast::Expr,
+        negated: bool,
+        ci: bool,
+        at: usize,
+    ) -> Result<Node> {
+        let pattern = match pattern {
+            ast::Expr::Value(v) => match &v.value {
+                SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => s.clone(),
+                _ => {
+                    return Err(self.error(self.at(pattern), "LIKE needs a string literal pattern"))
+                }
+            },
+            other => return Err(self.error(self.at(other), "LIKE needs a string literal pattern")),
+        };
+        let x = self.node(x, None)?;
+        let x = self.cast(x, &DataType::Utf8)?;
+        let like = boolean(
+            Kind::Like {
+                expr: Box::new(x),
+                pattern,
+                case_insensitive: ci,
+            },
+            at,
+        );
+        Ok(if negated {
+            boolean(Kind::Not(Box::new(like)), at)
+        } else {
+            like
+        })
+    }
+
+    fn case(
+        &mut self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        otherwise: Option<&ast::Expr>,
+        at: usize,
+    ) -> Result<Node> {
+        let subject = operand.map(|o| self.node(o, None)).transpose()?;
+        let mut whens = Vec::new();
+        let mut results = Vec::new();
+        for c in conditions {
+            let cond = match &subject {
+                Some(s) => {
+                    let v = self.operand(&c.condition, Some(&s.ty))?;
+                    self.compare(CmpOp::Eq, s.clone(), v, self.at(&c.condition))?
+                }
+                None => self.condition(&c.condition)?,
+            };
+            whens.push(cond);
+            results.push(self.node(&c.result, None)?);
+        }
+        let otherwise = otherwise.map(|o| self.node(o, None)).transpose()?;
+        let mut ty = DataType::Null;
+        for r in results.iter().chain(otherwise.iter()) {
+            ty = common(&ty, &r.ty).ok_or_else(|| {
+                self.error(
+                    r.at,
+                    format!(
+                        "CASE results of different types: {} and {}",
+                        type_name(&ty),
+                        type_name(&r.ty)
+                    ),
+                )
+            })?;
+        }
+        let results = results
+            .into_iter()
+            .map(|r| self.cast(r, &ty))
+            .collect::<Result<Vec<_>>>()?;
+        let otherwise = match otherwise {
+            Some(o) => self.cast(o, &ty)?,
+            None => node(Kind::Literal(types::null_of(&ty)), ty.clone(), at),
+        };
+        Ok(node(
+            Kind::Case {
+                whens: whens.into_iter().zip(results).collect(),
+                otherwise: Box::new(otherwise),
+            },
+            ty,
+            at,
+        ))
+    }
+
+    fn cast_type(&self, t: &ast::DataType, at: usize) -> Result<DataType> {
+        let name = t.to_string().to_ascii_lowercase();
+        Ok(match name.as_str() {
+            "bigint" | "long" => DataType::Int64,
+            "int" | "integer" => DataType::Int32,
+            "smallint" | "short" => DataType::Int16,
+            "tinyint" | "byte" => DataType::Int8,
+            "double" | "double precision" => DataType::Float64,
+            "float" | "real" => DataType::Float32,
+            "string" | "varchar" | "text" => DataType::Utf8,
+            "boolean" | "bool" => DataType::Boolean,
+            "date" => DataType::Date32,
+            "timestamp" => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            "timestamp_ntz" => DataType::Timestamp(TimeUnit::Microsecond, None),
+            "binary" => DataType::Binary,
+            n if n.starts_with("decimal") || n.starts_with("numeric") => {
+                let (p, s) = match (n.find('('), n.find(')')) {
+                    (Some(a), Some(b)) if a < b => {
+                        let mut it = n[a + 1..b].split(',').map(|x| x.trim().parse::<i16>());
+                        match (it.next(), it.next()) {
+                            (Some(Ok(p)), Some(Ok(s))) => (p, s),
+                            (Some(Ok(p)), None) => (p, 0),
+                            _ => return Err(self.error(at, format!("bad decimal type {name}"))),
+                        }
+                    }
+                    _ => (10, 0), // Spark's DECIMAL without arguments
+                };
+                if !(1..=38).contains(&p) || s < 0 || s > p {
+                    return Err(self.error(
+                        at,
+                        format!("bad decimal type {name}: precision 1 to 38, scale 0 to precision"),
+                    ));
+                }
+                DataType::Decimal128(p as u8, s as i8)
+            }
+            other => return Err(self.error(at, format!("CAST to {other} is not supported"))),
+        })
+    }
+
+    fn function(&mut self, f: &ast::Function, at: usize) -> Result<Node> {
+        let name = f.name.to_string().to_ascii_lowercase();
+        let Some(&(_, func)) = FUNCTIONS.iter().find(|(n, _)| *n == name) else {
+            let supported: Vec<&str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
+            return Err(self.error(
+                at,
+                format!(
+                    "function {name}() is not supported (supported: {})",
+                    supported.join(", ")
+                ),
+            ));
+        };
+        let list = match &f.args {
+            ast::FunctionArguments::None => vec![],
+            ast::FunctionArguments::List(l) => l.args.iter().collect(),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(self.error(at, "subqueries are not supported"))
+            }
+        };
+        let mut args = Vec::new();
+        for a in list {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                    args.push(self.node(x, None)?)
+                }
+                _ => return Err(self.error(at, format!("unsupported argument in {name}()"))),
+            }
+        }
+        let arity = |lo: usize, hi: usize| -> Result<()> {
+            if args.len() < lo || args.len() > hi {
+                let want = if lo == hi {
+                    lo.to_string()
+                } else if hi == usize::MAX {
+                    format!("at least {lo}")
+                } else {
+                    format!("{lo} or {hi}")
+                };
+                return Err(self.error(
+                    at,
+                    format!("{name}() takes {want} argument(s), got {}", args.len()),
+                ));
+            }
+            Ok(())
+        };
+        let numeric = |x: &Node| -> Result<()> {
+            if is_numeric(&x.ty) || x.ty == DataType::Null {
+                Ok(())
+            } else {
+                Err(self.error(
+                    x.at,
+                    format!("{name}() needs a number, got a {}", type_name(&x.ty)),
+                ))
+            }
+        };
+        let (args, ty) = match func {
+            Func::Upper | Func::Lower | Func::Trim | Func::Length => {
+                arity(1, 1)?;
+                let x = self.cast(args.pop().expect("one"), &DataType::Utf8)?;
+                let ty = if func == Func::Length {
+                    DataType::Int32
+                } else {
+                    DataType::Utf8
+                };
+                (vec![x], ty)
+            }
+            Func::Abs | Func::Floor | Func::Ceil => {
+                arity(1, 1)?;
+                numeric(&args[0])?;
+                let x = args.pop().expect("one");
+                let x = if x.ty == DataType::Null {
+                    self.cast(x, &DataType::Int64)?
+                } else {
+                    x
+                };
+                let ty = match (&x.ty, func) {
+                    (t, Func::Floor | Func::Ceil) if types::is_float(t) => DataType::Int64,
+                    (DataType::Decimal128(p, s), Func::Floor | Func::Ceil) => {
+                        DataType::Decimal128(((*p as i16 - *s as i16) + 1).clamp(1, 38) as u8, 0)
+                    }
+                    (t, _) => t.clone(),
+                };
+                (vec![x], ty)
+            }
+            Func::Round => {
+                arity(1, 2)?;
+                numeric(&args[0])?;
+                if let Some(d) = args.get(1) {
+                    if !matches!(d.kind, Kind::Literal(_)) || !types::is_integer(&d.ty) {
+                        return Err(self.error(d.at, "round()'s scale must be an integer literal"));
+                    }
+                }
+                let ty = if args[0].ty == DataType::Null {
+                    DataType::Int64
+                } else {
+                    args[0].ty.clone()
+                };
+                let first = args.remove(0);
+                let mut out = vec![self.cast(first, &ty)?];
+                if let Some(d) = args.pop() {
+                    out.push(self.cast(d, &DataType::Int32)?);
+                }
+                (out, ty)
+            }
+            Func::Coalesce => {
+                arity(1, usize::MAX)?;
+                let mut ty = DataType::Null;
+                for a in &args {
+                    ty = common(&ty, &a.ty).ok_or_else(|| {
+                        self.error(
+                            a.at,
+                            format!(
+                                "coalesce() of different types: {} and {}",
+                                type_name(&ty),
+                                type_name(&a.ty)
+                            ),
+                        )
+                    })?;
+                }
+                let out = args
+                    .into_iter()
+                    .map(|a| self.cast(a, &ty))
+                    .collect::<Result<Vec<_>>>()?;
+                (out, ty)
+            }
+            Func::Concat => {
+                arity(1, usize::MAX)?;
+                let out = args
+                    .into_iter()
+                    .map(|a| self.cast(a, &DataType::Utf8))
+                    .collect::<Result<Vec<_>>>()?;
+                (out, DataType::Utf8)
+            }
+        };
+        Ok(node(Kind::Func(func, args), ty, at))
+    }
+}

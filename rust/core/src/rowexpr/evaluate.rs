@@ -1,0 +1,304 @@
+//! Evaluating a compiled tree on Arrow arrays with arrow-rs kernels. Literals stay one-value
+//! scalars until they meet a column.
+
+use std::sync::Arc;
+
+use arrow_arith::{boolean as bool_ops, numeric};
+use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::{
+    cast::AsArray, new_empty_array, Array, ArrayRef, BooleanArray, Datum, Int64Array, UInt32Array,
+};
+use arrow_ord::cmp;
+use arrow_schema::{ArrowError, DataType};
+use arrow_select::{filter::filter, interleave::interleave, take::take};
+
+use super::{functions, types, Arith, Kind, Node};
+use crate::predicate::CmpOp;
+
+/// A failure at a position of the text (1-based character), with its reason.
+pub type EvalError = (usize, String);
+type R<T> = std::result::Result<T, EvalError>;
+
+/// An evaluated operand: a column-long array, or a one-value scalar that applies to every row.
+#[derive(Clone)]
+pub struct Val {
+    pub arr: ArrayRef,
+    pub scalar: bool,
+}
+
+impl Datum for Val {
+    fn get(&self) -> (&dyn Array, bool) {
+        (self.arr.as_ref(), self.scalar)
+    }
+}
+
+impl Val {
+    fn array(arr: ArrayRef) -> Val {
+        Val { arr, scalar: false }
+    }
+
+    /// The value as an array of `rows` values.
+    pub fn expand(&self, rows: usize) -> std::result::Result<ArrayRef, ArrowError> {
+        if !self.scalar || self.arr.len() == rows {
+            return Ok(self.arr.clone());
+        }
+        take(&self.arr, &UInt32Array::from(vec![0u32; rows]), None)
+    }
+
+    /// A kernel's result: scalar when every operand was.
+    pub fn result(arr: ArrayRef, operands: &[&Val]) -> Val {
+        Val {
+            arr,
+            scalar: operands.iter().all(|v| v.scalar),
+        }
+    }
+}
+
+pub fn evaluate(node: &Node, inputs: &[ArrayRef], rows: usize) -> R<ArrayRef> {
+    let v = eval(node, inputs, rows)?;
+    v.expand(rows).map_err(|e| (node.at, e.to_string()))
+}
+
+/// Arrow's messages, in the words of SQL where they differ.
+fn message(e: ArrowError) -> String {
+    match e {
+        ArrowError::DivideByZero => "division by zero".into(),
+        ArrowError::ArithmeticOverflow(m) => format!("arithmetic overflow: {m}"),
+        ArrowError::CastError(m) | ArrowError::ComputeError(m) => m,
+        other => other.to_string(),
+    }
+}
+
+fn eval(n: &Node, inputs: &[ArrayRef], rows: usize) -> R<Val> {
+    let err = |e: ArrowError| (n.at, message(e));
+    Ok(match &n.kind {
+        Kind::Column(i) => Val::array(inputs[*i].clone()),
+        Kind::Literal(a) => Val {
+            arr: a.clone(),
+            scalar: true,
+        },
+        Kind::Not(x) => {
+            let v = eval(x, inputs, rows)?;
+            let out = bool_ops::not(v.arr.as_boolean()).map_err(&err)?;
+            Val::result(Arc::new(out), &[&v])
+        }
+        Kind::And(a, b) | Kind::Or(a, b) => {
+            let (a, b) = (eval(a, inputs, rows)?, eval(b, inputs, rows)?);
+            let len = if a.scalar && b.scalar { 1 } else { rows };
+            let (x, y) = (a.expand(len).map_err(&err)?, b.expand(len).map_err(&err)?);
+            let out = if matches!(n.kind, Kind::And(..)) {
+                bool_ops::and_kleene(x.as_boolean(), y.as_boolean())
+            } else {
+                bool_ops::or_kleene(x.as_boolean(), y.as_boolean())
+            }
+            .map_err(&err)?;
+            Val::result(Arc::new(out), &[&a, &b])
+        }
+        Kind::Cmp(op, a, b) => {
+            let (a, b) = (
+                spark_order(eval(a, inputs, rows)?),
+                spark_order(eval(b, inputs, rows)?),
+            );
+            let out = match op {
+                CmpOp::Eq => cmp::eq(&a, &b),
+                CmpOp::Ne => cmp::neq(&a, &b),
+                CmpOp::Lt => cmp::lt(&a, &b),
+                CmpOp::Le => cmp::lt_eq(&a, &b),
+                CmpOp::Gt => cmp::gt(&a, &b),
+                CmpOp::Ge => cmp::gt_eq(&a, &b),
+                CmpOp::NullSafeEq => cmp::not_distinct(&a, &b),
+            }
+            .map_err(&err)?;
+            Val::result(Arc::new(out), &[&a, &b])
+        }
+        Kind::IsNull(x, negated) => {
+            let v = eval(x, inputs, rows)?;
+            let out = if *negated {
+                bool_ops::is_not_null(v.arr.as_ref())
+            } else {
+                bool_ops::is_null(v.arr.as_ref())
+            }
+            .map_err(&err)?;
+            Val::result(Arc::new(out), &[&v])
+        }
+        Kind::Arith(op, a, b) => {
+            let (a, b) = (eval(a, inputs, rows)?, eval(b, inputs, rows)?);
+            arith(*op, &a, &b).map_err(|m| (n.at, m))?
+        }
+        Kind::Neg(x) => {
+            let v = eval(x, inputs, rows)?;
+            Val::result(numeric::neg(v.arr.as_ref()).map_err(&err)?, &[&v])
+        }
+        Kind::Like {
+            expr,
+            pattern,
+            case_insensitive,
+        } => {
+            let v = eval(expr, inputs, rows)?;
+            let out = functions::like(v.arr.as_string::<i32>(), pattern, *case_insensitive);
+            Val::result(Arc::new(out), &[&v])
+        }
+        Kind::Case { whens, otherwise } => case(whens, otherwise, inputs, rows)?,
+        Kind::Cast(x) => {
+            let v = eval(x, inputs, rows)?;
+            let out = types::cast(&v.arr, &n.ty).map_err(|m| (n.at, m))?;
+            Val::result(out, &[&v])
+        }
+        Kind::Func(f, args) => {
+            let vals = args
+                .iter()
+                .map(|a| eval(a, inputs, rows))
+                .collect::<R<Vec<_>>>()?;
+            functions::apply(*f, &vals, &n.ty, rows).map_err(|m| (n.at, m))?
+        }
+    })
+}
+
+/// Spark orders floating point with NaN equal to itself and above everything, and -0.0 equal to
+/// 0.0; arrow's kernels use IEEE totalOrder, which agrees once NaNs are one positive NaN and zeros
+/// one zero.
+fn spark_order(v: Val) -> Val {
+    let normal64 = |x: f64| {
+        if x.is_nan() {
+            f64::NAN
+        } else if x == 0.0 {
+            0.0
+        } else {
+            x
+        }
+    };
+    let normal32 = |x: f32| {
+        if x.is_nan() {
+            f32::NAN
+        } else if x == 0.0 {
+            0.0
+        } else {
+            x
+        }
+    };
+    let arr: ArrayRef = match v.arr.data_type() {
+        DataType::Float64 => Arc::new(
+            v.arr
+                .as_primitive::<Float64Type>()
+                .unary::<_, Float64Type>(normal64),
+        ),
+        DataType::Float32 => Arc::new(
+            v.arr
+                .as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(normal32),
+        ),
+        _ => return v,
+    };
+    Val {
+        arr,
+        scalar: v.scalar,
+    }
+}
+
+/// The result type of an arithmetic operator on operands of type `t` (arrow's, found on empty
+/// arrays so that decimal precision rules are arrow's own).
+pub fn arith_type(op: Arith, t: &DataType) -> std::result::Result<DataType, String> {
+    let e = new_empty_array(t);
+    let v = Val::array(e);
+    let out = kernel(op, &v, &v).map_err(|e| {
+        format!(
+            "cannot apply arithmetic to {}: {}",
+            types::type_name(t),
+            message(e)
+        )
+    })?;
+    Ok(out.data_type().clone())
+}
+
+fn kernel(op: Arith, a: &Val, b: &Val) -> std::result::Result<ArrayRef, ArrowError> {
+    match op {
+        Arith::Add => numeric::add(a, b),
+        Arith::Sub => numeric::sub(a, b),
+        Arith::Mul => numeric::mul(a, b),
+        Arith::Div => numeric::div(a, b),
+        Arith::Rem => numeric::rem(a, b),
+    }
+}
+
+fn arith(op: Arith, a: &Val, b: &Val) -> std::result::Result<Val, String> {
+    if matches!(op, Arith::Div | Arith::Rem) {
+        // ANSI: a zero divisor is an error wherever the dividend is not NULL (NULL / 0 is NULL).
+        let zero = types::cast(
+            &(Arc::new(Int64Array::from(vec![0i64])) as ArrayRef),
+            b.arr.data_type(),
+        )?;
+        let zero = Val {
+            arr: zero,
+            scalar: true,
+        };
+        let by_zero = cmp::eq(&spark_order(b.clone()), &zero).map_err(message)?; // -0.0 too
+        let hits = match (a.scalar, b.scalar) {
+            (true, _) => a.arr.is_valid(0) && by_zero.true_count() > 0,
+            (false, true) => by_zero.true_count() > 0 && a.arr.null_count() < a.arr.len(),
+            (false, false) => {
+                let live = bool_ops::is_not_null(a.arr.as_ref()).map_err(message)?;
+                bool_ops::and(&by_zero, &live)
+                    .map_err(message)?
+                    .true_count()
+                    > 0
+            }
+        };
+        if hits {
+            return Err("division by zero".into());
+        }
+    }
+    kernel(op, a, b)
+        .map(|arr| Val::result(arr, &[a, b]))
+        .map_err(message)
+}
+
+/// CASE: each branch's value is computed only on the rows that take it, so a guarded
+/// `CASE WHEN x <> 0 THEN 1 / x END` does not fail on the rows where x is 0.
+fn case(whens: &[(Node, Node)], otherwise: &Node, inputs: &[ArrayRef], rows: usize) -> R<Val> {
+    let mut taken = BooleanArray::from(vec![false; rows]);
+    let mut parts: Vec<ArrayRef> = Vec::new();
+    let mut pick = vec![(usize::MAX, 0usize); rows];
+    let branches = whens
+        .iter()
+        .map(|(c, r)| (Some(c), r))
+        .chain(std::iter::once((None, otherwise)));
+    for (cond, result) in branches {
+        let here = match cond {
+            Some(c) => {
+                let m = eval(c, inputs, rows)?;
+                let m = m.expand(rows).map_err(|e| (c.at, message(e)))?;
+                let m = m.as_boolean();
+                let selected = match m.nulls() {
+                    Some(valid) => m.values() & valid.inner(),
+                    None => m.values().clone(),
+                };
+                BooleanArray::new(&selected & &!taken.values(), None)
+            }
+            None => BooleanArray::new(!taken.values(), None),
+        };
+        if here.true_count() == 0 {
+            continue;
+        }
+        let sub: Vec<ArrayRef> = inputs
+            .iter()
+            .map(|a| filter(a.as_ref(), &here))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| (result.at, message(e)))?;
+        let v = evaluate(result, &sub, here.true_count())?;
+        let slot = parts.len();
+        for (j, i) in here.values().set_indices().enumerate() {
+            pick[i] = (slot, j);
+        }
+        parts.push(v);
+        taken = BooleanArray::new(taken.values() | here.values(), None);
+    }
+    if parts.is_empty() {
+        return Ok(Val {
+            arr: types::null_of(&otherwise.ty),
+            scalar: true,
+        });
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+    let out = interleave(&refs, &pick).map_err(|e| (otherwise.at, message(e)))?;
+    Ok(Val::array(out))
+}

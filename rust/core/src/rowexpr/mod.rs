@@ -1,0 +1,162 @@
+//! The one row evaluator: SQL expression text (parsed with `sqlparser`) compiled against an Arrow
+//! schema and evaluated on record batches with arrow-rs kernels, with Spark SQL semantics (ANSI
+//! mode): three-valued logic, NaN equal to itself and above every other value, -0.0 = 0.0,
+//! strings by bytes, checked arithmetic, division by zero an error, strict casts.
+//!
+//! It serves reads (`to_pyarrow(where=)`), DML conditions and SET values, MERGE conditions and
+//! the row-level conflict checker, so every one of them selects the same rows.
+
+mod compile;
+mod evaluate;
+mod functions;
+pub mod types;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_schema::{DataType, Schema};
+
+use crate::error::{Error, Result};
+use crate::predicate::CmpOp;
+
+pub use compile::{conjuncts, equated_columns, Scope};
+
+/// A compiled expression: columns bound by name to the schema it was compiled against.
+#[derive(Debug, Clone)]
+pub struct RowExpr {
+    text: String,
+    node: Node,
+    /// Names (as in the compile schema) of the columns the expression reads, each once.
+    columns: Vec<String>,
+    /// The type each column is evaluated in (input arrays of another type are cast).
+    column_types: Vec<DataType>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    kind: Kind,
+    ty: DataType,
+    /// 1-based character position of the expression in the text (for messages).
+    at: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Func {
+    Upper,
+    Lower,
+    Abs,
+    Length,
+    Trim,
+    Round,
+    Floor,
+    Ceil,
+    Coalesce,
+    Concat,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    /// Index into [`RowExpr::columns`].
+    Column(usize),
+    /// A one-value array.
+    Literal(ArrayRef),
+    Not(Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    /// Both operands already of one type.
+    Cmp(CmpOp, Box<Node>, Box<Node>),
+    IsNull(Box<Node>, bool),
+    Arith(Arith, Box<Node>, Box<Node>),
+    Neg(Box<Node>),
+    Like {
+        expr: Box<Node>,
+        pattern: String,
+        case_insensitive: bool,
+    },
+    Case {
+        whens: Vec<(Node, Node)>,
+        otherwise: Box<Node>,
+    },
+    Cast(Box<Node>),
+    Func(Func, Vec<Node>),
+}
+
+impl RowExpr {
+    /// Compile `text` against `schema`. Columns are found through `scopes` (see [`Scope`]; an
+    /// empty list means the whole schema, unqualified names only).
+    pub fn compile(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<RowExpr> {
+        compile::compile(text, schema, scopes)
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Columns read, by their name in the compile schema.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    pub fn data_type(&self) -> &DataType {
+        &self.node.ty
+    }
+
+    /// The value on every row of `batch`, which must hold the columns the expression reads (by
+    /// name; other columns are ignored).
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef> {
+        let inputs = self.inputs(batch)?;
+        evaluate::evaluate(&self.node, &inputs, batch.num_rows())
+            .map_err(|(at, m)| Error::predicate(&self.text, at, format!("cannot evaluate: {m}")))
+    }
+
+    /// TRUE rows: NULL and FALSE are both "not selected".
+    pub fn mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let v = self.evaluate(batch)?;
+        let b = v.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| {
+            Error::predicate(
+                &self.text,
+                1,
+                format!(
+                    "the condition is not a boolean expression (it is {})",
+                    types::type_name(v.data_type())
+                ),
+            )
+        })?;
+        Ok(match b.nulls() {
+            Some(n) if n.null_count() > 0 => BooleanArray::new(b.values() & n.inner(), None),
+            _ => b.clone(),
+        })
+    }
+
+    fn inputs(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+        self.columns
+            .iter()
+            .zip(&self.column_types)
+            .map(|(name, t)| {
+                let a = batch.column_by_name(name).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "evaluating {:?}: the rows have no column {name:?}",
+                        self.text
+                    ))
+                })?;
+                types::cast(a, t).map_err(|e| {
+                    Error::invalid(format!(
+                        "evaluating {:?}: column {name:?} cannot be read as {}: {e}",
+                        self.text,
+                        types::type_name(t)
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

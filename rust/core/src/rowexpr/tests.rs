@@ -1,0 +1,180 @@
+use std::sync::Arc;
+
+use arrow_array::{
+    cast::AsArray, types::Float64Type, ArrayRef, BooleanArray, Float64Array, Int64Array,
+    RecordBatch, StringArray,
+};
+use arrow_schema::{DataType, Field, Schema};
+
+use super::{RowExpr, Scope};
+
+fn batch() -> RecordBatch {
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("x", DataType::Float64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![Some(1), Some(-7), None, Some(4)])),
+        Arc::new(Float64Array::from(vec![
+            Some(f64::NAN),
+            Some(-0.0),
+            Some(2.5),
+            None,
+        ])),
+        Arc::new(StringArray::from(vec![
+            Some("Foo"),
+            Some("bar"),
+            None,
+            Some("f%o"),
+        ])),
+    ];
+    RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+}
+
+fn mask(text: &str) -> Vec<bool> {
+    let b = batch();
+    let e = RowExpr::compile(text, &b.schema(), &[]).unwrap();
+    e.mask(&b).unwrap().iter().map(|v| v.unwrap()).collect()
+}
+
+fn values(text: &str) -> ArrayRef {
+    let b = batch();
+    RowExpr::compile(text, &b.schema(), &[])
+        .unwrap()
+        .evaluate(&b)
+        .unwrap()
+}
+
+fn error(text: &str) -> String {
+    let b = batch();
+    match RowExpr::compile(text, &b.schema(), &[]).and_then(|e| e.evaluate(&b)) {
+        Ok(v) => panic!("{text}: expected an error, got {v:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn nan_is_equal_to_itself_and_above_everything() {
+    assert_eq!(
+        mask("x = CAST('NaN' AS DOUBLE)"),
+        [true, false, false, false]
+    );
+    assert_eq!(mask("x > 1e300"), [true, false, false, false]);
+    assert_eq!(mask("x = 0"), [false, true, false, false]);
+    assert_eq!(mask("NOT (x < 3)"), [true, false, false, false]);
+}
+
+#[test]
+fn three_valued_logic() {
+    assert_eq!(mask("id > 0 OR x IS NULL"), [true, false, false, true]);
+    assert_eq!(mask("NOT (id > 0)"), [false, true, false, false]);
+    assert_eq!(mask("id IN (1, NULL)"), [true, false, false, false]);
+    assert_eq!(mask("NOT (id IN (1, NULL))"), [false, false, false, false]);
+    assert_eq!(mask("id <=> NULL"), [false, false, true, false]);
+    assert_eq!(mask("id BETWEEN -7 AND 1"), [true, true, false, false]);
+}
+
+#[test]
+fn strings_like_and_functions() {
+    assert_eq!(mask("s LIKE 'f%'"), [false, false, false, true]);
+    assert_eq!(mask("s ILIKE 'f%'"), [true, false, false, true]);
+    assert_eq!(mask("s LIKE 'f\\%o'"), [false, false, false, true]);
+    assert_eq!(mask("upper(s) = 'BAR'"), [false, true, false, false]);
+    assert_eq!(mask("s < 'a'"), [true, false, false, false]); // bytes: 'F' < 'a' < 'f'
+    let v = values("concat(s, '-', id)");
+    assert_eq!(
+        v.as_string::<i32>().iter().collect::<Vec<_>>(),
+        [Some("Foo-1"), Some("bar--7"), None, Some("f%o-4")]
+    );
+}
+
+#[test]
+fn arithmetic_is_checked_and_remainder_keeps_the_dividend_sign() {
+    let v = values("id % 3");
+    assert_eq!(
+        v.as_primitive::<arrow_array::types::Int64Type>()
+            .iter()
+            .collect::<Vec<_>>(),
+        [Some(1), Some(-1), None, Some(1)]
+    );
+    assert!(
+        error("id + 9223372036854775807").contains("overflow"),
+        "{}",
+        error("id + 9223372036854775807")
+    );
+    assert!(error("id / 0").contains("division by zero"));
+    assert!(error("id % (id - id)").contains("division by zero"));
+    let v = values("CASE WHEN id <> 4 THEN 10 / (id - 4) ELSE 0 END");
+    let got: Vec<Option<f64>> = v.as_primitive::<Float64Type>().iter().collect();
+    // A NULL condition is not TRUE: that row takes the ELSE branch.
+    assert_eq!(
+        got,
+        [Some(-10.0 / 3.0), Some(10.0 / -11.0), Some(0.0), Some(0.0)]
+    );
+}
+
+#[test]
+fn literals_take_the_column_type_and_bad_ones_are_errors() {
+    assert_eq!(mask("id = '4'"), [false, false, false, true]);
+    assert!(error("id = 'abc'")
+        .contains("cannot compare column id of type long with the string \"abc\""));
+    assert!(error("s = 5").contains("cannot compare column s of type string with the number 5"));
+    assert!(error("nope > 1").contains("unknown column 'nope'"));
+    assert!(error("frob(id) > 1").contains("not supported"));
+}
+
+#[test]
+fn round_is_half_up_on_printed_digits() {
+    let b = batch();
+    let e = RowExpr::compile(
+        "round(2.675, 2) = 2.68 AND round(-2.5) = -3.0 AND round(2.5) = 3",
+        &b.schema(),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(e.mask(&b).unwrap(), BooleanArray::from(vec![true; 4]));
+}
+
+#[test]
+fn scopes_resolve_aliases_and_refuse_ambiguity() {
+    let schema = Schema::new(vec![
+        Field::new("t.id", DataType::Int64, true),
+        Field::new("s.id", DataType::Int64, true),
+        Field::new("s.v", DataType::Utf8, true),
+    ]);
+    let scopes = [
+        Scope {
+            alias: Some("t".into()),
+            prefix: "t.".into(),
+            readable: true,
+        },
+        Scope {
+            alias: Some("s".into()),
+            prefix: "s.".into(),
+            readable: true,
+        },
+    ];
+    let e = RowExpr::compile("t.id = s.id AND V = 'x'", &schema, &scopes).unwrap();
+    assert_eq!(e.columns(), ["t.id", "s.id", "s.v"]);
+    let err = RowExpr::compile("id = 1", &schema, &scopes)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ambiguous"), "{err}");
+    let source_only = [
+        Scope {
+            alias: Some("t".into()),
+            prefix: "t.".into(),
+            readable: false,
+        },
+        Scope {
+            alias: Some("s".into()),
+            prefix: "s.".into(),
+            readable: true,
+        },
+    ];
+    let err = RowExpr::compile("t.id + 1", &schema, &source_only)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot reference target column t.id"), "{err}");
+}

@@ -1,0 +1,132 @@
+//! `RowExpr`: the core's row evaluator, on batches handed over through the Arrow PyCapsule
+//! interface (`__arrow_c_schema__`, `__arrow_c_array__`).
+
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
+use arrow_data::ffi::FFI_ArrowArray;
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::Schema;
+use delta_occ_core::rowexpr::{RowExpr, Scope};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+
+use crate::arrow::array_from_capsules;
+use crate::errors::IntoPy;
+
+type Capsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
+
+/// A SQL expression compiled against a schema; evaluated on record batches.
+#[pyclass(name = "RowExpr", module = "delta_occ._core", frozen)]
+pub struct PyRowExpr {
+    inner: RowExpr,
+}
+
+#[pymethods]
+impl PyRowExpr {
+    #[new]
+    #[pyo3(signature = (text, schema, scopes=None))]
+    fn new(
+        text: &str,
+        schema: &Bound<'_, PyAny>,
+        scopes: Option<Vec<(Option<String>, String, bool)>>,
+    ) -> PyResult<Self> {
+        let schema = import_schema(schema)?;
+        RowExpr::compile(text, &schema, &scopes_of(scopes))
+            .py_err()
+            .map(|inner| PyRowExpr { inner })
+    }
+
+    #[getter]
+    fn text(&self) -> &str {
+        self.inner.text()
+    }
+
+    /// Names (as in the compile schema) of the columns the expression reads.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.inner.columns().to_vec()
+    }
+
+    /// The value on every row of `batch` (an object with `__arrow_c_array__`, a record batch),
+    /// as array capsules.
+    fn evaluate<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Capsules<'py>> {
+        let batch = import_batch(batch)?;
+        let out = py.detach(|| self.inner.evaluate(&batch)).py_err()?;
+        export(py, out)
+    }
+
+    /// TRUE rows as a boolean array without nulls (NULL counts as not selected).
+    fn mask<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Capsules<'py>> {
+        let batch = import_batch(batch)?;
+        let out = py.detach(|| self.inner.mask(&batch)).py_err()?;
+        export(py, std::sync::Arc::new(out))
+    }
+}
+
+/// The top-level AND conjuncts of a SQL condition, as SQL texts.
+#[pyfunction]
+pub fn conjuncts(text: &str) -> PyResult<Vec<String>> {
+    delta_occ_core::rowexpr::conjuncts(text).py_err()
+}
+
+/// The two columns' schema names when `text` is exactly `column = column` (a MERGE key), found
+/// through `scopes` like `RowExpr` but not type-checked.
+#[pyfunction]
+#[pyo3(signature = (text, schema, scopes=None))]
+pub fn equated_columns(
+    text: &str,
+    schema: &Bound<'_, PyAny>,
+    scopes: Option<Vec<(Option<String>, String, bool)>>,
+) -> PyResult<Option<(String, String)>> {
+    let schema = import_schema(schema)?;
+    delta_occ_core::rowexpr::equated_columns(text, &schema, &scopes_of(scopes)).py_err()
+}
+
+fn scopes_of(scopes: Option<Vec<(Option<String>, String, bool)>>) -> Vec<Scope> {
+    scopes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(alias, prefix, readable)| Scope {
+            alias,
+            prefix,
+            readable,
+        })
+        .collect()
+}
+
+fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<Schema> {
+    let capsule = obj.call_method0("__arrow_c_schema__")?;
+    let capsule = capsule.cast::<PyCapsule>()?;
+    let ptr = capsule
+        .pointer_checked(Some(c"arrow_schema"))?
+        .cast::<FFI_ArrowSchema>();
+    // SAFETY: the capsule name guarantees the pointee type (Arrow PyCapsule interface); the
+    // schema is only read, its owner (the capsule) outlives this call.
+    let ffi = unsafe { ptr.as_ref() };
+    Schema::try_from(ffi)
+        .map_err(|e| PyValueError::new_err(format!("importing an Arrow schema: {e}")))
+}
+
+fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
+    let pair = obj.call_method0("__arrow_c_array__")?;
+    let pair = pair.cast::<PyTuple>()?;
+    let schema = pair.get_item(0)?;
+    let array = pair.get_item(1)?;
+    let array = array_from_capsules(schema.cast::<PyCapsule>()?, array.cast::<PyCapsule>()?)?;
+    let s = array
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| PyValueError::new_err("expected a record batch (a struct array)"))?;
+    Ok(RecordBatch::from(s.clone()))
+}
+
+fn export(py: Python<'_>, a: ArrayRef) -> PyResult<Capsules<'_>> {
+    let data = a.to_data();
+    let schema = FFI_ArrowSchema::try_from(data.data_type())
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let array = FFI_ArrowArray::new(&data);
+    Ok((
+        PyCapsule::new_with_value(py, schema, c"arrow_schema")?,
+        PyCapsule::new_with_value(py, array, c"arrow_array")?,
+    ))
+}

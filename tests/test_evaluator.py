@@ -35,14 +35,14 @@ from delta_occ.exceptions import PredicateError
 
 def core_eval(table: pa.Table, text: str) -> list:
     """Values of the SQL expression `text` on each row of `table` (as Python objects)."""
-    from delta_occ import _expr
-    return _expr.evaluate(table, {"v": _expr.to_expression(_expr.parse(text), _expr.table_resolver(table.schema))}, "v").column("v").to_pylist()
+    from delta_occ import _rows
+    return _rows.values(table, _rows.compile(text, table.schema)).to_pylist()
 
 
 def core_mask(table: pa.Table, text: str) -> List[bool]:
     """Rows selected by the condition `text` (TRUE only; NULL is not selected)."""
-    from delta_occ import _expr
-    return _expr.mask(table, _expr.parse(text), _expr.table_resolver(table.schema)).to_pylist()
+    from delta_occ import _rows
+    return _rows.mask(table, _rows.compile(text, table.schema)).to_pylist()
 
 
 EXAMPLES = int(os.environ.get("DELTA_OCC_EVAL_EXAMPLES", "300"))

@@ -123,8 +123,19 @@ SQL_ATOMS = ["id", "`a b`", "t.x", "'str'", "''", "1", "-1", "1.5e3", "NULL", "T
 @given(tokens=st.lists(st.sampled_from(SQL_ATOMS), max_size=25) | st.lists(st.text(max_size=6), max_size=6))
 def test_predicate_parser(tokens):
     text = " ".join(tokens)
-    _rejects_typed(_core.expression_json, text)
-    _rejects_typed(_core.conjuncts_json, text)
+    _rejects_typed(_compile_and_evaluate, text)
+    _rejects_typed(_core.conjuncts, text)
+
+
+def _compile_and_evaluate(text):
+    """The core's row evaluator end to end: compiled, then evaluated and masked on a few rows."""
+    import pyarrow as pa
+
+    batch = pa.record_batch({"id": pa.array([1, None, -7], pa.int64()), "x": [float("nan"), None, -0.0],
+                             "a b": ["é", None, ""]})
+    expr = _core.RowExpr(text, batch.schema, [("t", "", True)])
+    expr.evaluate(batch)
+    expr.mask(batch)
 
 
 @pytest.fixture(scope="module")

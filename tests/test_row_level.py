@@ -341,9 +341,20 @@ def test_30_overlapping_merges_still_conflict(tmp_path):
 # -- fallbacks (rule 6) and file-level opt-out --------------------------------------------------------
 
 
-def test_opaque_predicate_falls_back_to_file_level_with_reason():
+def test_arithmetic_predicate_is_decided_on_rows():
+    """§4 rule 6 falls back only for non-deterministic predicates, nested values and subqueries:
+    arithmetic is decided on rows by the evaluator DML uses (#17; it used to fall back)."""
     t, base = make_table(dv=True, partitioned=False, batches=1)
-    committed, e = interleave(t, delete("x + 0 = 2", lambda r: r["x"] == 2), [delete("id = 4", by_id(4))])
+    committed, r = interleave(t, delete("x + 0 = 2", lambda r: r["x"] == 2), [delete("id = 4", by_id(4))])
+    assert isinstance(r, docc.CommitResult), r
+    assert_invariants(t, base, [committed[v] for v in sorted(committed)])
+
+
+def test_nondeterministic_predicate_falls_back_to_file_level_with_reason():
+    """§4 rule 6: a read predicate that is not deterministic cannot be decided on rows."""
+    t, base = make_table(dv=True, partitioned=False, batches=1)
+    scan_then_delete = Op("DELETE", lambda txn: (txn.scan("rand() < 2"), txn.delete("id = 2")), lambda m: m.pop(2, None), "scan rand(); id = 2")
+    committed, e = interleave(t, scan_then_delete, [delete("id = 4", by_id(4))])
     assert isinstance(e, ex.ConcurrentDeleteReadException), e
     assert "fell back to file level" in str(e) and "cannot be decided on rows" in str(e)
     assert_invariants(t, base, [committed[v] for v in sorted(committed)])

@@ -13,9 +13,8 @@ of 12 rows (NULLs, NaN, -0.0, +-infinity, letter case, non-ASCII, `%` and `_`):
 
 For tables without column mapping, with column mapping in name and id mode, and with a data file
 whose columns are named differently from the table's physical names (found only by parquet field
-id). A predicate with arithmetic or a function may make the checker fall back to file level (§4
-rule 6): every row then conflicts; that is accepted for those predicates only, with a warning
-naming the predicate, since the fallback is a conflict the rows do not justify."""
+id). Arithmetic and functions included: §4 rule 6 falls back to file level only for
+non-deterministic predicates, nested values and subqueries, so a fallback here is a failure."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ import json
 import math
 import os
 import shutil
-import warnings
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,28 +43,27 @@ ROWS = pa.table({
 }, schema=SCHEMA)
 IDS = ROWS.column("id").to_pylist()
 
-# (predicate, may fall back to file level)
 PREDICATES = [
-    ("x > 4", False),
-    ("x IN (1, 5, NULL)", False),
-    ("x NOT IN (1, NULL)", False),  # never TRUE: NULL or FALSE on every row
-    ("NOT (x > 4)", False),  # NULL x stays out
-    ("s LIKE 'a%'", False),
-    ("s ILIKE 'a%'", False),
-    ("s LIKE 'a\\%b'", False),  # escaped %: only 'a%b'
-    ("s < 'a'", False),  # byte order: upper case and '' before 'a', 'é' after
-    ("s IS NULL", False),
-    ("f = CAST('NaN' AS DOUBLE)", False),  # NaN = NaN (CAST of a literal is a literal: no reason to fall back)
-    ("f = 'NaN'", False),
-    ("NOT (f < 2.0E0)", False),  # NaN < 2 is FALSE, so NaN rows are selected; NULL is not
-    ("f <=> NULL", False),
-    ("f > 2.0E0", False),  # NaN is above everything, +infinity too
-    ("f = 0.0E0", False),  # -0.0 = 0.0
-    ("x < 0 OR s = 'B'", False),
-    ("d BETWEEN DATE '2024-01-01' AND DATE '2024-06-30' AND f IS NOT NULL", False),
-    ("x + 1 > 5", True),
-    ("x % 3 = 2", True),  # -7 % 3 is -1 in Spark (2 with a floor modulo)
-    ("upper(s) = 'A'", True),
+    "x > 4",
+    "x IN (1, 5, NULL)",
+    "x NOT IN (1, NULL)",  # never TRUE: NULL or FALSE on every row
+    "NOT (x > 4)",  # NULL x stays out
+    "s LIKE 'a%'",
+    "s ILIKE 'a%'",
+    "s LIKE 'a\\%b'",  # escaped %: only 'a%b'
+    "s < 'a'",  # byte order: upper case and '' before 'a', 'é' after
+    "s IS NULL",
+    "f = CAST('NaN' AS DOUBLE)",  # NaN = NaN (CAST of a literal is a literal: no reason to fall back)
+    "f = 'NaN'",
+    "NOT (f < 2.0E0)",  # NaN < 2 is FALSE, so NaN rows are selected; NULL is not
+    "f <=> NULL",
+    "f > 2.0E0",  # NaN is above everything, +infinity too
+    "f = 0.0E0",  # -0.0 = 0.0
+    "x < 0 OR s = 'B'",
+    "d BETWEEN DATE '2024-01-01' AND DATE '2024-06-30' AND f IS NOT NULL",
+    "x + 1 > 5",
+    "x % 3 = 2",  # -7 % 3 is -1 in Spark (2 with a floor modulo)
+    "upper(s) = 'A'",
 ]
 MODES = ["no column mapping", "name", "id", "field id only"]
 PROPS = {"delta.enableDeletionVectors": "true"}
@@ -140,32 +137,26 @@ def checker_conflicts(copies: Copies, where: str, i: int) -> "ex.DeltaConcurrent
     return None
 
 
-@pytest.mark.parametrize("where, may_fall_back", PREDICATES, ids=[p for p, _ in PREDICATES])
+@pytest.mark.parametrize("where", PREDICATES)
 @pytest.mark.parametrize("mode", MODES)
-def test_checker_selects_the_rows_dml_deletes(bases, tmp_path, mode, where, may_fall_back):
+def test_checker_selects_the_rows_dml_deletes(bases, tmp_path, mode, where):
     copies = Copies(bases[mode], tmp_path)
     selected = dml_selection(copies, where)
-    wrong, fell_back = [], []
+    wrong = []
     for i in IDS:
         e = checker_conflicts(copies, where, i)
-        if e is not None and "fell back to file level" in str(e):
-            fell_back.append(i)
-            if may_fall_back and isinstance(e, ex.ConcurrentDeleteReadException):
-                continue
         conflict = isinstance(e, ex.ConcurrentDeleteReadException)
-        row_level = conflict and i not in fell_back
-        if conflict != (i in selected) or (e is not None and not conflict) or (row_level and e.overlapping_rows != 1):
+        # A conflict must be decided on rows: one overlapping row, no file-level fallback.
+        row_level = conflict and "fell back to file level" not in str(e) and e.overlapping_rows == 1
+        if conflict != (i in selected) or (e is not None and not row_level):
             got = "no conflict" if e is None else f"{type(e).__name__}: {str(e)[:300]}"
             wrong.append(f"row {i} ({ROWS.slice(i, 1).to_pylist()[0]}): DML {'deletes' if i in selected else 'keeps'} it, the checker: {got}")
-    if fell_back and may_fall_back and not wrong:
-        warnings.warn(f"[{mode}] the checker fell back to file level for `{where}`: rows {fell_back} conflicted, DML selects {sorted(selected)}", stacklevel=1)
     assert not wrong, f"[{mode}] `{where}`: DML selects {sorted(selected)}\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("where", [p for p, arithmetic in PREDICATES if not arithmetic])
+@pytest.mark.parametrize("where", PREDICATES)
 @pytest.mark.parametrize("mode", MODES)
 def test_reader_selects_the_rows_dml_deletes(bases, tmp_path, mode, where):
-    """(Arithmetic and functions are not part of what `to_pyarrow(where=)` evaluates on rows.)"""
     copies = Copies(bases[mode], tmp_path)
     read = set(copies.fresh().snapshot().to_pyarrow(where=where, columns=["id"]).column("id").to_pylist())
     assert read == dml_selection(copies, where)

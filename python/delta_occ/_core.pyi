@@ -11,8 +11,9 @@ __all__ = [
     "TransactionHandle",
     "parse_isolation_level",
     "parse_commit",
-    "expression_json",
-    "conjuncts_json",
+    "RowExpr",
+    "conjuncts",
+    "equated_columns",
     "spark_file_keys",
     "file_column_indexes",
     "parquet_footer_stats",
@@ -196,7 +197,8 @@ class SnapshotHandle:
     def keep_mask(self, path: str, num_rows: int) -> bytes:
         """Packed LSB-first bits, 1 = row kept; DeletionVectorError if the DV exceeds num_rows."""
     def prune(self, predicate: str) -> Tuple[List[int], str]:
-        """Indices of files that may match, and the resolved predicate as JSON text."""
+        """Indices of files that may match (partition values and statistics), and the resolved
+        predicate as JSON text (for the Spark integration)."""
     def app_transactions(self) -> Dict[str, int]: ...
     def domain_metadata(self) -> Dict[str, str]: ...
     def tombstones(self) -> List[Tuple[str, Optional[str], Optional[int]]]: ...
@@ -233,11 +235,32 @@ def parse_isolation_level(text: str) -> str:
 def parse_commit(data: bytes) -> int:
     """Parse commit-file bytes and return the number of actions (CorruptLogError otherwise)."""
 
-def expression_json(text: str) -> str:
-    """A SQL value expression parsed by sqlparser, as a JSON tree (PredicateError on bad text)."""
+@final
+class RowExpr:
+    """SQL text compiled against an Arrow schema by the core's one row evaluator (Spark SQL
+    semantics, ANSI mode), evaluated on record batches. ``scopes`` lists (alias, column name
+    prefix, readable): ``alias.col`` reads the schema field ``prefix + col``, a bare name must be
+    found in exactly one scope; without scopes, the schema's columns by name. PredicateError on
+    bad text, unknown or ambiguous columns and type errors."""
 
-def conjuncts_json(text: str) -> List[Tuple[str, str]]:
-    """The top-level AND conjuncts of a SQL condition as (SQL text, JSON tree) pairs."""
+    def __new__(cls, text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None) -> "RowExpr": ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def columns(self) -> List[str]:
+        """Names (as in the compile schema) of the columns the expression reads."""
+    def evaluate(self, batch: Any) -> Tuple[Any, Any]:
+        """The value on every row of a record batch (``__arrow_c_array__``), as array capsules.
+        PredicateError on an evaluation error (overflow, division by zero, bad cast). GIL released."""
+    def mask(self, batch: Any) -> Tuple[Any, Any]:
+        """TRUE rows as a boolean array without nulls, as array capsules. GIL released."""
+
+def equated_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None) -> Optional[Tuple[str, str]]:
+    """The two columns' schema names when ``text`` is exactly ``column = column`` (a MERGE key),
+    resolved like ``RowExpr`` but not type-checked."""
+
+def conjuncts(text: str) -> List[str]:
+    """The top-level AND conjuncts of a SQL condition as SQL texts (PredicateError on bad text)."""
 
 def read_deletion_vector(table_root: str, descriptor_json: str) -> bytes:
     """Positions (LE u64) of the DV a descriptor points at, after size/CRC/cardinality checks."""

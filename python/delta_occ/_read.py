@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _arrow, _core
+from . import _arrow, _core, _rows
 from ._schema import delta_field_to_arrow, delta_type_to_arrow
 from .exceptions import CorruptLogError, InvalidArgumentError
 
@@ -110,13 +110,9 @@ def read_snapshot(
     selected = None
     expression = None
     if where is not None:
-        from ._predicate import to_expression
-
-        selected, expr_json = handle.prune(where)
-        node = json.loads(expr_json)
-        expression = to_expression(node, schema)
-        needed = _referenced(node)
-        columns = columns + [c for c in needed if c not in columns]
+        selected, _ = handle.prune(where)
+        expression = _rows.compile(where, schema)
+        columns = columns + [c for c in expression.columns if c not in columns]
     data_fields = [by_name[c] for c in columns if c not in partition_cols]
     out_schema = pa.schema([schema.field(c) for c in columns])
     files = handle.data_files()
@@ -141,26 +137,8 @@ def read_snapshot(
         if has_dv:
             table = table.filter(keep_mask(handle, log_path, n))
         if expression is not None:
-            table = table.filter(expression).select(out_columns)
+            table = table.filter(_rows.mask(table, expression)).select(out_columns)
         tables.append(table)
     if not tables:
         return result_schema.empty_table()
     return pa.concat_tables(tables)
-
-
-def _referenced(node: Any) -> list:
-    """Column names a predicate JSON tree references, in first-use order."""
-    out: list = []
-
-    def walk(n: Any) -> None:
-        if isinstance(n, dict):
-            if "col" in n and n["col"] not in out:
-                out.append(n["col"])
-            for v in n.values():
-                walk(v)
-        elif isinstance(n, list):
-            for v in n:
-                walk(v)
-
-    walk(node)
-    return out

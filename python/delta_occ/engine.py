@@ -13,12 +13,12 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow, _core, _expr
+from . import _arrow, _core, _rows
 from ._args import int_arg
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each, partition_strings, sql_literals
@@ -66,16 +66,17 @@ def _stage(txn: Any, operation: str, parameters: Dict[str, Any], metrics: Dict[s
     txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
 
 
-def _where_tree(where: Optional[str]) -> Optional[dict]:
+def _condition(lay: Layout, where: Optional[str]) -> Optional[_core.RowExpr]:
+    """`where` compiled against the table's columns (None: every row)."""
     if where is None:
         return None
     if not isinstance(where, str):
         raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-    return _expr.parse(where)
+    return _rows.compile(where, lay.schema)
 
 
-def _matches(rows: pa.Table, tree: Optional[dict]) -> pa.Array:
-    return _expr.mask(rows, tree, _expr.table_resolver(rows.schema))
+def _matches(rows: pa.Table, cond: Optional[_core.RowExpr]) -> pa.Array:
+    return _rows.mask(rows, cond)
 
 
 def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array) -> pa.Table:
@@ -118,15 +119,15 @@ def overwrite(
         if not lay.partition_columns:
             raise InvalidArgumentError("dynamic partition overwrite needs a partitioned table")
         replace_where = _partitions_predicate(lay, rows)
-    tree = _where_tree(replace_where)
-    if tree is not None and rows.num_rows:
-        ok = _expr.mask(rows, tree, _expr.table_resolver(rows.schema))
+    cond = _condition(lay, replace_where)
+    if cond is not None and rows.num_rows:
+        ok = _rows.mask(rows, cond)
         bad = rows.num_rows - pc.sum(ok).as_py()
         if bad:
             raise InvalidArgumentError(f"{bad} row(s) of the new data do not satisfy replace_where {replace_where!r}")
     removed = 0
     keep: List[pa.Table] = []
-    for path, old, hit, n in _matched(txn, lay, replace_where, tree, _condition_columns(lay, tree) if lay.dv_enabled else None):
+    for path, old, hit, n in _matched(txn, lay, replace_where, cond, _condition_columns(cond) if lay.dv_enabled else None):
         removed += n
         keep.append(_remove_rows(txn, lay, path, old, hit))
     lay.write(txn, concat(keep + [rows], lay.schema))
@@ -156,10 +157,10 @@ def _partitions_predicate(lay: Layout, rows: pa.Table) -> str:
 
 def delete(txn: Any, where: Optional[str] = None) -> None:
     lay = _layout(txn)
-    tree = _where_tree(where)
+    cond = _condition(lay, where)
     deleted = 0
     rewrite: List[pa.Table] = []
-    for path, rows, hit, n in _matched(txn, lay, where, tree, _condition_columns(lay, tree) if lay.dv_enabled else None):
+    for path, rows, hit, n in _matched(txn, lay, where, cond, _condition_columns(cond) if lay.dv_enabled else None):
         deleted += n
         rewrite.append(_remove_rows(txn, lay, path, rows, hit))
     lay.write_many(txn, rewrite, rewrite=True)  # one file per rewritten file, as Delta does
@@ -168,14 +169,14 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
 
 
 def _matched(
-    txn: Any, lay: Layout, where: Optional[str], tree: Optional[dict], columns: Optional[List[str]] = None
+    txn: Any, lay: Layout, where: Optional[str], cond: Optional[_core.RowExpr], columns: Optional[List[str]] = None
 ) -> Iterator[Tuple[str, pa.Table, pa.Array, int]]:
     """(path, rows, hit mask, hits) of every file `where` may select that has a matching row.
     Files are read and matched a chunk at a time on a few threads; results come in scan order."""
 
     def find(path: str) -> Optional[Tuple[str, pa.Table, pa.Array, int]]:
         rows = lay.read_rows(path, columns)
-        hit = _matches(rows, tree)
+        hit = _matches(rows, cond)
         n = pc.sum(hit).as_py() or 0
         return (path, rows, hit, n) if n else None  # a file without a match is let go at once
 
@@ -183,19 +184,18 @@ def _matched(
         yield from (found for found in each(chunk, find) if found is not None)
 
 
-def _condition_columns(lay: Layout, tree: Optional[dict]) -> Optional[List[str]]:
+def _condition_columns(cond: Optional[_core.RowExpr]) -> List[str]:
     """The table columns a condition reads: with DVs nothing is rewritten, so finding the rows
-    needs only those (None, meaning all, when a name is not a column:
-    the evaluator then reports it as it would without this narrowing)."""
-    lower = {f.name.lower(): f.name for f in lay.schema}
-    names = [lower.get(str(parts[0]).lower()) for parts in _expr.columns_of(tree)]
-    found = [n for n in names if n is not None]
-    return sorted(set(found)) if len(found) == len(names) else None
+    needs only those."""
+    return sorted(cond.columns) if cond is not None else []
 
 
-def _assignments(lay: Layout, set_: Mapping[str, str], resolve: _expr.Resolver, what: str = "SET expression") -> Dict[str, Any]:
-    """Compiled assignments {column: pyarrow expression}: unknown columns and bad expressions
-    fail here, before any row is read."""
+Compiler = Callable[[str], _core.RowExpr]
+
+
+def _assignments(lay: Layout, set_: Mapping[str, str], compile_: Compiler, what: str = "SET expression") -> Dict[str, _core.RowExpr]:
+    """Compiled assignments {column: expression}: unknown columns and bad expressions fail here,
+    before any row is read."""
     if not isinstance(set_, Mapping) or not set_:
         raise InvalidArgumentError("set must be a non-empty mapping of column name to SQL expression text")
     out = {}
@@ -205,7 +205,7 @@ def _assignments(lay: Layout, set_: Mapping[str, str], resolve: _expr.Resolver, 
         if name is None:
             raise InvalidArgumentError(f"cannot set unknown column {col!r} (columns: {lay.schema.names})")
         try:
-            out[name] = _expr.to_expression(_expr.parse(text), resolve)
+            out[name] = compile_(text)
         except PredicateError as e:
             raise assignment_error(what, name, text, e) from e
     return out
@@ -215,7 +215,9 @@ def assignment_error(what: str, column: str, text: Any, e: PredicateError) -> Pr
     """A bad SET / INSERT value, worded as such (not as a predicate): ``invalid SET expression
     for column x: 'x ** 2' at position 4: ...``."""
     position, reason = getattr(e, "position", None), getattr(e, "reason", None)
-    detail = f"{text!r} at position {position}: {reason}" if position is not None else f"{text!r}: {e}"
+    if reason and reason.startswith("unknown column"):
+        position = None  # about a name, not a place in the text
+    detail = f"{text!r} at position {position}: {reason}" if position is not None else f"{text!r}: {reason or e}"
     return PredicateError(f"invalid {what} for column {column}: {detail}", position=position, reason=reason, column=column)
 
 
@@ -236,25 +238,24 @@ def _stored(f: pa.Field, col: Any, what: str) -> Any:
         raise PredicateError(f"invalid {what} for column {f.name}: cannot store a value as {type_name(f.type)}: {e}", reason="evaluation failed", column=f.name) from e
 
 
-def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, Any], base: Dict[str, Any], what: str = "SET expression") -> pa.Table:
+def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, _core.RowExpr], base: Dict[str, str], what: str = "SET expression") -> pa.Table:
     """Rows of `schema`: assigned columns from their compiled expressions, the rest from `base`
     (a column name in `rows` per target column) or NULL."""
     if rows.num_rows == 0:
         return schema.empty_table()
-    exprs = dict(assign)
-    exprs.update({f.name: pc.field(base[f.name]) for f in schema if f.name not in assign and f.name in base})
-    out = _expr.evaluate(rows, exprs, "the value of " + ", ".join(repr(c) for c in assign))
-    arrays = [_stored(f, out.column(f.name), what) if f.name in exprs else pa.nulls(rows.num_rows, f.type) for f in schema]
+    out: Dict[str, Any] = _rows.evaluate(rows, assign, "the value of " + ", ".join(repr(c) for c in assign))
+    out.update({f.name: rows.column(base[f.name]) for f in schema if f.name not in assign and f.name in base})
+    arrays = [_stored(f, out[f.name], what) if f.name in out else pa.nulls(rows.num_rows, f.type) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
     lay = _layout(txn)
-    tree = _where_tree(where)
-    assign = _assignments(lay, set, _expr.table_resolver(lay.schema))
+    cond = _condition(lay, where)
+    assign = _assignments(lay, set, lambda text: _rows.compile(text, lay.schema))
     updated = 0
     out: List[pa.Table] = []
-    for path, rows, hit, n in _matched(txn, lay, where, tree):
+    for path, rows, hit, n in _matched(txn, lay, where, cond):
         updated += n
         changed = _apply(rows.filter(hit), lay.schema, assign, {c: c for c in lay.schema.names})
         out.append(_remove_rows(txn, lay, path, rows, hit))
@@ -268,49 +269,29 @@ def update(txn: Any, where: Optional[str], set: Mapping[str, str]) -> None:  # n
 
 
 class _MergeColumns:
-    """Column resolution for MERGE: `<alias>.col` or an unambiguous bare name."""
+    """MERGE's two tables for the evaluator: the joined rows name target columns `t.<name>` and
+    source columns `s.<name>`; a condition reads them as `<alias>.col` or an unambiguous bare
+    name."""
 
     def __init__(self, target: pa.Schema, source: pa.Schema, ta: str, sa: str) -> None:
         self.target, self.source, self.ta, self.sa = target, source, ta, sa
 
-    def side(self, parts: list) -> Tuple[str, str]:
-        if len(parts) == 2 and parts[0].lower() in (self.ta.lower(), self.sa.lower()):
-            side = "t" if parts[0].lower() == self.ta.lower() else "s"
-            schema = self.target if side == "t" else self.source
-            name = _find(schema, parts[1])
-            if name is None:
-                alias = self.ta if side == "t" else self.sa
-                raise PredicateError(f"unknown column {alias}.{parts[1]} (columns: {schema.names})", reason="unknown column")
-            return side, name
-        if len(parts) == 1:
-            in_t, in_s = _find(self.target, parts[0]), _find(self.source, parts[0])
-            if in_t and in_s:
-                raise PredicateError(
-                    f"column {parts[0]!r} is ambiguous: qualify it as {self.ta}.{parts[0]} or {self.sa}.{parts[0]}",
-                    reason="ambiguous column",
-                )
-            if in_t:
-                return "t", in_t
-            if in_s:
-                return "s", in_s
-        raise PredicateError(f"unknown column {'.'.join(parts)!r}", reason="unknown column")
+    def joined_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(f"t.{f.name}", f.type) for f in self.target] + [pa.field(f"s.{f.name}", f.type) for f in self.source])
 
-    def joined(self) -> _expr.Resolver:
-        def resolve(parts: list) -> Tuple[str, pa.DataType]:
-            side, name = self.side(parts)
-            schema = self.target if side == "t" else self.source
-            return f"{side}.{name}", schema.field(name).type
+    def scopes(self, target_readable: bool = True) -> List[_rows.Scope]:
+        return [(self.ta, "t.", target_readable), (self.sa, "s.", True)]
 
-        return resolve
+    def joined(self, text: str) -> _core.RowExpr:
+        return _rows.compile(text, self.joined_schema(), self.scopes())
 
-    def source_only(self) -> _expr.Resolver:
-        def resolve(parts: list) -> Tuple[str, pa.DataType]:
-            side, name = self.side(parts)
-            if side != "s":
-                raise PredicateError(f"a NOT MATCHED clause cannot reference target column {'.'.join(parts)}", reason="target column")
-            return f"s.{name}", self.source.field(name).type
+    def source_only(self, text: str) -> _core.RowExpr:
+        """A NOT MATCHED clause: reading a target column is an error."""
+        return _rows.compile(text, self.joined_schema(), self.scopes(target_readable=False))
 
-        return resolve
+    def target_only(self, text: str) -> _core.RowExpr:
+        """A conjunct on target rows alone (named as in the table)."""
+        return _rows.compile(text, self.target, [(self.ta, "", True)])
 
 
 def check_merge_clauses(on: Any, update: Any, delete: Any, insert: Any) -> None:
@@ -320,24 +301,23 @@ def check_merge_clauses(on: Any, update: Any, delete: Any, insert: Any) -> None:
         raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
 
 
-def split_merge_condition(on: str, cols: _MergeColumns) -> Tuple[List[Tuple[str, str]], List[Tuple[str, dict]], List[dict]]:
+def split_merge_condition(on: str, cols: _MergeColumns) -> Tuple[List[Tuple[str, str]], List[Tuple[str, _core.RowExpr]], List[_core.RowExpr]]:
     """The ON condition's conjuncts: equality keys (target column, source column), target-only
-    conjuncts (SQL text, tree) and the rest (trees)."""
+    conjuncts (SQL text, compiled on target rows) and the rest (compiled on joined rows)."""
     keys: List[Tuple[str, str]] = []
-    target_only: List[Tuple[str, dict]] = []
-    residual: List[dict] = []
-    for sql, tree_text in _core.conjuncts_json(on):
-        tree = json.loads(tree_text)
-        sides = [cols.side(p) for p in _expr.columns_of(tree)]
-        if tree.get("op") == "=" and all("col" in a for a in tree["args"]):
-            a, b = cols.side(tree["args"][0]["col"]), cols.side(tree["args"][1]["col"])
-            if {a[0], b[0]} == {"t", "s"}:
-                keys.append((a[1], b[1]) if a[0] == "t" else (b[1], a[1]))
-                continue
-        if sides and all(s == "t" for s, _ in sides):
-            target_only.append((sql, tree))
+    target_only: List[Tuple[str, _core.RowExpr]] = []
+    residual: List[_core.RowExpr] = []
+    for sql in _core.conjuncts(on):
+        pair = _core.equated_columns(sql, cols.joined_schema(), cols.scopes())
+        if pair is not None and {pair[0][:2], pair[1][:2]} == {"t.", "s."}:
+            t, s_ = pair if pair[0].startswith("t.") else (pair[1], pair[0])
+            keys.append((t[2:], s_[2:]))
             continue
-        residual.append(tree)
+        expr = cols.joined(sql)
+        if expr.columns and all(c.startswith("t.") for c in expr.columns):
+            target_only.append((sql, cols.target_only(sql)))
+            continue
+        residual.append(expr)
     return keys, target_only, residual
 
 
@@ -389,16 +369,15 @@ def merge(
     file_rows = each(files, lay.read_rows)
     target_rows = []
     for i, rows in enumerate(file_rows):
-        for _, tree in target_only:
-            rows = rows.filter(_expr.mask(rows, tree, _expr.table_resolver(rows.schema, (target_alias,))))
+        for _, cond in target_only:
+            rows = rows.filter(_rows.mask(rows, cond))
         target_rows.append(rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows)))
     tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
     tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
     src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", arange(source.num_rows, pa.int64()))
     joined = _join(tgt, src, [f"t.{t}" for t, _ in keys], [f"s.{s}" for _, s in keys])
-    resolve = cols.joined()
-    for tree in residual:
-        joined = joined.filter(_expr.mask(joined, tree, resolve))
+    for cond in residual:
+        joined = joined.filter(_rows.mask(joined, cond))
     # A target row may match at most one source row (Delta's rule).
     if joined.num_rows:
         counts = joined.group_by(["__file", ROW]).aggregate([([], "count_all")])
@@ -408,14 +387,14 @@ def merge(
             )
     deleted = updated = inserted = 0
     if when_matched_delete:
-        cond = None if when_matched_delete is True else _expr.parse(when_matched_delete)
-        del_mask = _expr.mask(joined, cond, resolve)
+        del_cond = None if when_matched_delete is True else cols.joined(when_matched_delete)
+        del_mask = _rows.mask(joined, del_cond)
     else:
         del_mask = pa.repeat(False, joined.num_rows)
     upd_mask = pc.invert(del_mask) if when_matched_update else pa.repeat(False, joined.num_rows)
     new_rows: List[pa.Table] = []
     if when_matched_update:
-        assign = _assignments(lay, when_matched_update, resolve)
+        assign = _assignments(lay, when_matched_update, cols.joined)
         changed = joined.filter(upd_mask)
         new_rows.append(lay.conform(_apply(changed, lay.schema, assign, {c: f"t.{c}" for c in lay.schema.names})))
         updated = changed.num_rows
@@ -435,7 +414,7 @@ def merge(
             ins = source.take(unmatched.column("__src"))
             new_rows.append(lay.conform(ins.select([n for n in ins.column_names if _find(lay.schema, n)])))
         else:
-            assign = _assignments(lay, when_not_matched_insert, cols.source_only(), "INSERT value")
+            assign = _assignments(lay, when_not_matched_insert, cols.source_only, "INSERT value")
             new_rows.append(lay.conform(_apply(unmatched, lay.schema, assign, {}, "INSERT value")))
         inserted = unmatched.num_rows
     lay.write(txn, concat(new_rows, lay.schema))

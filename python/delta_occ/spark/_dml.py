@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .. import _expr
+from .. import _rows
 from .. import engine as _engine
 from ..exceptions import InvalidArgumentError, PredicateError
 from ._columns import col, field, quote, selected, to_column
@@ -154,7 +154,7 @@ def _assignments(ctx: "SparkTransaction", set_: Mapping[str, str], what: str) ->
         if not isinstance(text, str):
             raise InvalidArgumentError(f"the expression for {name!r} must be SQL text, got {type(text).__name__}")
         try:
-            _expr.parse(text)  # the core's parser: the same errors as the embedded engine
+            _rows.parse(text)  # the core's parser: the same errors as the embedded engine
         except PredicateError as e:
             raise _engine.assignment_error("INSERT value" if what == "when_not_matched_insert" else "SET expression", name, text, e) from e
         out[name] = text

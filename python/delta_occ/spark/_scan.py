@@ -18,7 +18,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .. import _arrow
-from .._read import _referenced as referenced
 from ..exceptions import InvalidArgumentError
 from ._columns import col, logical_schema, physical_schema, quote
 
@@ -241,6 +240,24 @@ def check_columns(plan_schema: Any, columns: Optional[Sequence[str]]) -> Optiona
     if unknown:
         raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {names}")
     return columns
+
+
+def referenced(node: Any) -> list:
+    """Column names the core's resolved predicate tree references, in first-use order."""
+    out: list = []
+
+    def walk(n: Any) -> None:
+        if isinstance(n, dict):
+            if "col" in n and n["col"] not in out:
+                out.append(n["col"])
+            for v in n.values():
+                walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(node)
+    return out
 
 
 def predicate(snap_handle: Any, where: Optional[str]) -> "tuple[Optional[List[int]], Optional[Dict[str, Any]]]":

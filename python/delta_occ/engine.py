@@ -13,6 +13,7 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -31,10 +32,14 @@ DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _MERGE_IN_LIST_LIMIT = 1000
 
 
+#: Each transaction's Layout, built on first use (weakly held: it goes with the transaction).
+_LAYOUTS: "weakref.WeakKeyDictionary[Any, Layout]" = weakref.WeakKeyDictionary()
+
+
 def _layout(txn: Any) -> Layout:
-    lay = getattr(txn, "_layout", None)
+    lay = _LAYOUTS.get(txn)
     if lay is None:
-        lay = txn._layout = Layout(txn.snapshot, txn._h.schema_json)
+        lay = _LAYOUTS[txn] = Layout(txn.snapshot, txn.schema_json)
     return lay
 
 
@@ -52,18 +57,12 @@ def _evolved(txn: Any, data: pa.Schema, schema_mode: Optional[str]) -> Layout:
     if not new:
         return lay
     txn.set_schema(pa.schema(list(lay.schema) + new))
-    txn._layout = None
+    _LAYOUTS.pop(txn, None)
     return _layout(txn)
 
 
 def _stage(txn: Any, operation: str, parameters: Dict[str, Any], metrics: Dict[str, int]) -> None:
-    if getattr(txn, "_operation", None) is not None:
-        raise InvalidArgumentError(
-            f"this transaction already staged {txn._operation}; one engine operation per transaction"
-        )
-    txn._operation = operation
-    txn._parameters = parameters
-    txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
+    txn.stage_operation(operation, parameters, metrics)
 
 
 def _condition(lay: Layout, where: Optional[str]) -> Optional[_core.RowExpr]:
@@ -547,7 +546,7 @@ def compaction_bins(txn: Any, where: Optional[str], target: int) -> List[List[Di
         selected, _ = snap._h.prune(where)
         candidates = candidates.take(pa.array(selected, pa.int64()))
     bins = plan_bins(candidates.to_pylist(), target)
-    txn._h.record_files_read([f["path"] for b in bins for f in b])
+    txn.record_files_read([f["path"] for b in bins for f in b])
     return bins
 
 

@@ -248,15 +248,15 @@ def _stage(t: Table, op: Dict[str, Any], level: str, attempt: str) -> Any:
     elif kind == "props":
         op["key"] = f"stress.p{attempt}"
         txn.set_properties({op["key"]: "1"})
-        txn._operation, txn._parameters = "SET TBLPROPERTIES", {}
+        txn.stage_operation("SET TBLPROPERTIES", {})
     return txn
 
 
 def _commit(txn: Any, rec: Dict[str, Any], log: _Log) -> None:
-    params = dict(txn._parameters or {})
+    params = txn.staged_parameters
     params[ATTEMPT_KEY] = rec["attempt"]
     try:
-        r = txn.commit(txn._operation or "WRITE", params)
+        r = txn.commit(txn.staged_operation or "WRITE", params)
         # An operation that changed nothing writes no commit (docs/guide.md "Policies").
         rec.update(outcome="committed" if r.committed else "nothing", version=r.version)
     except ex.DeltaConcurrentModificationException as e:

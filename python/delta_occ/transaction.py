@@ -97,7 +97,6 @@ class Transaction:
         self._row_level_budget = row_level_budget
         self._operation: Optional[str] = None
         self._parameters: Dict[str, Any] = {}
-        self._layout: Any = None
         self.result: Optional[CommitResult] = None
         #: Data files the embedded engine wrote for this transaction: removed again when it does
         #: not commit, so failed work leaves no orphans behind.
@@ -140,6 +139,16 @@ class Transaction:
         if isinstance(columns, str):
             raise InvalidArgumentError(f"columns must be a list of column names, got the string {columns!r}")
         return _arrow.table(self._h.scan(where, None if columns is None else list(columns)))
+
+    def record_files_read(self, paths: Sequence[str]) -> None:
+        """Record these live files as read without a predicate (an engine that chose its inputs
+        itself, such as OPTIMIZE's bins): a concurrent change to them conflicts."""
+        self._h.record_files_read([str(p) for p in paths])
+
+    @property
+    def schema_json(self) -> str:
+        """The Delta schema (JSON) this transaction writes with, after any ``set_schema``."""
+        return str(self._h.schema_json)
 
     def read_whole_table(self) -> None:
         """Record that the transaction depends on the entire table."""
@@ -283,6 +292,29 @@ class Transaction:
         return engine.optimize(self, target_file_size, where)
 
     # -- end ---------------------------------------------------------------------------------
+
+    def stage_operation(self, operation: str, parameters: Mapping[str, Any], metrics: Optional[Mapping[str, int]] = None) -> None:
+        """Name the one operation an engine staged on this transaction: the commitInfo
+        ``operation``, ``operationParameters`` and ``operationMetrics`` that ``commit()`` writes
+        unless given others. InvalidArgumentError if an operation is staged already."""
+        if self._operation is not None:
+            raise InvalidArgumentError(f"this transaction already staged {self._operation}; one engine operation per transaction")
+        self._operation, self._parameters = str(operation), dict(parameters)
+        if metrics is not None:
+            self.set_operation_metrics(metrics)
+
+    @property
+    def staged_operation(self) -> Optional[str]:
+        """The operation staged with :meth:`stage_operation` (None before)."""
+        return self._operation
+
+    @property
+    def staged_parameters(self) -> Dict[str, Any]:
+        return dict(self._parameters)
+
+    def set_operation_metrics(self, metrics: Mapping[str, int]) -> None:
+        """The commitInfo ``operationMetrics`` (counts; written as strings, as Delta does)."""
+        self._h.set_operation_metrics({str(k): str(v) for k, v in metrics.items()})
 
     def commit(self, operation: Optional[str] = None, parameters: Optional[Mapping[str, Any]] = None) -> CommitResult:
         """Validate against concurrent winners and commit. Raises a

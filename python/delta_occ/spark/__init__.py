@@ -162,7 +162,7 @@ class SparkTransaction:
                     metrics[k] = metrics.get(k, 0) + v
         else:
             operation, params, metrics = "WRITE", {}, {}
-        self.txn._h.set_operation_metrics({k: str(v) for k, v in metrics.items()})
+        self.txn.set_operation_metrics(metrics)
         try:
             with self.timed("driver"):
                 self.result = self.txn.commit(operation, params)

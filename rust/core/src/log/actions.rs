@@ -282,31 +282,45 @@ impl<'a> RawStats<'a> {
 }
 
 /// The text of a JSON string literal that was validated when it was read. serde_json would
-/// allocate a String per literal; this writes the pieces straight into `out`.
+/// allocate a String per literal; this unescapes into one reused buffer (stats literals escape
+/// every quote, so a write per piece would cost dozens of calls per file) and writes it once.
 fn unescape_into(literal: &str, out: &mut impl fmt::Write) -> fmt::Result {
-    let mut rest = &literal[1..literal.len() - 1];
-    while let Some(i) = rest.find('\\') {
-        out.write_str(&rest[..i])?;
-        let esc = &rest[i + 1..];
-        let Some(&kind) = esc.as_bytes().first() else {
-            return Ok(());
-        };
-        let (ch, used) = match kind {
-            b'b' => ('\u{8}', 1),
-            b'f' => ('\u{c}', 1),
-            b'n' => ('\n', 1),
-            b'r' => ('\r', 1),
-            b't' => ('\t', 1),
-            b'u' => escaped_unicode(esc),
-            _ => esc
-                .chars()
-                .next()
-                .map_or(('\u{fffd}', 1), |c| (c, c.len_utf8())),
-        };
-        out.write_char(ch)?;
-        rest = &esc[used..];
+    thread_local! {
+        static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
-    out.write_str(rest)
+    let mut rest = &literal[1..literal.len() - 1];
+    if memchr::memchr(b'\\', rest.as_bytes()).is_none() {
+        return out.write_str(rest);
+    }
+    BUF.with_borrow_mut(|buf| {
+        buf.clear();
+        // `\\` is ASCII: every index memchr finds is a char boundary.
+        while let Some(i) = memchr::memchr(b'\\', rest.as_bytes()) {
+            buf.push_str(&rest[..i]);
+            let esc = &rest[i + 1..];
+            let Some(&kind) = esc.as_bytes().first() else {
+                rest = ""; // a lone trailing backslash (never in a validated literal)
+                break;
+            };
+            let (ch, used) = match kind {
+                b'"' => ('"', 1),
+                b'b' => ('\u{8}', 1),
+                b'f' => ('\u{c}', 1),
+                b'n' => ('\n', 1),
+                b'r' => ('\r', 1),
+                b't' => ('\t', 1),
+                b'u' => escaped_unicode(esc),
+                _ => esc
+                    .chars()
+                    .next()
+                    .map_or(('\u{fffd}', 1), |c| (c, c.len_utf8())),
+            };
+            buf.push(ch);
+            rest = &esc[used..];
+        }
+        buf.push_str(rest);
+        out.write_str(buf)
+    })
 }
 
 /// `esc` starts after the backslash at `uXXXX`: the character and the bytes it used, joining a

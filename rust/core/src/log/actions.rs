@@ -288,39 +288,43 @@ fn unescape_into(literal: &str, out: &mut impl fmt::Write) -> fmt::Result {
     thread_local! {
         static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
-    let mut rest = &literal[1..literal.len() - 1];
-    if memchr::memchr(b'\\', rest.as_bytes()).is_none() {
-        return out.write_str(rest);
+    let body = &literal[1..literal.len() - 1];
+    if memchr::memchr(b'\\', body.as_bytes()).is_none() {
+        return out.write_str(body);
     }
     BUF.with_borrow_mut(|buf| {
         buf.clear();
-        // `\\` is ASCII: every index memchr finds is a char boundary.
-        while let Some(i) = memchr::memchr(b'\\', rest.as_bytes()) {
-            buf.push_str(&rest[..i]);
-            let esc = &rest[i + 1..];
-            let Some(&kind) = esc.as_bytes().first() else {
-                rest = ""; // a lone trailing backslash (never in a validated literal)
-                break;
-            };
-            let (ch, used) = match kind {
-                b'"' => ('"', 1),
-                b'b' => ('\u{8}', 1),
-                b'f' => ('\u{c}', 1),
-                b'n' => ('\n', 1),
-                b'r' => ('\r', 1),
-                b't' => ('\t', 1),
-                b'u' => escaped_unicode(esc),
-                _ => esc
-                    .chars()
-                    .next()
-                    .map_or(('\u{fffd}', 1), |c| (c, c.len_utf8())),
-            };
-            buf.push(ch);
-            rest = &esc[used..];
-        }
-        buf.push_str(rest);
+        unescape_body(body, buf);
         out.write_str(buf)
     })
+}
+
+/// Append the unescaped `body` (a literal without its quotes) to `buf`.
+fn unescape_body(mut rest: &str, buf: &mut String) {
+    // `\\` is ASCII: every index memchr finds is a char boundary.
+    while let Some(i) = memchr::memchr(b'\\', rest.as_bytes()) {
+        buf.push_str(&rest[..i]);
+        let esc = &rest[i + 1..];
+        let Some(&kind) = esc.as_bytes().first() else {
+            return; // a lone trailing backslash (never in a validated literal)
+        };
+        let (ch, used) = match kind {
+            b'"' => ('"', 1),
+            b'b' => ('\u{8}', 1),
+            b'f' => ('\u{c}', 1),
+            b'n' => ('\n', 1),
+            b'r' => ('\r', 1),
+            b't' => ('\t', 1),
+            b'u' => escaped_unicode(esc),
+            _ => esc
+                .chars()
+                .next()
+                .map_or(('\u{fffd}', 1), |c| (c, c.len_utf8())),
+        };
+        buf.push(ch);
+        rest = &esc[used..];
+    }
+    buf.push_str(rest);
 }
 
 /// `esc` starts after the backslash at `uXXXX`: the character and the bytes it used, joining a
@@ -345,13 +349,13 @@ fn escaped_unicode(esc: &str) -> (char, usize) {
 
 /// The text of a JSON string literal that parsed when it was read (so this cannot fail).
 fn unescape(literal: &str) -> Cow<'_, str> {
-    if literal.contains('\\') {
-        let mut out = String::with_capacity(literal.len());
-        let _ = unescape_into(literal, &mut out); // writing into a String cannot fail
-        Cow::Owned(out)
-    } else {
-        Cow::Borrowed(&literal[1..literal.len() - 1])
+    let body = &literal[1..literal.len() - 1];
+    if memchr::memchr(b'\\', body.as_bytes()).is_none() {
+        return Cow::Borrowed(body);
     }
+    let mut out = String::with_capacity(body.len());
+    unescape_body(body, &mut out);
+    Cow::Owned(out)
 }
 
 impl PartialEq for StatsText {

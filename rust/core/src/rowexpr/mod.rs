@@ -119,6 +119,9 @@ impl RowExpr {
     /// TRUE rows: NULL and FALSE are both "not selected".
     pub fn mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         let v = self.evaluate(batch)?;
+        if v.data_type() == &DataType::Null {
+            return Ok(BooleanArray::from(vec![false; v.len()])); // `WHERE NULL`
+        }
         let b = v.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| {
             Error::predicate(
                 &self.text,

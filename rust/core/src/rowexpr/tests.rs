@@ -67,6 +67,8 @@ fn nan_is_equal_to_itself_and_above_everything() {
 
 #[test]
 fn three_valued_logic() {
+    assert_eq!(mask("NULL"), [false; 4]);
+    assert_eq!(mask("id > 0 AND NULL"), [false; 4]);
     assert_eq!(mask("id > 0 OR x IS NULL"), [true, false, false, true]);
     assert_eq!(mask("NOT (id > 0)"), [false, true, false, false]);
     assert_eq!(mask("id IN (1, NULL)"), [true, false, false, false]);

@@ -10,7 +10,7 @@ use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
 use crate::log::actions::{
-    AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
+    remove_of, AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
 };
 use crate::predicate::Predicate;
 use crate::protocol;
@@ -586,21 +586,6 @@ impl Transaction {
             + self.dv_deletes.len()
             + self.txns.len()
             + self.domains.len()
-    }
-}
-
-/// A remove for a live file, carrying its extended metadata.
-pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
-    RemoveFile {
-        path: f.path.clone(),
-        deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
-        data_change,
-        extended_file_metadata: Some(true),
-        partition_values: Some(f.partition_values.clone()),
-        size: Some(f.size),
-        deletion_vector: f.deletion_vector.clone(),
-        base_row_id: f.base_row_id(),
-        default_row_commit_version: f.default_row_commit_version(),
     }
 }
 

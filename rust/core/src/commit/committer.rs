@@ -15,13 +15,13 @@ use crate::conflict::{self, DvChange, RowContext, Staged, TxnView, WinningCommit
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
-use crate::log::actions::{AddFile, Metadata, Protocol, RemoveFile};
+use crate::log::actions::{remove_of, AddFile, Metadata, Protocol, RemoveFile};
 use crate::log::path::commit_path;
 use crate::log::segment::{self, log_dir};
 use crate::protocol::{self, is_true};
 use crate::snapshot::Snapshot;
 use crate::table::{Table, ENGINE_INFO};
-use crate::transaction::{remove_of, Transaction, TxnState};
+use crate::transaction::{Transaction, TxnState};
 
 /// Asked after each back-off whether the caller wants the commit loop to stop (Ctrl-C in
 /// Python). Only asked when no attempt has landed, so stopping there publishes nothing.

@@ -11,9 +11,8 @@ use std::time::Instant;
 
 use crate::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
 use crate::error::{Error, Result};
-use crate::log::actions::{AddFile, RemoveFile};
+use crate::log::actions::{remove_of, AddFile, RemoveFile};
 use crate::predicate::Predicate;
-use crate::transaction::remove_of;
 
 use super::checker::{self, ReadSet, TxnView};
 use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};

@@ -411,6 +411,21 @@ impl RemoveFile {
     }
 }
 
+/// A remove for a live file, carrying its extended metadata.
+pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
+    RemoveFile {
+        path: f.path.clone(),
+        deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
+        data_change,
+        extended_file_metadata: Some(true),
+        partition_values: Some(f.partition_values.clone()),
+        size: Some(f.size),
+        deletion_vector: f.deletion_vector.clone(),
+        base_row_id: f.base_row_id(),
+        default_row_commit_version: f.default_row_commit_version(),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Format {
     pub provider: String,

@@ -14,7 +14,7 @@ use crate::log::actions::{
 };
 use crate::predicate::Predicate;
 use crate::protocol;
-use crate::schema::{ColumnMappingMode, StructType};
+use crate::schema::{self, ColumnMappingMode, StructType};
 use crate::schema_change::Refusal;
 use crate::snapshot::Snapshot;
 
@@ -505,7 +505,7 @@ impl Transaction {
         )?;
         let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
         let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
-        crate::table::check_columns(&proposed, &m.partition_columns)?;
+        schema::check_columns(&proposed, &m.partition_columns)?;
         crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(
             |r| match r {
                 Refusal::Invalid(why) => Error::invalid(format!(
@@ -521,14 +521,14 @@ impl Transaction {
                 },
             },
         )?;
-        crate::table::carry_field_metadata(&mut value, &old);
+        schema::carry_field_metadata(&mut value, &old);
         if mode != ColumnMappingMode::None {
             let mut next: i64 = m
                 .configuration
                 .get("delta.columnMapping.maxColumnId")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
-            crate::table::assign_column_mapping(&mut value, &mut next);
+            schema::assign_column_mapping(&mut value, &mut next);
             m.configuration
                 .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
         }

@@ -8,6 +8,7 @@ pub mod dv;
 pub mod error;
 pub mod files_batch;
 pub mod isolation;
+pub mod load;
 pub mod log;
 pub mod parallel;
 pub mod parquet_stats;

@@ -368,6 +368,33 @@ pub fn read_commit(path: &Path, version: i64) -> Result<Actions> {
     parse_actions(&bytes, path, Some(version))
 }
 
+/// The commitInfo of a commit file as JSON text (None when it has none), without parsing its
+/// other actions.
+pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, rename = "commitInfo", default)]
+        commit_info: Option<&'a serde_json::value::RawValue>,
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed: Line = serde_json::from_slice(line).map_err(|e| {
+            Error::corrupt(
+                path,
+                Some(version),
+                format!("line {}: invalid action JSON: {e}", i + 1),
+            )
+        })?;
+        if let Some(c) = parsed.commit_info {
+            return Ok(Some(c.get().to_string()));
+        }
+    }
+    Ok(None)
+}
+
 /// A commit listed in the log segment is gone: the log changed under the reader (corrupt for
 /// this snapshot), unlike other I/O errors.
 fn open_error(path: &Path, version: i64, e: std::io::Error) -> Error {

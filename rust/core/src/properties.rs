@@ -1,9 +1,13 @@
 //! Checks on the values of the `delta.*` table properties delta-occ or other Delta writers act on,
 //! so a typo fails when it is set instead of being ignored later (a bad checkpoint interval
-//! silently meant the default, a bad retention could never be read).
+//! silently meant the default, a bad retention could never be read). `delta.isolationLevel` is read
+//! and checked by [`IsolationLevel::of_table`], here too.
+
+use std::collections::BTreeMap;
 
 use crate::commit::checkpoint::parse_interval_ms;
 use crate::error::{Error, Result};
+use crate::isolation::{IsolationLevel, PROPERTY};
 
 enum Kind {
     Boolean,
@@ -58,9 +62,38 @@ pub fn check(key: &str, value: &str) -> Result<()> {
     }
 }
 
+/// Reading an isolation level (the enum itself is in `isolation.rs`).
+impl IsolationLevel {
+    /// Any letter case; underscores are accepted too (`write_serializable`).
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.replace('_', "").to_ascii_lowercase().as_str() {
+            "serializable" => Ok(IsolationLevel::Serializable),
+            "writeserializable" => Ok(IsolationLevel::WriteSerializable),
+            "snapshotisolation" => Ok(IsolationLevel::SnapshotIsolation),
+            _ => Err(Error::invalid(format!(
+                "invalid isolation level {text:?}: expected Serializable, WriteSerializable or SnapshotIsolation"
+            ))),
+        }
+    }
+
+    /// The table's level: WriteSerializable when the property is absent (the Azure Databricks
+    /// default; open-source delta-spark assumes Serializable).
+    pub fn of_table(config: &BTreeMap<String, String>) -> Result<Self> {
+        match config.get(PROPERTY) {
+            None => Ok(IsolationLevel::WriteSerializable),
+            Some(v) => match IsolationLevel::parse(v)? {
+                IsolationLevel::SnapshotIsolation => Err(Error::invalid(format!(
+                    "{PROPERTY} = {v:?} is not a table level: expected Serializable or WriteSerializable"
+                ))),
+                level => Ok(level),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::*;
 
     #[test]
     fn known_properties_are_checked_and_others_pass() {
@@ -95,5 +128,23 @@ mod tests {
                 && e.contains("positive integer"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn isolation_levels() {
+        let mut c = BTreeMap::new();
+        assert_eq!(
+            IsolationLevel::of_table(&c).unwrap(),
+            IsolationLevel::WriteSerializable
+        );
+        c.insert(PROPERTY.to_string(), "serializable".to_string());
+        assert_eq!(
+            IsolationLevel::of_table(&c).unwrap(),
+            IsolationLevel::Serializable
+        );
+        c.insert(PROPERTY.to_string(), "SnapshotIsolation".to_string());
+        assert!(IsolationLevel::of_table(&c).is_err());
+        let e = IsolationLevel::parse("strict").unwrap_err().to_string();
+        assert!(e.contains("Serializable") && e.contains("WriteSerializable"));
     }
 }

@@ -1003,7 +1003,7 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conflict::ConflictKind;
+    use crate::error::ConflictKind;
     use crate::table::Table;
     use crate::transaction::TxnOptions;
 

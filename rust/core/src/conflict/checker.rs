@@ -11,7 +11,8 @@ use crate::predicate::{FileJudge, Predicate};
 use crate::protocol;
 use crate::snapshot::{PartitionColumn, Snapshot};
 
-use super::{Conflict, ConflictKind, WinningCommit};
+use super::WinningCommit;
+use crate::error::{Conflict, ConflictKind};
 
 const EMPTY_DIRECTORY_HINT: &str =
     "This happens when multiple writers are writing to an empty directory. \

@@ -16,7 +16,8 @@ use crate::predicate::Predicate;
 
 use super::checker::{self, ReadSet, TxnView};
 use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};
-use super::{ConflictKind, WinningCommit};
+use super::WinningCommit;
+use crate::error::ConflictKind;
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
 /// of `[path, liveRows]`. Output row `k` is the k-th live row of the inputs taken in this order

@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use super::actions::{Actions, JsonLine, PartitionInterner, StatsSink, StatsText};
+use super::actions::{
+    Actions, JsonLine, PartitionInterner, RawStats, StatsSink, StatsSource, StatsText,
+};
 use super::deferred::Deferred;
 use super::stats_literal;
 use crate::error::{Error, Result};
@@ -273,7 +275,7 @@ fn parse_range(
             range,
         });
         for (k, &(i, _, _)) in found.iter().enumerate() {
-            out.adds[i].stats = Some(StatsText::from_commit(stats.clone(), k as u32));
+            out.adds[i].stats = Some(StatsText::deferred(stats.clone(), k as u32));
         }
         let _ = commit.spans[range].set(found.into_iter().map(|(_, o, l)| (o, l)).collect());
     }
@@ -302,6 +304,12 @@ impl DeferredStats {
         let (text, ends) = &commit.stats.get(|| commit.load())?[self.range];
         let k = k as usize;
         Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
+    }
+}
+
+impl StatsSource for DeferredStats {
+    fn raw(&self, k: u32) -> Result<Option<RawStats<'_>>> {
+        Ok(Some(RawStats::Literal(self.get(k)?)))
     }
 }
 

@@ -137,11 +137,6 @@ impl<'a> Judges<'a> {
     }
 }
 
-/// Check the transaction against one winner. `Ok` carries the explanation of why it passed.
-pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
-    check_with(t, w, &mut Judges::new(t))
-}
-
 fn check_with<'a>(
     t: &TxnView<'a>,
     w: &'a WinningCommit,

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::commit::checkpoint::parse_interval_ms;
 use crate::error::{Error, Result};
 use crate::isolation::{IsolationLevel, PROPERTY};
 
@@ -60,6 +59,31 @@ pub fn check(key: &str, value: &str) -> Result<()> {
             "{key} = {value:?} is not valid: expected {expected}"
         )))
     }
+}
+
+/// `interval 1 week`, `7 days`, `1 day 12 hours` ... in milliseconds.
+pub fn parse_interval_ms(text: &str) -> Option<i64> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_prefix("interval").unwrap_or(&t).trim();
+    let parts: Vec<&str> = t.split_whitespace().collect();
+    if parts.is_empty() || parts.len() % 2 != 0 {
+        return None;
+    }
+    let mut total: i64 = 0;
+    for pair in parts.chunks(2) {
+        let n: i64 = pair[0].parse().ok().filter(|n| *n >= 0)?;
+        let ms = match pair[1].trim_end_matches('s') {
+            "millisecond" => 1,
+            "second" => 1000,
+            "minute" => 60_000,
+            "hour" => 3_600_000,
+            "day" => 86_400_000,
+            "week" => 7 * 86_400_000,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(ms)?)?;
+    }
+    Some(total)
 }
 
 /// Reading an isolation level (the enum itself is in `isolation.rs`).
@@ -146,5 +170,13 @@ mod tests {
         assert!(IsolationLevel::of_table(&c).is_err());
         let e = IsolationLevel::parse("strict").unwrap_err().to_string();
         assert!(e.contains("Serializable") && e.contains("WriteSerializable"));
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval_ms("interval 1 week"), Some(604_800_000));
+        assert_eq!(parse_interval_ms("2 days"), Some(172_800_000));
+        assert_eq!(parse_interval_ms("interval 1 fortnight"), None);
+        assert_eq!(parse_interval_ms("soon"), None);
     }
 }

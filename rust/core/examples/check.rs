@@ -1,7 +1,7 @@
 //! Time the conflict checker: `cargo run --release --example check -- <checker table> <case> [rounds]`
 //! with the table benches/bench_checker.py generates; case `partition` or `data`.
 
-use delta_occ_core::transaction::{Transaction, TxnOptions};
+use delta_occ_core::{Transaction, TxnOptions};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -40,7 +40,7 @@ fn main() {
         return check_only(&txn, &table, rounds);
     }
     for _ in 0..rounds {
-        let v = delta_occ_core::commit::committer::validate(&txn, None).expect("validate");
+        let v = delta_occ_core::validate(&txn, None).expect("validate");
         println!(
             "read {:.3}s  check {:.4}s  {:.1} M actions/s checked",
             v.read_seconds,
@@ -52,7 +52,7 @@ fn main() {
 
 /// The check alone, many times over winners read once (for profiling).
 fn check_only(txn: &Transaction, table: &delta_occ_core::Table, rounds: usize) {
-    use delta_occ_core::conflict::{check_all, TxnView, WinningCommit};
+    use delta_occ_core::{check_all, TxnView, WinningCommit};
     let snap = table.snapshot(Some(0)).unwrap();
     let read = |v| {
         let mut w = WinningCommit::read(&table.root().join("_delta_log"), v).unwrap();

@@ -9,8 +9,8 @@ fn main() {
     if std::env::var("PHASES").is_ok() {
         println!(
             "AddFile {} bytes, Action {} bytes",
-            std::mem::size_of::<delta_occ_core::log::actions::AddFile>(),
-            std::mem::size_of::<delta_occ_core::log::actions::Action>()
+            std::mem::size_of::<delta_occ_core::AddFile>(),
+            std::mem::size_of::<delta_occ_core::Action>()
         );
         phases(&path);
         return;
@@ -45,12 +45,12 @@ fn main() {
 
 #[allow(dead_code)]
 pub fn phases(path: &str) {
-    use delta_occ_core::log::{json, replay::LogState};
+    use delta_occ_core::{parse_actions, LogState};
     let p = std::path::Path::new(path).join("_delta_log/00000000000000000000.json");
     let t0 = Instant::now();
     let bytes = std::fs::read(&p).unwrap();
     let t1 = Instant::now();
-    let actions = json::parse_actions(&bytes, &p, Some(0)).unwrap();
+    let actions = parse_actions(&bytes, &p, Some(0)).unwrap();
     let t2 = Instant::now();
     drop(bytes);
     let mut s = LogState::new();

@@ -1,9 +1,11 @@
-//! Isolation levels (concurrency.md §2).
+//! Isolation levels (concurrency.md §2): the three levels, their names and their order.
+//!
+//! A level is a plain value here, so that a write conflict ([`crate::error::Conflict`]) can carry
+//! one. Reading a level from text or from a table's properties can fail with an
+//! [`crate::error::Error`]; [`IsolationLevel::parse`] and [`IsolationLevel::of_table`] are therefore
+//! in `properties.rs`, with the other checks of table properties.
 
-use std::collections::BTreeMap;
-
-use crate::error::{Error, Result};
-
+/// The table property that sets the table's level.
 pub const PROPERTY: &str = "delta.isolationLevel";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,54 +23,5 @@ impl IsolationLevel {
             IsolationLevel::WriteSerializable => "WriteSerializable",
             IsolationLevel::SnapshotIsolation => "SnapshotIsolation",
         }
-    }
-
-    /// Any letter case; underscores are accepted too (`write_serializable`).
-    pub fn parse(text: &str) -> Result<Self> {
-        match text.replace('_', "").to_ascii_lowercase().as_str() {
-            "serializable" => Ok(IsolationLevel::Serializable),
-            "writeserializable" => Ok(IsolationLevel::WriteSerializable),
-            "snapshotisolation" => Ok(IsolationLevel::SnapshotIsolation),
-            _ => Err(Error::invalid(format!(
-                "invalid isolation level {text:?}: expected Serializable, WriteSerializable or SnapshotIsolation"
-            ))),
-        }
-    }
-
-    /// The table's level: WriteSerializable when the property is absent (the Azure Databricks
-    /// default; open-source delta-spark assumes Serializable).
-    pub fn of_table(config: &BTreeMap<String, String>) -> Result<Self> {
-        match config.get(PROPERTY) {
-            None => Ok(IsolationLevel::WriteSerializable),
-            Some(v) => match IsolationLevel::parse(v)? {
-                IsolationLevel::SnapshotIsolation => Err(Error::invalid(format!(
-                    "{PROPERTY} = {v:?} is not a table level: expected Serializable or WriteSerializable"
-                ))),
-                level => Ok(level),
-            },
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn levels() {
-        let mut c = BTreeMap::new();
-        assert_eq!(
-            IsolationLevel::of_table(&c).unwrap(),
-            IsolationLevel::WriteSerializable
-        );
-        c.insert(PROPERTY.to_string(), "serializable".to_string());
-        assert_eq!(
-            IsolationLevel::of_table(&c).unwrap(),
-            IsolationLevel::Serializable
-        );
-        c.insert(PROPERTY.to_string(), "SnapshotIsolation".to_string());
-        assert!(IsolationLevel::of_table(&c).is_err());
-        let e = IsolationLevel::parse("strict").unwrap_err().to_string();
-        assert!(e.contains("Serializable") && e.contains("WriteSerializable"));
     }
 }

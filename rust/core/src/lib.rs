@@ -1,33 +1,77 @@
 //! delta-occ core: Delta Lake log replay, deletion vectors and optimistic concurrency
 //! control, in pure Rust with no Python dependency.
+//!
+//! The public face is the names re-exported below and four modules that are API as a whole
+//! ([`arrow_values`], [`dv`], [`files_batch`], [`rowexpr`]). The Python binding (`rust/py`) and
+//! the timing examples use nothing else; every other module is private to the crate, so the
+//! Delta knowledge in it can move without breaking them.
 
-pub mod arrow_values;
-pub mod commit;
-pub mod conflict;
-pub mod dv;
-pub mod error;
-pub mod files_batch;
-pub mod isolation;
-pub mod log;
-pub mod parallel;
-pub mod parquet_stats;
-pub mod partition;
-pub mod predicate;
-pub mod properties;
-pub mod protocol;
-pub mod rowexpr;
-pub mod schema;
-pub mod schema_change;
-pub mod snapshot;
-pub mod stats;
-pub mod table;
-pub mod transaction;
-pub mod uri;
+mod commit;
+mod conflict;
+mod error;
+mod isolation;
+mod load;
+mod log;
+mod parallel;
+mod parquet_stats;
+mod partition;
+mod predicate;
+mod properties;
+mod protocol;
+mod schema;
+mod schema_change;
+mod snapshot;
+mod stats;
+mod table;
+mod transaction;
+mod uri;
 
 #[cfg(test)]
 mod test_rng;
 
-pub use error::{Error, Result};
+/// Arrow arrays read as Delta values (partition strings, SQL literals, a MERGE source's key
+/// summary). Public as a whole: it is how the Python engine turns its Arrow data into the values
+/// the core compares, so both sides read a value the same way.
+pub mod arrow_values;
+/// Deletion vectors: descriptors, Z85, Delta's RoaringBitmapArray and DV files. Public as a whole:
+/// a self-contained codec of protocol formats, which the binding exposes function by function.
+pub mod dv;
+/// Arrow views of a snapshot's live files (one row per file, scan plans, DV positions). Public as
+/// a whole: it exists to hand snapshots to the Python engine.
+pub mod files_batch;
+/// The one row evaluator (SQL text compiled against an Arrow schema). Public as a whole: the
+/// engine's conditions and values, and the row-level conflict checker, evaluate rows with it.
+pub mod rowexpr;
+
+// Errors: the one error type, and the write conflict (concurrency.md §6) it carries.
+pub use error::{Conflict, ConflictKind, Error, Result};
+
+// Tables and their snapshots.
 pub use isolation::IsolationLevel;
+pub use schema::ColumnMappingMode;
 pub use snapshot::Snapshot;
-pub use table::Table;
+pub use table::{begin_create, Table};
+
+// The log: actions, commit files, and a commit as a concurrent writer sees it.
+pub use conflict::WinningCommit;
+pub use log::actions::{Action, AddFile, PartitionValues, Protocol};
+pub use log::json::parse_actions;
+pub use log::path::commit_path;
+
+// Transactions and the commit loop (validate = check against the winners without committing).
+pub use commit::committer::{
+    commit, validate, CheckRecord, CommitOptions, CommitResult, Interrupt,
+};
+pub use transaction::{Transaction, TxnOptions, TxnState};
+
+// Read predicates and file skipping.
+pub use predicate::{FileJudge, Predicate};
+
+// Rules the Python engine applies to data files exactly as the core does.
+pub use parquet_stats::footer_stats;
+pub use schema::file_column_index;
+pub use uri::spark_file_key;
+
+// Internals the timing examples (rust/core/examples) drive directly.
+pub use conflict::{check_all, TxnView};
+pub use log::replay::LogState;

@@ -1,9 +1,12 @@
 //! Checks on the values of the `delta.*` table properties delta-occ or other Delta writers act on,
 //! so a typo fails when it is set instead of being ignored later (a bad checkpoint interval
-//! silently meant the default, a bad retention could never be read).
+//! silently meant the default, a bad retention could never be read). `delta.isolationLevel` is read
+//! and checked by [`IsolationLevel::of_table`], here too.
 
-use crate::commit::checkpoint::parse_interval_ms;
+use std::collections::BTreeMap;
+
 use crate::error::{Error, Result};
+use crate::isolation::{IsolationLevel, PROPERTY};
 
 enum Kind {
     Boolean,
@@ -58,9 +61,63 @@ pub fn check(key: &str, value: &str) -> Result<()> {
     }
 }
 
+/// `interval 1 week`, `7 days`, `1 day 12 hours` ... in milliseconds.
+pub fn parse_interval_ms(text: &str) -> Option<i64> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_prefix("interval").unwrap_or(&t).trim();
+    let parts: Vec<&str> = t.split_whitespace().collect();
+    if parts.is_empty() || parts.len() % 2 != 0 {
+        return None;
+    }
+    let mut total: i64 = 0;
+    for pair in parts.chunks(2) {
+        let n: i64 = pair[0].parse().ok().filter(|n| *n >= 0)?;
+        let ms = match pair[1].trim_end_matches('s') {
+            "millisecond" => 1,
+            "second" => 1000,
+            "minute" => 60_000,
+            "hour" => 3_600_000,
+            "day" => 86_400_000,
+            "week" => 7 * 86_400_000,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(ms)?)?;
+    }
+    Some(total)
+}
+
+/// Reading an isolation level (the enum itself is in `isolation.rs`).
+impl IsolationLevel {
+    /// Any letter case; underscores are accepted too (`write_serializable`).
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.replace('_', "").to_ascii_lowercase().as_str() {
+            "serializable" => Ok(IsolationLevel::Serializable),
+            "writeserializable" => Ok(IsolationLevel::WriteSerializable),
+            "snapshotisolation" => Ok(IsolationLevel::SnapshotIsolation),
+            _ => Err(Error::invalid(format!(
+                "invalid isolation level {text:?}: expected Serializable, WriteSerializable or SnapshotIsolation"
+            ))),
+        }
+    }
+
+    /// The table's level: WriteSerializable when the property is absent (the Azure Databricks
+    /// default; open-source delta-spark assumes Serializable).
+    pub fn of_table(config: &BTreeMap<String, String>) -> Result<Self> {
+        match config.get(PROPERTY) {
+            None => Ok(IsolationLevel::WriteSerializable),
+            Some(v) => match IsolationLevel::parse(v)? {
+                IsolationLevel::SnapshotIsolation => Err(Error::invalid(format!(
+                    "{PROPERTY} = {v:?} is not a table level: expected Serializable or WriteSerializable"
+                ))),
+                level => Ok(level),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::*;
 
     #[test]
     fn known_properties_are_checked_and_others_pass() {
@@ -95,5 +152,31 @@ mod tests {
                 && e.contains("positive integer"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn isolation_levels() {
+        let mut c = BTreeMap::new();
+        assert_eq!(
+            IsolationLevel::of_table(&c).unwrap(),
+            IsolationLevel::WriteSerializable
+        );
+        c.insert(PROPERTY.to_string(), "serializable".to_string());
+        assert_eq!(
+            IsolationLevel::of_table(&c).unwrap(),
+            IsolationLevel::Serializable
+        );
+        c.insert(PROPERTY.to_string(), "SnapshotIsolation".to_string());
+        assert!(IsolationLevel::of_table(&c).is_err());
+        let e = IsolationLevel::parse("strict").unwrap_err().to_string();
+        assert!(e.contains("Serializable") && e.contains("WriteSerializable"));
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval_ms("interval 1 week"), Some(604_800_000));
+        assert_eq!(parse_interval_ms("2 days"), Some(172_800_000));
+        assert_eq!(parse_interval_ms("interval 1 fortnight"), None);
+        assert_eq!(parse_interval_ms("soon"), None);
     }
 }

@@ -15,29 +15,6 @@ pub const SUPPORTED_READER_FEATURES: &[&str] = &[
     "vacuumProtocolCheck",
 ];
 
-/// Writer-only features a reader may ignore. (Writing tables with them is checked separately.)
-pub const KNOWN_WRITER_FEATURES: &[&str] = &[
-    "appendOnly",
-    "invariants",
-    "checkConstraints",
-    "generatedColumns",
-    "allowColumnDefaults",
-    "changeDataFeed",
-    "identityColumns",
-    "rowTracking",
-    "domainMetadata",
-    "inCommitTimestamp",
-    "icebergCompatV1",
-    "icebergCompatV2",
-    "clustering",
-    "liquid",
-    "deletionVectors",
-    "columnMapping",
-    "v2Checkpoint",
-    "timestampNtz",
-    "vacuumProtocolCheck",
-];
-
 pub fn check_readable(p: &Protocol, table: &str, version: i64) -> Result<()> {
     let unsupported = |what: &str, detail: String| Error::UnsupportedFeature {
         table: table.to_string(),

@@ -1,6 +1,6 @@
 //! The table schema (Spark JSON, protocol-notes.md §10) and column mapping.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 
@@ -221,6 +221,140 @@ fn parse_primitive(s: &str) -> Result<DataType, String> {
         return Ok(DataType::Primitive(s.to_string()));
     }
     Err(format!("unknown primitive type {s:?}"))
+}
+
+/// Column names are unique in any letter case; partition columns are listed once, are in the
+/// schema, have a primitive type, and leave at least one data column.
+pub(crate) fn check_columns(schema: &StructType, partition_by: &[String]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for f in &schema.fields {
+        if !seen.insert(f.name.to_lowercase()) {
+            return Err(Error::invalid(format!(
+                "duplicate column name {:?} (names are case-insensitive)",
+                f.name
+            )));
+        }
+    }
+    let mut partitions = std::collections::HashSet::new();
+    for p in partition_by {
+        if !partitions.insert(p.to_lowercase()) {
+            return Err(Error::invalid(format!(
+                "partition column {p:?} is listed twice"
+            )));
+        }
+        let field = schema.field(p).ok_or_else(|| {
+            Error::invalid(format!("partition column {p:?} is not in the schema"))
+        })?;
+        if !matches!(
+            field.data_type,
+            DataType::Primitive(_) | DataType::Decimal(..)
+        ) {
+            return Err(Error::invalid(format!(
+                "partition column {p:?} must have a primitive type"
+            )));
+        }
+    }
+    if !partition_by.is_empty() && partition_by.len() == schema.fields.len() {
+        return Err(Error::invalid(
+            "a table needs at least one column that is not a partition column",
+        ));
+    }
+    Ok(())
+}
+
+/// Give fields that already existed (matched by name, recursively) the Delta metadata the new
+/// schema does not set: column-mapping ids and physical names, identity, generation expressions,
+/// comments. A schema from Arrow cannot spell these, and losing them would change the table.
+pub(crate) fn carry_field_metadata(new: &mut Value, old: &StructType) {
+    carry(new, &DataType::Struct(old.clone()));
+}
+
+fn carry(t: &mut Value, old: &DataType) {
+    use DataType as D;
+    let Value::Object(o) = t else { return };
+    match (o.get("type").and_then(Value::as_str), old) {
+        (Some("struct"), D::Struct(old)) => {
+            if let Some(Value::Array(fields)) = o.get_mut("fields") {
+                for f in fields {
+                    let Some(name) = f.get("name").and_then(Value::as_str).map(String::from) else {
+                        continue;
+                    };
+                    let Some(prev) = old.fields.iter().find(|x| x.name == name) else {
+                        continue;
+                    };
+                    if let Some(fo) = f.as_object_mut() {
+                        let meta = fo.entry("metadata").or_insert_with(|| json!({}));
+                        if let Some(m) = meta.as_object_mut() {
+                            for (k, v) in &prev.metadata {
+                                m.entry(k.clone()).or_insert_with(|| v.clone());
+                            }
+                        }
+                        if let Some(ft) = fo.get_mut("type") {
+                            carry(ft, &prev.data_type);
+                        }
+                    }
+                }
+            }
+        }
+        (Some("array"), D::Array(e, _)) => {
+            if let Some(x) = o.get_mut("elementType") {
+                carry(x, e);
+            }
+        }
+        (Some("map"), D::Map(k, v, _)) => {
+            if let Some(x) = o.get_mut("keyType") {
+                carry(x, k);
+            }
+            if let Some(x) = o.get_mut("valueType") {
+                carry(x, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Column mapping: give every field (recursively) that has none a `delta.columnMapping.id`,
+/// counting on from `next_id`, and a physical name.
+pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
+    if let Value::Object(o) = t {
+        match o.get("type").and_then(Value::as_str) {
+            Some("struct") => {
+                if let Some(Value::Array(fields)) = o.get_mut("fields") {
+                    for f in fields {
+                        if let Some(meta) = f
+                            .as_object_mut()
+                            .map(|f| f.entry("metadata").or_insert_with(|| json!({})))
+                        {
+                            if let Some(m) = meta.as_object_mut() {
+                                if !m.contains_key("delta.columnMapping.id") {
+                                    *next_id += 1;
+                                    m.insert("delta.columnMapping.id".into(), json!(*next_id));
+                                }
+                                m.entry("delta.columnMapping.physicalName")
+                                    .or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
+                            }
+                        }
+                        if let Some(ft) = f.get_mut("type") {
+                            assign_column_mapping(ft, next_id);
+                        }
+                    }
+                }
+            }
+            Some("array") => {
+                if let Some(e) = o.get_mut("elementType") {
+                    assign_column_mapping(e, next_id);
+                }
+            }
+            Some("map") => {
+                for k in ["keyType", "valueType"] {
+                    if let Some(e) = o.get_mut(k) {
+                        assign_column_mapping(e, next_id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The Arrow type a primitive or decimal Delta type is read and evaluated as (`None` for nested

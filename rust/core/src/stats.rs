@@ -1,22 +1,6 @@
 //! Per-file statistics (`add.stats`), parsed only when asked for.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileStats {
-    #[serde(default)]
-    pub num_records: Option<i64>,
-    #[serde(default)]
-    pub tight_bounds: Option<bool>,
-    #[serde(default)]
-    pub min_values: Map<String, Value>,
-    #[serde(default)]
-    pub max_values: Map<String, Value>,
-    #[serde(default)]
-    pub null_count: Map<String, Value>,
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -33,10 +17,6 @@ pub fn num_records(stats: Option<&str>) -> Option<i64> {
         .num_records
 }
 
-pub fn parse(stats: Option<&str>) -> Option<FileStats> {
-    serde_json::from_str(stats?).ok()
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -47,11 +27,5 @@ mod tests {
         );
         assert_eq!(super::num_records(Some("garbage")), None);
         assert_eq!(super::num_records(None), None);
-        let s = super::parse(Some(
-            r#"{"numRecords":5,"minValues":{"a":1},"tightBounds":false}"#,
-        ))
-        .unwrap();
-        assert_eq!(s.tight_bounds, Some(false));
-        assert_eq!(s.min_values["a"], 1);
     }
 }

@@ -4,35 +4,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::commit::committer::{self, CommitOptions};
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
+use crate::load;
 use crate::log::actions::{Format, Metadata};
-use crate::log::replay::LogState;
-use crate::log::segment::{self, log_dir, Listing};
-use crate::log::{checkpoint, json as json_log};
+use crate::log::json as json_log;
+use crate::log::segment;
 use crate::parallel;
-use crate::schema::{ColumnMappingMode, StructType};
+use crate::schema::{assign_column_mapping, check_columns, ColumnMappingMode, StructType};
 use crate::snapshot::Snapshot;
 use crate::transaction::Transaction;
-
-pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
-
-/// Commits parsed concurrently before being applied, to bound peak memory.
-const COMMIT_BATCH: usize = 64;
-
-#[allow(clippy::large_enum_variant)] // short-lived, one per refresh
-enum Forward {
-    /// No commits after the latest known version.
-    Current,
-    Advanced(Snapshot),
-    /// The wanted version is above the newest commit, which is this one.
-    Beyond(i64),
-    /// The wanted commits are not all there.
-    Gap,
-}
 
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -44,58 +28,6 @@ pub fn resolve_location(location: &str) -> Result<PathBuf> {
     crate::uri::to_local_path(location).map_err(Error::invalid)
 }
 
-/// Replay the log up to `version` (latest when `None`).
-pub fn load(root: &Path, version: Option<i64>) -> Result<Snapshot> {
-    let listing = segment::list(root, 0)?;
-    load_from_listing(root, &listing, version)
-}
-
-fn load_from_listing(root: &Path, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
-    let seg = listing.segment(root, version)?;
-    let mut state = LogState::new();
-    if let Some(cp) = &seg.checkpoint {
-        let actions = checkpoint::read(&log_dir(root), cp)?;
-        state.apply_checkpoint(cp.version, actions);
-    }
-    apply_commits(&mut state, &seg.commits)?;
-    Snapshot::from_state(root, state)
-}
-
-/// Commits larger than this are read in ranges, one per thread, instead of whole.
-const LARGE_COMMIT: u64 = 16 << 20;
-
-fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) -> Result<()> {
-    let mut rest = commits;
-    while let Some(first) = rest.first() {
-        if first.size > LARGE_COMMIT {
-            let mut parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
-            // Room for all the adds in the first part, which becomes the live-file list of an
-            // empty state: the other parts are then appended without regrowing it.
-            let others: usize = parts.iter().skip(1).map(|p| p.adds.len()).sum();
-            parts[0].adds.reserve(others);
-            state.begin_commit();
-            for actions in parts {
-                state.apply(actions);
-            }
-            state.end_commit(first.version);
-            rest = &rest[1..];
-            continue;
-        }
-        let n = rest
-            .iter()
-            .take(COMMIT_BATCH)
-            .take_while(|f| f.size <= LARGE_COMMIT)
-            .count();
-        let (batch, tail) = rest.split_at(n);
-        let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
-        for (f, actions) in batch.iter().zip(parsed) {
-            state.apply_commit(f.version, actions?);
-        }
-        rest = tail;
-    }
-    Ok(())
-}
-
 impl Table {
     pub fn open(location: &str) -> Result<Self> {
         let root = resolve_location(location)?;
@@ -105,7 +37,7 @@ impl Table {
                 reason: "the directory does not exist".into(),
             });
         }
-        let latest = Arc::new(load(&root, None)?);
+        let latest = Arc::new(load::snapshot(&root, None)?);
         Ok(Table { root, latest })
     }
 
@@ -123,65 +55,20 @@ impl Table {
 
     /// Read only the commits newer than the latest known version. Returns the new latest version.
     pub fn refresh(&mut self) -> Result<i64> {
-        self.latest = match self.forward(None)? {
-            Forward::Current => return Ok(self.latest.version()),
-            Forward::Advanced(snap) => Arc::new(snap),
+        self.latest = match load::forward(&self.root, &self.latest, None)? {
+            load::Forward::Current => return Ok(self.latest.version()),
+            load::Forward::Advanced(snap) => Arc::new(snap),
             // Something unusual (a gap, or a log rewritten underneath us): replay from scratch.
-            Forward::Gap | Forward::Beyond(_) => Arc::new(load(&self.root, None)?),
+            load::Forward::Gap | load::Forward::Beyond(_) => {
+                Arc::new(load::snapshot(&self.root, None)?)
+            }
         };
         Ok(self.latest.version())
     }
 
     /// The snapshot at `version` (latest known when `None`).
     pub fn snapshot(&self, version: Option<i64>) -> Result<Arc<Snapshot>> {
-        match version {
-            None => Ok(self.latest.clone()),
-            Some(v) if v == self.latest.version() => Ok(self.latest.clone()),
-            Some(v) if v > self.latest.version() => {
-                let table = self.root.display().to_string();
-                let beyond = |latest: i64| Error::VersionNotFound {
-                    table: table.clone(),
-                    version: v,
-                    reason: format!("the latest version is {latest}"),
-                };
-                match self.forward(Some(v))? {
-                    Forward::Advanced(snap) => Ok(Arc::new(snap)),
-                    Forward::Current => Err(beyond(self.latest.version())),
-                    Forward::Beyond(newest) => Err(beyond(newest)),
-                    Forward::Gap => Err(Error::VersionNotFound {
-                        table,
-                        version: v,
-                        reason: "the log has no contiguous commits up to it".into(),
-                    }),
-                }
-            }
-            Some(v) => Ok(Arc::new(load(&self.root, Some(v))?)),
-        }
-    }
-
-    /// Apply the commits after the latest known version (up to `upto`, or all) to a copy of its
-    /// state, listing and reading only those commits.
-    fn forward(&self, upto: Option<i64>) -> Result<Forward> {
-        let from = self.latest.version() + 1;
-        let listing = segment::list(&self.root, from)?;
-        let Some(newest) = listing.commits.keys().next_back().copied() else {
-            return Ok(Forward::Current);
-        };
-        let target = upto.unwrap_or(newest);
-        if target > newest {
-            return Ok(Forward::Beyond(newest));
-        }
-        if !(from..=target).all(|v| listing.commits.contains_key(&v)) {
-            return Ok(Forward::Gap);
-        }
-        let commits: Vec<_> = listing
-            .commits
-            .range(..=target)
-            .map(|(_, f)| f.clone())
-            .collect();
-        let mut state = self.latest.state.clone();
-        apply_commits(&mut state, &commits)?;
-        Ok(Forward::Advanced(Snapshot::from_state(&self.root, state)?))
+        load::snapshot_from(&self.root, &self.latest, version)
     }
 
     /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`.
@@ -200,7 +87,9 @@ impl Table {
         if let Some(l) = limit {
             versions.truncate(l);
         }
-        let infos = parallel::map(&versions, |f| read_commit_info(&f.path, f.version));
+        let infos = parallel::map(&versions, |f| {
+            json_log::read_commit_info(&f.path, f.version)
+        });
         versions
             .iter()
             .zip(infos)
@@ -236,7 +125,7 @@ impl Table {
         ]);
         committer::commit(&mut txn, "CREATE TABLE", &params, &CommitOptions::default())?;
         let root = txn.root().to_path_buf();
-        let latest = Arc::new(load(&root, None)?);
+        let latest = Arc::new(load::snapshot(&root, None)?);
         Ok(Table { root, latest })
     }
 
@@ -290,68 +179,6 @@ pub fn begin_create(
     Transaction::begin_create(&root, metadata, protocol)
 }
 
-pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
-    #[derive(serde::Deserialize)]
-    struct Line<'a> {
-        #[serde(borrow, rename = "commitInfo", default)]
-        commit_info: Option<&'a serde_json::value::RawValue>,
-    }
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let parsed: Line = serde_json::from_slice(line).map_err(|e| {
-            Error::corrupt(
-                path,
-                Some(version),
-                format!("line {}: invalid action JSON: {e}", i + 1),
-            )
-        })?;
-        if let Some(c) = parsed.commit_info {
-            return Ok(Some(c.get().to_string()));
-        }
-    }
-    Ok(None)
-}
-
-pub(crate) fn check_columns(schema: &StructType, partition_by: &[String]) -> Result<()> {
-    let mut seen = std::collections::HashSet::new();
-    for f in &schema.fields {
-        if !seen.insert(f.name.to_lowercase()) {
-            return Err(Error::invalid(format!(
-                "duplicate column name {:?} (names are case-insensitive)",
-                f.name
-            )));
-        }
-    }
-    let mut partitions = std::collections::HashSet::new();
-    for p in partition_by {
-        if !partitions.insert(p.to_lowercase()) {
-            return Err(Error::invalid(format!(
-                "partition column {p:?} is listed twice"
-            )));
-        }
-        let field = schema.field(p).ok_or_else(|| {
-            Error::invalid(format!("partition column {p:?} is not in the schema"))
-        })?;
-        if !matches!(
-            field.data_type,
-            crate::schema::DataType::Primitive(_) | crate::schema::DataType::Decimal(..)
-        ) {
-            return Err(Error::invalid(format!(
-                "partition column {p:?} must have a primitive type"
-            )));
-        }
-    }
-    if !partition_by.is_empty() && partition_by.len() == schema.fields.len() {
-        return Err(Error::invalid(
-            "a table needs at least one column that is not a partition column",
-        ));
-    }
-    Ok(())
-}
-
 /// Normalise properties and, with column mapping, give every field an id and a physical name.
 fn prepare_schema(
     schema_string: &str,
@@ -384,97 +211,4 @@ fn prepare_schema(
         );
     }
     Ok((schema, props))
-}
-
-/// Give fields that already existed (matched by name, recursively) the Delta metadata the new
-/// schema does not set: column-mapping ids and physical names, identity, generation expressions,
-/// comments. A schema from Arrow cannot spell these, and losing them would change the table.
-pub(crate) fn carry_field_metadata(new: &mut Value, old: &StructType) {
-    carry(new, &crate::schema::DataType::Struct(old.clone()));
-}
-
-fn carry(t: &mut Value, old: &crate::schema::DataType) {
-    use crate::schema::DataType as D;
-    let Value::Object(o) = t else { return };
-    match (o.get("type").and_then(Value::as_str), old) {
-        (Some("struct"), D::Struct(old)) => {
-            if let Some(Value::Array(fields)) = o.get_mut("fields") {
-                for f in fields {
-                    let Some(name) = f.get("name").and_then(Value::as_str).map(String::from) else {
-                        continue;
-                    };
-                    let Some(prev) = old.fields.iter().find(|x| x.name == name) else {
-                        continue;
-                    };
-                    if let Some(fo) = f.as_object_mut() {
-                        let meta = fo.entry("metadata").or_insert_with(|| json!({}));
-                        if let Some(m) = meta.as_object_mut() {
-                            for (k, v) in &prev.metadata {
-                                m.entry(k.clone()).or_insert_with(|| v.clone());
-                            }
-                        }
-                        if let Some(ft) = fo.get_mut("type") {
-                            carry(ft, &prev.data_type);
-                        }
-                    }
-                }
-            }
-        }
-        (Some("array"), D::Array(e, _)) => {
-            if let Some(x) = o.get_mut("elementType") {
-                carry(x, e);
-            }
-        }
-        (Some("map"), D::Map(k, v, _)) => {
-            if let Some(x) = o.get_mut("keyType") {
-                carry(x, k);
-            }
-            if let Some(x) = o.get_mut("valueType") {
-                carry(x, v);
-            }
-        }
-        _ => {}
-    }
-}
-
-pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
-    if let Value::Object(o) = t {
-        match o.get("type").and_then(Value::as_str) {
-            Some("struct") => {
-                if let Some(Value::Array(fields)) = o.get_mut("fields") {
-                    for f in fields {
-                        if let Some(meta) = f
-                            .as_object_mut()
-                            .map(|f| f.entry("metadata").or_insert_with(|| json!({})))
-                        {
-                            if let Some(m) = meta.as_object_mut() {
-                                if !m.contains_key("delta.columnMapping.id") {
-                                    *next_id += 1;
-                                    m.insert("delta.columnMapping.id".into(), json!(*next_id));
-                                }
-                                m.entry("delta.columnMapping.physicalName")
-                                    .or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
-                            }
-                        }
-                        if let Some(ft) = f.get_mut("type") {
-                            assign_column_mapping(ft, next_id);
-                        }
-                    }
-                }
-            }
-            Some("array") => {
-                if let Some(e) = o.get_mut("elementType") {
-                    assign_column_mapping(e, next_id);
-                }
-            }
-            Some("map") => {
-                for k in ["keyType", "valueType"] {
-                    if let Some(e) = o.get_mut(k) {
-                        assign_column_mapping(e, next_id);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
 }

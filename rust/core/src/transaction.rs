@@ -10,11 +10,11 @@ use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
 use crate::log::actions::{
-    AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
+    remove_of, AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
 };
 use crate::predicate::Predicate;
 use crate::protocol;
-use crate::schema::{ColumnMappingMode, StructType};
+use crate::schema::{self, ColumnMappingMode, StructType};
 use crate::schema_change::Refusal;
 use crate::snapshot::Snapshot;
 
@@ -505,7 +505,7 @@ impl Transaction {
         )?;
         let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
         let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
-        crate::table::check_columns(&proposed, &m.partition_columns)?;
+        schema::check_columns(&proposed, &m.partition_columns)?;
         crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(
             |r| match r {
                 Refusal::Invalid(why) => Error::invalid(format!(
@@ -521,14 +521,14 @@ impl Transaction {
                 },
             },
         )?;
-        crate::table::carry_field_metadata(&mut value, &old);
+        schema::carry_field_metadata(&mut value, &old);
         if mode != ColumnMappingMode::None {
             let mut next: i64 = m
                 .configuration
                 .get("delta.columnMapping.maxColumnId")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
-            crate::table::assign_column_mapping(&mut value, &mut next);
+            schema::assign_column_mapping(&mut value, &mut next);
             m.configuration
                 .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
         }
@@ -586,21 +586,6 @@ impl Transaction {
             + self.dv_deletes.len()
             + self.txns.len()
             + self.domains.len()
-    }
-}
-
-/// A remove for a live file, carrying its extended metadata.
-pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
-    RemoveFile {
-        path: f.path.clone(),
-        deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
-        data_change,
-        extended_file_metadata: Some(true),
-        partition_values: Some(f.partition_values.clone()),
-        size: Some(f.size),
-        deletion_vector: f.deletion_vector.clone(),
-        base_row_id: f.base_row_id(),
-        default_row_commit_version: f.default_row_commit_version(),
     }
 }
 

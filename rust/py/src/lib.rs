@@ -24,18 +24,15 @@ fn parse_isolation_level(text: &str) -> PyResult<&'static str> {
 #[pyfunction]
 fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
     let data = data.to_vec();
-    py.detach(move || {
-        delta_occ_core::log::json::parse_actions(&data, std::path::Path::new("<bytes>"), None)
-    })
-    .py_err()
-    .map(|a| a.len())
+    py.detach(move || delta_occ_core::parse_actions(&data, std::path::Path::new("<bytes>"), None))
+        .py_err()
+        .map(|a| a.len())
 }
 
 /// Delta stats (JSON text) and the row count of a parquet file, from its footer alone.
 #[pyfunction]
 fn parquet_footer_stats(py: Python<'_>, path: std::path::PathBuf) -> PyResult<(String, i64)> {
-    py.detach(|| delta_occ_core::parquet_stats::footer_stats(&path))
-        .py_err()
+    py.detach(|| delta_occ_core::footer_stats(&path)).py_err()
 }
 
 /// For each wanted table column (physical name, field id), the index of the file field (name,
@@ -49,7 +46,7 @@ fn file_column_indexes(
     let fields: Vec<(&str, Option<i64>)> = fields.iter().map(|(n, id)| (n.as_str(), *id)).collect();
     wanted
         .iter()
-        .map(|(physical, id)| delta_occ_core::schema::file_column_index(&fields, physical, *id))
+        .map(|(physical, id)| delta_occ_core::file_column_index(&fields, physical, *id))
         .collect()
 }
 
@@ -58,7 +55,7 @@ fn file_column_indexes(
 fn spark_file_keys(paths: Vec<String>) -> Vec<String> {
     paths
         .iter()
-        .map(|p| delta_occ_core::uri::spark_file_key(p))
+        .map(|p| delta_occ_core::spark_file_key(p))
         .collect()
 }
 

@@ -58,9 +58,9 @@ impl SnapshotHandle {
     #[getter]
     fn column_mapping_mode(&self) -> &'static str {
         match self.inner.mapping {
-            delta_occ_core::schema::ColumnMappingMode::None => "none",
-            delta_occ_core::schema::ColumnMappingMode::Name => "name",
-            delta_occ_core::schema::ColumnMappingMode::Id => "id",
+            delta_occ_core::ColumnMappingMode::None => "none",
+            delta_occ_core::ColumnMappingMode::Name => "name",
+            delta_occ_core::ColumnMappingMode::Id => "id",
         }
     }
 
@@ -215,10 +215,8 @@ impl SnapshotHandle {
         py.detach(|| {
             let s = &self.inner;
             let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
-            let p = delta_occ_core::predicate::Predicate::parse(
-                &predicate, &s.schema, s.mapping, &parts,
-            )?;
-            let mut judge = delta_occ_core::predicate::FileJudge::new(&p, true);
+            let p = delta_occ_core::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)?;
+            let mut judge = delta_occ_core::FileJudge::new(&p, true);
             let hits = s
                 .files()
                 .iter()

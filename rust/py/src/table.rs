@@ -3,9 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use delta_occ_core::conflict::WinningCommit;
-use delta_occ_core::transaction::{Transaction, TxnOptions};
-use delta_occ_core::{IsolationLevel, Table};
+use delta_occ_core::{IsolationLevel, Table, Transaction, TxnOptions, WinningCommit};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -137,13 +135,7 @@ impl TableHandle {
         name: Option<String>,
     ) -> PyResult<TransactionHandle> {
         py.detach(|| {
-            delta_occ_core::table::begin_create(
-                &location,
-                &schema_json,
-                partition_by,
-                properties,
-                name,
-            )
+            delta_occ_core::begin_create(&location, &schema_json, partition_by, properties, name)
         })
         .py_err()
         .map(TransactionHandle::new)
@@ -157,7 +149,7 @@ impl TableHandle {
         version: i64,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let dir = self.table().root().join("_delta_log");
-        if !delta_occ_core::log::path::commit_path(&dir, version).exists() {
+        if !delta_occ_core::commit_path(&dir, version).exists() {
             return Ok(None);
         }
         let w = py.detach(|| WinningCommit::read(&dir, version)).py_err()?;
@@ -166,7 +158,7 @@ impl TableHandle {
         d.set_item("operation", &w.operation)?;
         d.set_item("commit_info", &w.commit_info)?;
         let added = PyList::empty(py);
-        let values = |pv: &delta_occ_core::log::actions::PartitionValues| {
+        let values = |pv: &delta_occ_core::PartitionValues| {
             pv.iter()
                 .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
                 .collect::<BTreeMap<_, _>>()

@@ -4,12 +4,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use delta_occ_core::commit::committer::{
-    self, CheckRecord, CommitOptions, CommitResult, Interrupt,
-};
 use delta_occ_core::files_batch::{self, FileColumns};
-use delta_occ_core::log::actions::Protocol;
-use delta_occ_core::transaction::{Transaction, TxnState};
+use delta_occ_core::{
+    CheckRecord, CommitOptions, CommitResult, Interrupt, Protocol, Transaction, TxnState,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 
@@ -258,7 +256,7 @@ impl TransactionHandle {
         time_budget: Option<f64>,
         row_level_budget: Option<f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let invalid = |m: String| crate::errors::to_py(delta_occ_core::error::Error::invalid(m));
+        let invalid = |m: String| crate::errors::to_py(delta_occ_core::Error::invalid(m));
         let mut opts = CommitOptions::default();
         if let Some(n) = max_attempts {
             opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
@@ -298,7 +296,7 @@ impl TransactionHandle {
             })
         })));
         let result =
-            py.detach(|| committer::commit(&mut self.txn(), &operation, &parameters, &opts));
+            py.detach(|| delta_occ_core::commit(&mut self.txn(), &operation, &parameters, &opts));
         if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
             if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                 return Err(e); // a handler's own exception, as raised
@@ -312,7 +310,7 @@ impl TransactionHandle {
     #[pyo3(signature = (through=None))]
     fn validate<'py>(&self, py: Python<'py>, through: Option<i64>) -> PyResult<Bound<'py, PyDict>> {
         let v = py
-            .detach(|| committer::validate(&self.txn(), through))
+            .detach(|| delta_occ_core::validate(&self.txn(), through))
             .py_err()?;
         let d = PyDict::new(py);
         d.set_item("winners", v.winners)?;

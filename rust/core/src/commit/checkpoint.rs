@@ -14,6 +14,7 @@ use crate::commit::log_store;
 use crate::error::{Error, Result};
 use crate::log::path::checkpoint_file_name;
 use crate::log::segment::log_dir;
+use crate::properties::parse_interval_ms;
 use crate::snapshot::Snapshot;
 
 const DEFAULT_TOMBSTONE_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -25,31 +26,6 @@ pub fn interval(config: &std::collections::BTreeMap<String, String>) -> i64 {
         .and_then(|v| v.trim().parse::<i64>().ok())
         .filter(|v| *v > 0)
         .unwrap_or(10)
-}
-
-/// `interval 1 week`, `7 days`, `1 day 12 hours` ... in milliseconds.
-pub fn parse_interval_ms(text: &str) -> Option<i64> {
-    let t = text.trim().to_ascii_lowercase();
-    let t = t.strip_prefix("interval").unwrap_or(&t).trim();
-    let parts: Vec<&str> = t.split_whitespace().collect();
-    if parts.is_empty() || parts.len() % 2 != 0 {
-        return None;
-    }
-    let mut total: i64 = 0;
-    for pair in parts.chunks(2) {
-        let n: i64 = pair[0].parse().ok().filter(|n| *n >= 0)?;
-        let ms = match pair[1].trim_end_matches('s') {
-            "millisecond" => 1,
-            "second" => 1000,
-            "minute" => 60_000,
-            "hour" => 3_600_000,
-            "day" => 86_400_000,
-            "week" => 7 * 86_400_000,
-            _ => return None,
-        };
-        total = total.checked_add(n.checked_mul(ms)?)?;
-    }
-    Some(total)
 }
 
 fn map_type() -> DataType {
@@ -248,17 +224,4 @@ pub fn write(snap: &Snapshot) -> Result<()> {
     log_store::put_replace(&path, &buf)?;
     let last = json!({ "version": version, "size": size, "sizeInBytes": buf.len(), "numOfAddFiles": adds });
     log_store::put_replace(&dir.join("_last_checkpoint"), last.to_string().as_bytes())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn intervals() {
-        assert_eq!(parse_interval_ms("interval 1 week"), Some(604_800_000));
-        assert_eq!(parse_interval_ms("2 days"), Some(172_800_000));
-        assert_eq!(parse_interval_ms("interval 1 fortnight"), None);
-        assert_eq!(parse_interval_ms("soon"), None);
-    }
 }

@@ -15,13 +15,16 @@ use crate::conflict::{self, DvChange, RowContext, Staged, TxnView, WinningCommit
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
-use crate::log::actions::{AddFile, Metadata, Protocol, RemoveFile};
+use crate::load;
+use crate::log::actions::{remove_of, AddFile, Metadata, Protocol, RemoveFile};
 use crate::log::path::commit_path;
 use crate::log::segment::{self, log_dir};
 use crate::protocol::{self, is_true};
 use crate::snapshot::Snapshot;
-use crate::table::{Table, ENGINE_INFO};
-use crate::transaction::{remove_of, Transaction, TxnState};
+use crate::transaction::{Transaction, TxnState};
+
+/// `commitInfo.engineInfo` of every commit delta-occ writes.
+pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
 
 /// Asked after each back-off whether the caller wants the commit loop to stop (Ctrl-C in
 /// Python). Only asked when no attempt has landed, so stopping there publishes nothing.
@@ -589,7 +592,7 @@ fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
     };
     let text = match &snap.state.commit_info {
         Some(c) => Some(c.to_string()),
-        None => crate::table::read_commit_info(
+        None => crate::log::json::read_commit_info(
             &commit_path(&log_dir(&txn.root), snap.version()),
             snap.version(),
         )
@@ -983,7 +986,7 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
         return (false, None);
     }
     let run = || -> Result<bool> {
-        let snap: Arc<Snapshot> = Table::from_snapshot(read.clone()).snapshot(Some(version))?;
+        let snap: Arc<Snapshot> = load::snapshot_from(&read.root, read, Some(version))?;
         if protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
             // V2 checkpoints are not written yet; readers replay the JSON commits instead.
             return Ok(false);
@@ -1000,7 +1003,8 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conflict::ConflictKind;
+    use crate::error::ConflictKind;
+    use crate::table::Table;
     use crate::transaction::TxnOptions;
 
     const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"p","type":"integer","nullable":true,"metadata":{}},{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
@@ -1119,10 +1123,10 @@ mod tests {
         assert!(lc.contains("\"version\":6"), "{lc}");
         // Replay from the checkpoint alone must give the same files as the JSON commits.
         for v in [3, 6, 7] {
-            let from_cp = crate::table::load(dir.path(), Some(v)).unwrap();
+            let from_cp = load::snapshot(dir.path(), Some(v)).unwrap();
             assert_eq!(from_cp.files().len(), v as usize);
         }
-        let cp6 = crate::table::load(dir.path(), Some(6)).unwrap();
+        let cp6 = load::snapshot(dir.path(), Some(6)).unwrap();
         assert_eq!(cp6.state.checkpoint_version, Some(6));
     }
 }

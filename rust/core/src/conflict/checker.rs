@@ -11,7 +11,8 @@ use crate::predicate::{FileJudge, Predicate};
 use crate::protocol;
 use crate::snapshot::{PartitionColumn, Snapshot};
 
-use super::{Conflict, ConflictKind, WinningCommit};
+use super::WinningCommit;
+use crate::error::{Conflict, ConflictKind};
 
 const EMPTY_DIRECTORY_HINT: &str =
     "This happens when multiple writers are writing to an empty directory. \
@@ -134,11 +135,6 @@ impl<'a> Judges<'a> {
                 .collect(),
         )
     }
-}
-
-/// Check the transaction against one winner. `Ok` carries the explanation of why it passed.
-pub fn check(t: &TxnView, w: &WinningCommit) -> Result<String> {
-    check_with(t, w, &mut Judges::new(t))
 }
 
 fn check_with<'a>(

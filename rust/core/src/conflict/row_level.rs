@@ -11,13 +11,13 @@ use std::time::Instant;
 
 use crate::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
 use crate::error::{Error, Result};
-use crate::log::actions::{AddFile, RemoveFile};
+use crate::log::actions::{remove_of, AddFile, RemoveFile};
 use crate::predicate::Predicate;
-use crate::transaction::remove_of;
 
 use super::checker::{self, ReadSet, TxnView};
 use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};
-use super::{ConflictKind, WinningCommit};
+use super::WinningCommit;
+use crate::error::ConflictKind;
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
 /// of `[path, liveRows]`. Output row `k` is the k-th live row of the inputs taken in this order

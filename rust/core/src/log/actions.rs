@@ -181,10 +181,18 @@ pub struct StatsText(Repr);
 #[derive(Clone)]
 enum Repr {
     Text(Box<str>),
-    /// The `row`-th add of a checkpoint read unit (its stats may turn out to be null).
-    Checkpoint(Arc<super::checkpoint::DeferredStats>, u32),
-    /// The `k`-th stats literal of a range of a large JSON commit.
-    Commit(Arc<super::json::DeferredStats>, u32),
+    /// The stats of the `i`-th add of a source: a checkpoint read unit (its stats may turn out to
+    /// be null) or a range of a large JSON commit.
+    Deferred(Arc<dyn StatsSource>, u32),
+}
+
+/// Stats a log reader left in its file, read back the first time any of them is asked for: the
+/// `add.stats` column of a checkpoint part (`checkpoint::DeferredStats`) or the stats literals
+/// of a large commit (`json::DeferredStats`). The readers implement it, so this module, which
+/// they build on, does not depend on them.
+pub(crate) trait StatsSource: Send + Sync {
+    /// The stats of the source's `i`-th add as stored; None when they are null.
+    fn raw(&self, i: u32) -> crate::error::Result<Option<RawStats<'_>>>;
 }
 
 impl StatsText {
@@ -207,12 +215,9 @@ impl StatsText {
         }
     }
 
-    pub(crate) fn from_checkpoint(source: Arc<super::checkpoint::DeferredStats>, row: u32) -> Self {
-        StatsText(Repr::Checkpoint(source, row))
-    }
-
-    pub(crate) fn from_commit(source: Arc<super::json::DeferredStats>, k: u32) -> Self {
-        StatsText(Repr::Commit(source, k))
+    /// The stats of the `i`-th add of `source`, read on first use.
+    pub(crate) fn deferred(source: Arc<dyn StatsSource>, i: u32) -> Self {
+        StatsText(Repr::Deferred(source, i))
     }
 
     /// The same stats as plain text (unescaped now rather than on every use).
@@ -228,8 +233,7 @@ impl StatsText {
         Ok(match &self.0 {
             Repr::Text(t) if t.starts_with('"') => Some(RawStats::Literal(t)),
             Repr::Text(t) => Some(RawStats::Plain(t)),
-            Repr::Checkpoint(source, row) => source.get(*row)?.map(RawStats::Plain),
-            Repr::Commit(source, k) => Some(RawStats::Literal(source.get(*k)?)),
+            Repr::Deferred(source, i) => source.raw(*i)?,
         })
     }
 
@@ -426,6 +430,21 @@ pub struct RemoveFile {
 impl RemoveFile {
     pub fn dv_unique_id(&self) -> Option<String> {
         self.deletion_vector.as_ref().map(|d| d.unique_id())
+    }
+}
+
+/// A remove for a live file, carrying its extended metadata.
+pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
+    RemoveFile {
+        path: f.path.clone(),
+        deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
+        data_change,
+        extended_file_metadata: Some(true),
+        partition_values: Some(f.partition_values.clone()),
+        size: Some(f.size),
+        deletion_vector: f.deletion_vector.clone(),
+        base_row_id: f.base_row_id(),
+        default_row_commit_version: f.default_row_commit_version(),
     }
 }
 

@@ -240,6 +240,12 @@ impl DeferredStats {
     }
 }
 
+impl StatsSource for DeferredStats {
+    fn raw(&self, row: u32) -> Result<Option<RawStats<'_>>> {
+        Ok(self.get(row)?.map(RawStats::Plain))
+    }
+}
+
 impl DeferredPart {
     fn load(&self) -> std::result::Result<Vec<StringArray>, String> {
         let units: Vec<usize> = (0..self.source.units.len()).collect();
@@ -663,7 +669,7 @@ fn decode_adds(
             modification_time: mtime.as_ref().and_then(|c| c.get(i)).unwrap_or(0),
             data_change: bool_at(data_change, i).unwrap_or(false),
             stats: match (deferred, stats.as_ref().and_then(|c| c.get(i))) {
-                (Some(d), _) => Some(StatsText::from_checkpoint(d.clone(), out.adds.len() as u32)),
+                (Some(d), _) => Some(StatsText::deferred(d.clone(), out.adds.len() as u32)),
                 (None, Some(text)) => Some(text.into()),
                 (None, None) => stats_parsed
                     .and_then(|sp| super::stats_json::row_to_json(sp, i))

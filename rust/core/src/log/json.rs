@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use super::actions::{Actions, JsonLine, PartitionInterner, StatsSink, StatsText};
+use super::actions::{
+    Actions, JsonLine, PartitionInterner, RawStats, StatsSink, StatsSource, StatsText,
+};
 use super::deferred::Deferred;
 use super::stats_literal;
 use crate::error::{Error, Result};
@@ -273,7 +275,7 @@ fn parse_range(
             range,
         });
         for (k, &(i, _, _)) in found.iter().enumerate() {
-            out.adds[i].stats = Some(StatsText::from_commit(stats.clone(), k as u32));
+            out.adds[i].stats = Some(StatsText::deferred(stats.clone(), k as u32));
         }
         let _ = commit.spans[range].set(found.into_iter().map(|(_, o, l)| (o, l)).collect());
     }
@@ -302,6 +304,12 @@ impl DeferredStats {
         let (text, ends) = &commit.stats.get(|| commit.load())?[self.range];
         let k = k as usize;
         Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
+    }
+}
+
+impl StatsSource for DeferredStats {
+    fn raw(&self, k: u32) -> Result<Option<RawStats<'_>>> {
+        Ok(Some(RawStats::Literal(self.get(k)?)))
     }
 }
 
@@ -366,6 +374,33 @@ fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result
 pub fn read_commit(path: &Path, version: i64) -> Result<Actions> {
     let bytes = std::fs::read(path).map_err(|e| open_error(path, version, e))?;
     parse_actions(&bytes, path, Some(version))
+}
+
+/// The commitInfo of a commit file as JSON text (None when it has none), without parsing its
+/// other actions.
+pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, rename = "commitInfo", default)]
+        commit_info: Option<&'a serde_json::value::RawValue>,
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed: Line = serde_json::from_slice(line).map_err(|e| {
+            Error::corrupt(
+                path,
+                Some(version),
+                format!("line {}: invalid action JSON: {e}", i + 1),
+            )
+        })?;
+        if let Some(c) = parsed.commit_info {
+            return Ok(Some(c.get().to_string()));
+        }
+    }
+    Ok(None)
 }
 
 /// A commit listed in the log segment is gone: the log changed under the reader (corrupt for

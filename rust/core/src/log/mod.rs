@@ -4,7 +4,6 @@ pub mod actions;
 pub mod checkpoint;
 mod deferred;
 pub mod json;
-pub mod last_checkpoint;
 pub mod path;
 pub mod replay;
 pub mod segment;

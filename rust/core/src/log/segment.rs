@@ -21,7 +21,6 @@ pub struct CheckpointFiles {
 
 #[derive(Debug, Clone)]
 pub struct LogSegment {
-    pub version: i64,
     pub checkpoint: Option<CheckpointFiles>,
     pub commits: Vec<LogFile>,
 }
@@ -144,7 +143,6 @@ impl Listing {
             }
         }
         Ok(LogSegment {
-            version,
             checkpoint,
             commits,
         })

@@ -10,7 +10,6 @@ use crate::error::Result;
 use crate::log::actions::AddFile;
 use crate::partition::Scalar;
 use crate::schema::{ColumnMappingMode, DataType, StructType};
-pub use eval::Domain;
 pub use expr::{CmpOp, ColumnRef, Expr};
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,137 @@
+//! Replaying a table's log into snapshots: a version from scratch (its checkpoint, then the
+//! commits after it), or forward from a snapshot already in memory, reading only the newer
+//! commits. The table handle (open, refresh, time travel) and the committer (the snapshot a
+//! checkpoint is written from) both load through here.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::log::replay::LogState;
+use crate::log::segment::{self, log_dir, Listing};
+use crate::log::{checkpoint, json as json_log};
+use crate::parallel;
+use crate::snapshot::Snapshot;
+
+/// Commits parsed concurrently before being applied, to bound peak memory.
+const COMMIT_BATCH: usize = 64;
+
+#[allow(clippy::large_enum_variant)] // short-lived, one per refresh
+pub(crate) enum Forward {
+    /// No commits after the latest known version.
+    Current,
+    Advanced(Snapshot),
+    /// The wanted version is above the newest commit, which is this one.
+    Beyond(i64),
+    /// The wanted commits are not all there.
+    Gap,
+}
+
+/// Replay the log up to `version` (latest when `None`).
+pub fn snapshot(root: &Path, version: Option<i64>) -> Result<Snapshot> {
+    let listing = segment::list(root, 0)?;
+    load_from_listing(root, &listing, version)
+}
+
+fn load_from_listing(root: &Path, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
+    let seg = listing.segment(root, version)?;
+    let mut state = LogState::new();
+    if let Some(cp) = &seg.checkpoint {
+        let actions = checkpoint::read(&log_dir(root), cp)?;
+        state.apply_checkpoint(cp.version, actions);
+    }
+    apply_commits(&mut state, &seg.commits)?;
+    Snapshot::from_state(root, state)
+}
+
+/// Commits larger than this are read in ranges, one per thread, instead of whole.
+const LARGE_COMMIT: u64 = 16 << 20;
+
+fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) -> Result<()> {
+    let mut rest = commits;
+    while let Some(first) = rest.first() {
+        if first.size > LARGE_COMMIT {
+            let mut parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
+            // Room for all the adds in the first part, which becomes the live-file list of an
+            // empty state: the other parts are then appended without regrowing it.
+            let others: usize = parts.iter().skip(1).map(|p| p.adds.len()).sum();
+            parts[0].adds.reserve(others);
+            state.begin_commit();
+            for actions in parts {
+                state.apply(actions);
+            }
+            state.end_commit(first.version);
+            rest = &rest[1..];
+            continue;
+        }
+        let n = rest
+            .iter()
+            .take(COMMIT_BATCH)
+            .take_while(|f| f.size <= LARGE_COMMIT)
+            .count();
+        let (batch, tail) = rest.split_at(n);
+        let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
+        for (f, actions) in batch.iter().zip(parsed) {
+            state.apply_commit(f.version, actions?);
+        }
+        rest = tail;
+    }
+    Ok(())
+}
+
+/// The snapshot at `version` (`latest` when `None`), given the latest known snapshot of the table
+/// at `root`: a newer version is reached by applying only the commits after `latest`.
+pub(crate) fn snapshot_from(
+    root: &Path,
+    latest: &Arc<Snapshot>,
+    version: Option<i64>,
+) -> Result<Arc<Snapshot>> {
+    match version {
+        None => Ok(latest.clone()),
+        Some(v) if v == latest.version() => Ok(latest.clone()),
+        Some(v) if v > latest.version() => {
+            let table = root.display().to_string();
+            let beyond = |newest: i64| Error::VersionNotFound {
+                table: table.clone(),
+                version: v,
+                reason: format!("the latest version is {newest}"),
+            };
+            match forward(root, latest, Some(v))? {
+                Forward::Advanced(snap) => Ok(Arc::new(snap)),
+                Forward::Current => Err(beyond(latest.version())),
+                Forward::Beyond(newest) => Err(beyond(newest)),
+                Forward::Gap => Err(Error::VersionNotFound {
+                    table,
+                    version: v,
+                    reason: "the log has no contiguous commits up to it".into(),
+                }),
+            }
+        }
+        Some(v) => Ok(Arc::new(snapshot(root, Some(v))?)),
+    }
+}
+
+/// Apply the commits after the latest known version `latest` (up to `upto`, or all) to a copy of its
+/// state, listing and reading only those commits.
+pub(crate) fn forward(root: &Path, latest: &Snapshot, upto: Option<i64>) -> Result<Forward> {
+    let from = latest.version() + 1;
+    let listing = segment::list(root, from)?;
+    let Some(newest) = listing.commits.keys().next_back().copied() else {
+        return Ok(Forward::Current);
+    };
+    let target = upto.unwrap_or(newest);
+    if target > newest {
+        return Ok(Forward::Beyond(newest));
+    }
+    if !(from..=target).all(|v| listing.commits.contains_key(&v)) {
+        return Ok(Forward::Gap);
+    }
+    let commits: Vec<_> = listing
+        .commits
+        .range(..=target)
+        .map(|(_, f)| f.clone())
+        .collect();
+    let mut state = latest.state.clone();
+    apply_commits(&mut state, &commits)?;
+    Ok(Forward::Advanced(Snapshot::from_state(root, state)?))
+}

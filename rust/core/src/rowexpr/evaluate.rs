@@ -5,54 +5,18 @@ use std::sync::Arc;
 
 use arrow_arith::{boolean as bool_ops, numeric};
 use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{
-    cast::AsArray, new_empty_array, Array, ArrayRef, BooleanArray, Datum, Int64Array, UInt32Array,
-};
+use arrow_array::{cast::AsArray, new_empty_array, Array, ArrayRef, BooleanArray, Int64Array};
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType};
-use arrow_select::{filter::filter, interleave::interleave, take::take};
+use arrow_select::{filter::filter, interleave::interleave};
 
+use super::value::Val;
 use super::{functions, types, Arith, Kind, Node};
 use crate::predicate::CmpOp;
 
 /// A failure at a position of the text (1-based character), with its reason.
 pub type EvalError = (usize, String);
 type R<T> = std::result::Result<T, EvalError>;
-
-/// An evaluated operand: a column-long array, or a one-value scalar that applies to every row.
-#[derive(Clone)]
-pub struct Val {
-    pub arr: ArrayRef,
-    pub scalar: bool,
-}
-
-impl Datum for Val {
-    fn get(&self) -> (&dyn Array, bool) {
-        (self.arr.as_ref(), self.scalar)
-    }
-}
-
-impl Val {
-    fn array(arr: ArrayRef) -> Val {
-        Val { arr, scalar: false }
-    }
-
-    /// The value as an array of `rows` values.
-    pub fn expand(&self, rows: usize) -> std::result::Result<ArrayRef, ArrowError> {
-        if !self.scalar || self.arr.len() == rows {
-            return Ok(self.arr.clone());
-        }
-        take(&self.arr, &UInt32Array::from(vec![0u32; rows]), None)
-    }
-
-    /// A kernel's result: scalar when every operand was.
-    pub fn result(arr: ArrayRef, operands: &[&Val]) -> Val {
-        Val {
-            arr,
-            scalar: operands.iter().all(|v| v.scalar),
-        }
-    }
-}
 
 pub fn evaluate(node: &Node, inputs: &[ArrayRef], rows: usize) -> R<ArrayRef> {
     let v = eval(node, inputs, rows)?;

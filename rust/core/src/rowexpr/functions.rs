@@ -13,7 +13,7 @@ use arrow_ord::cmp;
 use arrow_schema::DataType;
 use arrow_select::zip::zip;
 
-use super::evaluate::Val;
+use super::value::Val;
 use super::{types, Func};
 use crate::predicate::expr::like as like_one;
 

@@ -10,6 +10,7 @@ mod compile;
 mod evaluate;
 mod functions;
 pub mod types;
+mod value;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Schema};

@@ -62,6 +62,7 @@ class Layout:
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
+        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], List[dict], pa.Schema]] = {}
         self.unenforced = _unenforced_rules(props, self.delta_fields)
 
     @property
@@ -70,23 +71,46 @@ class Layout:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def prefetch(self, paths: Sequence[str]) -> None:
+        """Look up the files about to be read in one call to the core (a call per file cost
+        about 0.1 ms each, a tenth of reading a 1,000-row file)."""
+        missing = [p for p in dict.fromkeys(paths) if p not in self._plan]
+        if not missing:
+            return
+        plan = _arrow.batch(self.snapshot._h.scan_plan(missing))
+        abs_paths = plan.column("abs_path").to_pylist()
+        dv = plan.column("dv_cardinality").to_pylist()
+        # scan_plan: 7 fixed columns, then the partition columns in table order.
+        values = [plan.column(7 + k) for k in range(len(self.partition_columns))]
+        for i, path in enumerate(missing):
+            parts = {c: values[k][i] for k, c in enumerate(self.partition_columns)}
+            self._plan[path] = (abs_paths[i], dv[i] > 0, parts)
+
     def _entry(self, path: str) -> Tuple[str, bool, Dict[str, Any]]:
         """The file's absolute path, whether it has a DV, and its typed partition values (the
         core says "not a live file of version N" for any other path)."""
         if path not in self._plan:
-            plan = _arrow.batch(self.snapshot._h.scan_plan([path]))
-            # scan_plan: 7 fixed columns, then the partition columns in table order.
-            parts = {c: plan.column(7 + k)[0] for k, c in enumerate(self.partition_columns)}
-            self._plan[path] = (plan.column("abs_path")[0].as_py(), plan.column("dv_cardinality")[0].as_py() > 0, parts)
+            self.prefetch([path])
         return self._plan[path]
 
-    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None) -> pa.Table:
-        """Live rows of a file of the snapshot, plus ROW (physical position): every column, or
-        only `columns` (table column names) when given."""
+    def _columns(self, columns: Optional[Sequence[str]], positions: bool) -> Tuple[List[pa.Field], List[dict], pa.Schema]:
+        """Per selection of columns (computed once): the table fields read, the Delta fields of
+        their data columns, and the schema of the rows returned."""
+        key = (None if columns is None else tuple(columns), positions)
+        got = self._selections.get(key)
+        if got is None:
+            fields = [f for f in self.schema if columns is None or f.name in columns]
+            by_name = {f["name"]: f for f in self.delta_fields}
+            wanted = [by_name[f.name] for f in fields if f.name not in self.partition_columns]
+            schema = pa.schema(fields)
+            got = self._selections[key] = (fields, wanted, schema.append(pa.field(ROW, pa.uint64())) if positions else schema)
+        return got
+
+    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True) -> pa.Table:
+        """Live rows of a file of the snapshot, plus ROW (physical position) unless `positions`
+        is False: every column, or only `columns` (table column names) when given."""
         abs_path, has_dv, parts = self._entry(path)
-        fields = [f for f in self.schema if columns is None or f.name in columns]
-        by_name = {f["name"]: f for f in self.delta_fields}
-        wanted = [by_name[f.name] for f in fields if f.name not in self.partition_columns]
+        fields, wanted, schema = self._columns(columns, positions)
         data, n = _read_file(abs_path, wanted, self.mode)
         arrays = []
         for f in fields:
@@ -94,11 +118,17 @@ class Layout:
                 arrays.append(pa.repeat(parts[f.name], n).cast(f.type))
             else:
                 arrays.append(data[f.name])
-        arrays.append(arange(n))
-        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields).append(pa.field(ROW, pa.uint64())))
+        if positions:
+            arrays.append(arange(n))
+        table = pa.Table.from_arrays(arrays, schema=schema)
         if has_dv:
             table = table.filter(keep_mask(self.snapshot._h, path, n))
         return table
+
+    def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True) -> List[pa.Table]:
+        """`read_rows` of each file, in order, on a few threads (see `each`)."""
+        self.prefetch(paths)
+        return each(paths, lambda path: self.read_rows(path, columns, positions))
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -180,6 +180,7 @@ def _matched(
         return (path, rows, hit, n) if n else None  # a file without a match is let go at once
 
     for chunk in chunks(txn.scan(where, ["path"]).column("path").to_pylist()):
+        lay.prefetch(chunk)
         yield from (found for found in each(chunk, find) if found is not None)
 
 
@@ -386,7 +387,7 @@ def merge(
     cols.target, cols.source = lay.schema, source.schema  # with schema_mode="merge", t.<new column> resolves
     read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
     files = txn.scan(read_where, ["path"]).column("path").to_pylist()
-    file_rows = each(files, lay.read_rows)
+    file_rows = lay.read_many(files)
     target_rows = []
     for i, rows in enumerate(file_rows):
         for _, tree in target_only:
@@ -582,9 +583,9 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     bins = compaction_bins(txn, where, target)
     rows_out = 0
     for b in bins:
-        parts = each([f["path"] for f in b], lay.read_rows)
+        parts = lay.read_many([f["path"] for f in b], positions=False)
         provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
-        data = concat([p.drop_columns([ROW]) for p in parts], lay.schema)
+        data = concat(parts, lay.schema)
         rows_out += data.num_rows
         if data.num_rows:
             written = lay.write(txn, data, data_change=False, tags={PROVENANCE_TAG: provenance})

@@ -233,7 +233,7 @@ class Layout:
         full = os.path.join(self.root, rel)
         txn._own_file(full)  # before writing: a failure elsewhere still cleans this file up
         _write_parquet(physical, full)
-        return rel, partition, os.path.getsize(full), stats_json(physical)
+        return rel, partition, os.path.getsize(full), file_stats(physical, full)
 
 
 #: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL.
@@ -385,6 +385,38 @@ def stats_json(data: pa.Table) -> str:
             maxs[f.name] = _stat_value(hi)
     stats = {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
     return json.dumps(stats, allow_nan=False)
+
+
+def file_stats(data: pa.Table, path: str) -> str:
+    """`stats_json(data)` for the file just written from `data` at `path`, read from its footer
+    by the core (``parquet_footer_stats``: the same rules; tests/test_footer_stats.py holds the
+    two to the same results). The parquet writer has computed every bound already, so this costs
+    ~0.03 ms instead of ~3 ms per 100,000 rows of (int, double, string) (most of it string
+    min/max). Two things only the rows tell: pyarrow leaves NaN out of a float column's footer
+    bounds, where Delta's rule is no bound when the column holds a NaN; and pyarrow drops the
+    bounds of a column with a value above 4 KiB, where the rows still give a (cut) string min.
+    The first is corrected here; the second, rare, falls back to `stats_json`."""
+    text, _ = _core.parquet_footer_stats(path)
+    stats = json.loads(text)
+    mins, maxs = stats.get("minValues", {}), stats.get("maxValues", {})
+    changed = False
+    for f in data.schema:
+        t = f.type
+        if pa.types.is_nested(t) or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
+            continue
+        col = data.column(f.name)
+        if col.null_count == len(col):
+            continue
+        if pa.types.is_floating(t):
+            if pc.any(pc.is_nan(col)).as_py():
+                changed |= mins.pop(f.name, None) is not None
+                changed |= maxs.pop(f.name, None) is not None
+                continue
+            if f.name in mins or f.name in maxs:
+                continue  # (an infinite bound is left out by both)
+        if f.name not in mins:
+            return stats_json(data)  # a bound the footer lacks (a value above 4 KiB, or -inf)
+    return json.dumps(stats, allow_nan=False) if changed else text
 
 
 def concat(tables: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:

@@ -88,7 +88,8 @@ def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array
         txn.delete_rows(path, rows.filter(hit).column(ROW))
         return lay.schema.empty_table()
     txn.remove_file(path)
-    return rows.filter(pc.invert(hit)).drop_columns([ROW])
+    kept = rows.drop_columns([ROW]) if ROW in rows.column_names else rows  # (before the filter: one column less to copy)
+    return kept.filter(pc.invert(hit))
 
 
 # -- append / overwrite ----------------------------------------------------------------------------
@@ -174,7 +175,7 @@ def _matched(
     Files are read and matched a chunk at a time on a few threads; results come in scan order."""
 
     def find(path: str) -> Optional[Tuple[str, pa.Table, pa.Array, int]]:
-        rows = lay.read_rows(path, columns)
+        rows = lay.read_rows(path, columns, positions=lay.dv_enabled)  # positions only to mark rows in DVs
         hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
         return (path, rows, hit, n) if n else None  # a file without a match is let go at once

@@ -32,3 +32,37 @@ def test_nested_columns_and_all_repeating_tables_keep_pyarrow_default():
     assert dictionary_columns(pa.table({"s": pa.array([{"a": 1}, {"a": 2}]), "k": [1, 2]})) is True
     assert dictionary_columns(pa.table({"k": [1, 1, 1, 2]})) is True
     assert dictionary_columns(pa.table({"k": pa.array([], pa.int64())})) is True
+
+
+def test_each_keeps_order_starts_nothing_after_an_error_and_raises_the_earliest():
+    import threading
+    import time
+
+    import pytest
+
+    from delta_occ._write import each
+
+    assert each(list(range(50)), lambda x: x * x) == [x * x for x in range(50)]
+    threads = set()
+
+    def slow(x):
+        threads.add(threading.get_ident())
+        time.sleep(0.002)
+        return x
+
+    assert each(list(range(20)), slow) == list(range(20)) and len(threads) > 1  # the caller works too
+    started = []
+
+    def failing(x):
+        started.append(x)
+        if x == 0:
+            time.sleep(0.05)
+            raise KeyError(x)
+        if x == 1:
+            raise ValueError(x)
+        time.sleep(0.01)
+        return x
+
+    with pytest.raises(KeyError):  # item 0 failed after item 1, but comes first
+        each(list(range(100)), failing)
+    assert len(started) < 100

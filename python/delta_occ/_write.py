@@ -184,7 +184,18 @@ class Layout:
                 what="data rules",
             )
         pieces = [piece for t in tables for piece in self._by_partition(t)]
-        written = each(pieces, lambda piece: self._encode(txn, *piece))
+        return self.stage(txn, each(pieces, lambda piece: self._encode(txn, *piece)), data_change=data_change, tags=tags)
+
+    def encode(self, txn: Any, data: pa.Table) -> List[Tuple[str, Dict[str, Optional[str]], int, str]]:
+        """Write existing rows copied unchanged (a rewrite: no data rule to check) as one file
+        per partition, on the calling thread; the adds are left to `stage`."""
+        data = data.drop_columns([ROW]) if ROW in data.column_names else data
+        return [self._encode(txn, *piece) for piece in self._by_partition(data)] if data.num_rows else []
+
+    def stage(
+        self, txn: Any, written: Sequence[Tuple[str, Dict[str, Optional[str]], int, str]], *, data_change: bool = True, tags: Optional[Dict[str, str]] = None
+    ) -> List[str]:
+        """Stage the adds of written files, in order; their log paths."""
         for rel, partition, size, stats in written:
             txn.add_file(rel, partition, size, stats, data_change=data_change, tags=tags)
         return [w[0] for w in written]

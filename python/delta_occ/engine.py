@@ -13,7 +13,7 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -88,6 +88,11 @@ def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array
         txn.delete_rows(path, rows.filter(hit).column(ROW))
         return lay.schema.empty_table()
     txn.remove_file(path)
+    return _kept(rows, hit)
+
+
+def _kept(rows: pa.Table, hit: pa.Array) -> pa.Table:
+    """The rows a rewrite writes again (where `hit` is not TRUE), without positions."""
     kept = rows.drop_columns([ROW]) if ROW in rows.column_names else rows  # (before the filter: one column less to copy)
     return kept.filter(pc.invert(hit))
 
@@ -159,26 +164,40 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     lay = _layout(txn)
     tree = _where_tree(where)
     deleted = 0
-    rewrite: List[pa.Table] = []
-    for path, rows, hit, n in _matched(txn, lay, where, tree, _condition_columns(lay, tree) if lay.dv_enabled else None):
-        deleted += n
-        rewrite.append(_remove_rows(txn, lay, path, rows, hit))
-    lay.write_many(txn, rewrite, rewrite=True)  # one file per rewritten file, as Delta does
+    if lay.dv_enabled:
+        for path, rows, hit, n in _matched(txn, lay, where, tree, _condition_columns(lay, tree)):
+            deleted += n
+            _remove_rows(txn, lay, path, rows, hit)  # marks the rows in a DV, or removes the file: nothing to write
+    else:
+        # The worker that read and matched a file also writes its other rows again (one file per
+        # rewritten file, as Delta does): no wait for every file to be read before the first is
+        # written, and each file's rows are let go once written.
+        written: List[Tuple[str, Dict[str, Optional[str]], int, str]] = []
+        for path, files, _, n in _matched(txn, lay, where, tree, then=lambda rows, hit: lay.encode(txn, _kept(rows, hit))):
+            deleted += n
+            txn.remove_file(path)
+            written.extend(files)
+        lay.stage(txn, written)
     params = {"predicate": where if where is not None else "true"}
     _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
 
 
 def _matched(
-    txn: Any, lay: Layout, where: Optional[str], tree: Optional[dict], columns: Optional[List[str]] = None
-) -> Iterator[Tuple[str, pa.Table, pa.Array, int]]:
+    txn: Any, lay: Layout, where: Optional[str], tree: Optional[dict], columns: Optional[List[str]] = None,
+    then: Optional[Callable[[pa.Table, pa.Array], Any]] = None,
+) -> Iterator[Tuple[str, Any, pa.Array, int]]:
     """(path, rows, hit mask, hits) of every file `where` may select that has a matching row.
-    Files are read and matched a chunk at a time on a few threads; results come in scan order."""
+    Files are read and matched a chunk at a time on a few threads; results come in scan order.
+    With `then`, the worker also runs `then(rows, hit)` on each such file, and its result comes
+    in place of the rows."""
 
-    def find(path: str) -> Optional[Tuple[str, pa.Table, pa.Array, int]]:
+    def find(path: str) -> Optional[Tuple[str, Any, pa.Array, int]]:
         rows = lay.read_rows(path, columns, positions=lay.dv_enabled)  # positions only to mark rows in DVs
         hit = _matches(rows, tree)
         n = pc.sum(hit).as_py() or 0
-        return (path, rows, hit, n) if n else None  # a file without a match is let go at once
+        if not n:
+            return None  # a file without a match is let go at once
+        return (path, rows if then is None else then(rows, hit), hit, n)
 
     for chunk in chunks(txn.scan(where, ["path"]).column("path").to_pylist()):
         lay.prefetch(chunk)

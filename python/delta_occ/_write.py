@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _arrow, _core
+from . import _arrow, _core, _read
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
 from .exceptions import DeltaIOError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
@@ -247,8 +247,10 @@ class Layout:
         return rel, partition, os.path.getsize(full), file_stats(physical, full)
 
 
-#: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL.
-_WORKERS = max(2, min(8, os.cpu_count() or 2))
+#: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL. One more than
+#: the cores, so that a core is not left idle while a thread waits for the GIL or the disk (rewrite
+#: DELETE of 10 files on 2 cores: 3 threads ~7% faster than 2).
+_WORKERS = max(2, min(8, (os.cpu_count() or 2) + 1))
 
 
 def each(items: Sequence[Any], fn: Any) -> List[Any]:
@@ -267,6 +269,7 @@ def each(items: Sequence[Any], fn: Any) -> List[Any]:
     order = iter(range(n))  # next() of a range iterator is one C call: atomic under the GIL
 
     def work() -> None:
+        _read.IN_WORKER.on = True
         while not errors:
             i = next(order, n)
             if i == n:
@@ -279,12 +282,14 @@ def each(items: Sequence[Any], fn: Any) -> List[Any]:
     helpers = [threading.Thread(target=work, daemon=True) for _ in range(min(_WORKERS, n) - 1)]
     for t in helpers:
         t.start()
+    was_worker = getattr(_read.IN_WORKER, "on", False)
     try:
         work()
     except BaseException as e:  # (an interrupt between items): stop the helpers too
         errors.append((-1, e))
         raise
     finally:
+        _read.IN_WORKER.on = was_worker
         for t in helpers:
             t.join()
     if errors:

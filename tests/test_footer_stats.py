@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_occ import _core
-from delta_occ._write import stats_json
+from delta_occ._write import _write_parquet, file_stats, stats_json
 
 T0 = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 COLUMNS = [
@@ -60,3 +60,25 @@ def test_not_a_parquet_file_is_a_typed_error(tmp_path):
     with pytest.raises(Exception) as info:
         _core.parquet_footer_stats(str(tmp_path / "x.parquet"))
     assert "not a readable parquet footer" in str(info.value) and "x.parquet" in str(info.value)
+
+
+EXTRA = [
+    ("nan", pa.array([1.0, float("nan"), None, -2.0], pa.float64())),
+    ("all-nan", pa.array([float("nan"), float("nan")], pa.float32())),
+    ("nan-inf", pa.array([float("inf"), float("nan"), 3.0], pa.float64())),
+    ("both-inf", pa.array([float("inf"), float("-inf"), None], pa.float64())),
+    ("zeros", pa.array([0.0, -0.0, 1.0], pa.float64())),
+    ("huge-string", pa.array(["b" * 5000, "a", None], pa.string())),
+    ("huge-min", pa.array(["a" * 5000, "b"], pa.string())),
+]
+
+
+@pytest.mark.parametrize("name,array", COLUMNS + EXTRA, ids=[c[0] for c in COLUMNS + EXTRA])
+def test_written_file_stats_equal_row_stats(tmp_path, name, array):
+    """The engine's stats of a file it wrote (`file_stats`: the footer, corrected for what only
+    the rows tell) are `stats_json`'s, NaN and values above pyarrow's 4 KiB statistics limit
+    included."""
+    table = pa.table({"c": array, "k": pa.array(range(len(array)), pa.int64())})
+    path = str(tmp_path / "f.parquet")
+    _write_parquet(table, path)
+    assert json.loads(file_stats(table, path)) == json.loads(stats_json(table))

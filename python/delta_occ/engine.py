@@ -88,7 +88,13 @@ def _remove_rows(txn: Any, lay: Layout, path: str, rows: pa.Table, hit: pa.Array
         txn.delete_rows(path, rows.filter(hit).column(ROW))
         return lay.schema.empty_table()
     txn.remove_file(path)
-    return rows.filter(pc.invert(hit)).drop_columns([ROW])
+    return _kept(rows, hit)
+
+
+def _kept(rows: pa.Table, hit: pa.Array) -> pa.Table:
+    """The rows a rewrite writes again (where `hit` is not TRUE), without positions."""
+    kept = rows.drop_columns([ROW]) if ROW in rows.column_names else rows  # (before the filter: one column less to copy)
+    return kept.filter(pc.invert(hit))
 
 
 # -- append / overwrite ----------------------------------------------------------------------------
@@ -158,28 +164,43 @@ def delete(txn: Any, where: Optional[str] = None) -> None:
     lay = _layout(txn)
     cond = _condition(lay, where)
     deleted = 0
-    rewrite: List[pa.Table] = []
-    for path, rows, hit, n in _matched(txn, lay, where, cond, _condition_columns(cond) if lay.dv_enabled else None):
-        deleted += n
-        rewrite.append(_remove_rows(txn, lay, path, rows, hit))
-    lay.write_many(txn, rewrite, rewrite=True)  # one file per rewritten file, as Delta does
+    if lay.dv_enabled:
+        for path, rows, hit, n in _matched(txn, lay, where, cond, _condition_columns(cond)):
+            deleted += n
+            _remove_rows(txn, lay, path, rows, hit)  # marks the rows in a DV, or removes the file: nothing to write
+    else:
+        # The worker that read and matched a file also writes its other rows again (one file per
+        # rewritten file, as Delta does): no wait for every file to be read before the first is
+        # written, and each file's rows are let go once written.
+        written: List[Tuple[str, Dict[str, Optional[str]], int, str]] = []
+        for path, files, _, n in _matched(txn, lay, where, cond, then=lambda rows, hit: lay.encode(txn, _kept(rows, hit))):
+            deleted += n
+            txn.remove_file(path)
+            written.extend(files)
+        lay.stage(txn, written)
     params = {"predicate": where if where is not None else "true"}
     _stage(txn, "DELETE", params, {"numDeletedRows": deleted})
 
 
 def _matched(
-    txn: Any, lay: Layout, where: Optional[str], cond: Optional[_core.RowExpr], columns: Optional[List[str]] = None
-) -> Iterator[Tuple[str, pa.Table, pa.Array, int]]:
+    txn: Any, lay: Layout, where: Optional[str], cond: Optional[_core.RowExpr], columns: Optional[List[str]] = None,
+    then: Optional[Callable[[pa.Table, pa.Array], Any]] = None,
+) -> Iterator[Tuple[str, Any, pa.Array, int]]:
     """(path, rows, hit mask, hits) of every file `where` may select that has a matching row.
-    Files are read and matched a chunk at a time on a few threads; results come in scan order."""
+    Files are read and matched a chunk at a time on a few threads; results come in scan order.
+    With `then`, the worker also runs `then(rows, hit)` on each such file, and its result comes
+    in place of the rows."""
 
-    def find(path: str) -> Optional[Tuple[str, pa.Table, pa.Array, int]]:
-        rows = lay.read_rows(path, columns)
+    def find(path: str) -> Optional[Tuple[str, Any, pa.Array, int]]:
+        rows = lay.read_rows(path, columns, positions=lay.dv_enabled)  # positions only to mark rows in DVs
         hit = _matches(rows, cond)
         n = pc.sum(hit).as_py() or 0
-        return (path, rows, hit, n) if n else None  # a file without a match is let go at once
+        if not n:
+            return None  # a file without a match is let go at once
+        return (path, rows if then is None else then(rows, hit), hit, n)
 
     for chunk in chunks(txn.scan(where, ["path"]).column("path").to_pylist()):
+        lay.prefetch(chunk)
         yield from (found for found in each(chunk, find) if found is not None)
 
 
@@ -365,7 +386,7 @@ def merge(
     cols.target, cols.source = lay.schema, source.schema  # with schema_mode="merge", t.<new column> resolves
     read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
     files = txn.scan(read_where, ["path"]).column("path").to_pylist()
-    file_rows = each(files, lay.read_rows)
+    file_rows = lay.read_many(files)
     target_rows = []
     for i, rows in enumerate(file_rows):
         for _, cond in target_only:
@@ -560,9 +581,9 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
     bins = compaction_bins(txn, where, target)
     rows_out = 0
     for b in bins:
-        parts = each([f["path"] for f in b], lay.read_rows)
+        parts = lay.read_many([f["path"] for f in b], positions=False)
         provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
-        data = concat([p.drop_columns([ROW]) for p in parts], lay.schema)
+        data = concat(parts, lay.schema)
         rows_out += data.num_rows
         if data.num_rows:
             written = lay.write(txn, data, data_change=False, tags={PROVENANCE_TAG: provenance})

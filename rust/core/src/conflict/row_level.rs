@@ -226,9 +226,9 @@ fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, String> {
     r.map_err(|e| format!("a file needed for the row-level decision could not be read ({e})"))
 }
 
-fn unevaluable(preds: &[Predicate]) -> Option<String> {
+fn unevaluable(preds: &[&Predicate], cache: &ColumnCache) -> Option<String> {
     preds.iter().find_map(|p| {
-        let e = compiled(p).err()?;
+        let e = compiled(p, cache).err()?;
         Some(format!(
             "the read predicate `{}` cannot be decided on rows ({e})",
             p.text.as_deref().unwrap_or("")
@@ -240,11 +240,12 @@ fn fallback_reason(why: &str) -> String {
     format!("Row-level concurrency fell back to file level: {why}.")
 }
 
-fn read_predicates(read: &ReadSet) -> Vec<Predicate> {
+fn read_predicates(read: &ReadSet) -> Vec<&Predicate> {
+    static ALL: std::sync::LazyLock<Predicate> = std::sync::LazyLock::new(Predicate::all);
     if read.whole_table {
-        vec![Predicate::all()]
+        vec![&*ALL]
     } else {
-        read.predicates.clone()
+        read.predicates.iter().collect()
     }
 }
 
@@ -573,7 +574,7 @@ fn rows_of_file(
     // Rule 2: the winner changed a row this transaction read.
     if st.read.whole_table || st.read.files.contains(path) {
         let preds = read_predicates(&st.read);
-        if let Some(why) = unevaluable(&preds) {
+        if let Some(why) = unevaluable(&preds, cx.cache) {
             return Err(fb(ConflictKind::ConcurrentDeleteRead, why));
         }
         let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows, cx.cache))
@@ -635,10 +636,10 @@ fn appends(
     }
     let preds = read_predicates(&st.read);
     for a in candidates {
-        let may: Vec<Predicate> = preds
+        let may: Vec<&Predicate> = preds
             .iter()
+            .copied()
             .filter(|p| p.file_may_match(a, true))
-            .cloned()
             .collect();
         if may.is_empty() {
             continue;
@@ -656,7 +657,7 @@ fn appends(
             }
             e
         };
-        if let Some(why) = unevaluable(&may) {
+        if let Some(why) = unevaluable(&may, cx.cache) {
             return Err(conflict(fallback_reason(&why), None));
         }
         if Instant::now() > cx.deadline {

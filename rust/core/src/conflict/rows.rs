@@ -3,12 +3,12 @@
 //! come from the file's partition values, and the rows are evaluated by the same evaluator DML
 //! uses (a row matches only when the predicate is TRUE).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use std::sync::Arc;
-
-use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
@@ -43,104 +43,109 @@ fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::invalid(format!("cannot read data file {}: {e}", path.display()))
 }
 
-/// Columns already read, by data file and physical column name: the winners of one commit loop
-/// often change the same file again and again (one DV update each).
+/// What one commit loop reuses across winners and files: columns already read, by data file and
+/// physical column name (the winners often change the same file again and again, one DV update
+/// each), and each read predicate compiled once (`Err`: it cannot be decided on rows).
 #[derive(Default)]
-pub struct ColumnCache(std::sync::Mutex<std::collections::HashMap<(Box<str>, String), ArrayRef>>);
+pub struct ColumnCache {
+    columns: Mutex<HashMap<(Box<str>, String), ArrayRef>>,
+    compiled: Mutex<HashMap<String, std::result::Result<Arc<RowExpr>, String>>>,
+}
 
 /// The rows among `positions` (physical row indexes of `file`) that satisfy at least one of the
 /// predicates. An empty predicate list or a predicate without text ("all rows") matches every row.
-/// Rows are evaluated by the one row evaluator ([`crate::rowexpr`]), as DML evaluates them.
+/// Rows are evaluated by the one row evaluator ([`crate::rowexpr`]), as DML evaluates them, on
+/// the positions only: a value elsewhere in the file can neither match nor fail the evaluation.
 pub fn matching_rows(
     root: &Path,
     file: &AddFile,
-    predicates: &[Predicate],
+    predicates: &[&Predicate],
     positions: &DeletionBitmap,
     cache: &ColumnCache,
 ) -> Result<DeletionBitmap> {
     if positions.is_empty() {
         return Ok(DeletionBitmap::default());
     }
-    if predicates.is_empty() || predicates.iter().any(Predicate::is_all) {
+    if predicates.is_empty() || predicates.iter().any(|p| p.is_all()) {
         return Ok(positions.clone());
     }
-    let compiled: Vec<(RowExpr, Vec<&ColumnRef>)> = predicates
+    let exprs = predicates
         .iter()
-        .map(|p| {
-            let e = compiled(p)?;
-            let cols = e
-                .columns()
-                .iter()
-                .filter_map(|n| p.table_columns.iter().find(|c| c.name == *n))
-                .collect();
-            Ok((e, cols))
-        })
-        .collect::<Result<_>>()?;
+        .map(|p| compiled(p, cache).map_err(Error::invalid))
+        .collect::<Result<Vec<_>>>()?;
+    // Every table column some predicate reads, once (an expression ignores the others).
     let mut needed: Vec<&ColumnRef> = Vec::new();
-    for c in compiled.iter().flat_map(|(_, cols)| cols) {
-        if !c.partition && !needed.iter().any(|n| n.physical == c.physical) {
-            needed.push(c);
+    for (p, e) in predicates.iter().zip(&exprs) {
+        for name in e.columns() {
+            if let Some(c) = p.table_columns.iter().find(|c| c.name == *name) {
+                if !needed.iter().any(|n| n.name == c.name) {
+                    needed.push(c);
+                }
+            }
         }
     }
-    let data = cached_columns(root, file, &needed, cache)?;
+    let data_refs: Vec<&ColumnRef> = needed.iter().copied().filter(|c| !c.partition).collect();
+    let data = cached_columns(root, file, &data_refs, cache)?;
     let rows = match data.first() {
-        Some((_, a)) => a.len(),
-        None => physical_rows(root, file)? as usize,
+        Some((_, a)) => a.len() as u64,
+        None => physical_rows(root, file)?,
     };
+    if let Some(beyond) = positions.0.iter().find(|&p| p >= rows) {
+        return Err(Error::invalid(format!(
+            "row {beyond} is beyond the {rows} rows of data file {}",
+            file.path
+        )));
+    }
+    let picked: Vec<u64> = positions.0.iter().collect();
+    let take = UInt64Array::from(picked.clone());
+    let (mut fields, mut arrays) = (Vec::new(), Vec::new());
+    for c in &needed {
+        let ty = schema::arrow_type(&c.data_type).expect("table_columns are primitive");
+        let a = if c.partition {
+            let v = eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null);
+            files_batch::repeated(&ty, v, picked.len())?
+        } else {
+            match data.iter().find(|(n, _)| *n == c.physical) {
+                Some((_, a)) => arrow_select::take::take(a.as_ref(), &take, None)
+                    .map_err(|e| parquet_error(Path::new(&*file.path), e))?,
+                None => new_null_array(&ty, picked.len()), // a column the file lacks is NULL
+            }
+        };
+        fields.push(Field::new(&c.name, a.data_type().clone(), true));
+        arrays.push(a);
+    }
+    let batch = RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        arrays,
+        &RecordBatchOptions::new().with_row_count(Some(picked.len())),
+    )
+    .map_err(|e| parquet_error(Path::new(&*file.path), e))?;
     let mut out = DeletionBitmap::default();
-    for (expr, cols) in &compiled {
-        let mut fields = Vec::with_capacity(cols.len());
-        let mut arrays = Vec::with_capacity(cols.len());
-        for c in cols {
-            let ty = schema::arrow_type(&c.data_type).expect("table_columns are primitive");
-            let a = if c.partition {
-                let v = eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null);
-                files_batch::repeated(&ty, v, rows)?
-            } else {
-                match data.iter().find(|(n, _)| *n == c.physical) {
-                    Some((_, a)) => a.clone(),
-                    None => new_null_array(&ty, rows), // a column the file lacks is NULL
-                }
-            };
-            fields.push(Field::new(&c.name, a.data_type().clone(), true));
-            arrays.push(a);
-        }
-        let batch = RecordBatch::try_new_with_options(
-            Arc::new(Schema::new(fields)),
-            arrays,
-            &RecordBatchOptions::new().with_row_count(Some(rows)),
-        )
-        .map_err(|e| parquet_error(Path::new(&*file.path), e))?;
-        let mask = expr.mask(&batch)?;
-        for pos in positions.0.iter() {
-            if pos as usize >= rows {
-                return Err(Error::invalid(format!(
-                    "row {pos} is beyond the {rows} rows of data file {}",
-                    file.path
-                )));
-            }
-            if mask.value(pos as usize) {
-                out.0.insert(pos);
-            }
-        }
+    for e in &exprs {
+        let mask = e.mask(&batch)?;
+        out.0.extend(mask.values().set_indices().map(|j| picked[j]));
     }
     Ok(out)
 }
 
 /// The predicate compiled by the row evaluator against the table's primitive columns (logical
-/// names); an error (a nested field, a function the evaluator lacks) means it cannot be decided
-/// on rows.
-pub fn compiled(p: &Predicate) -> Result<RowExpr> {
-    let fields: Vec<Field> = p
-        .table_columns
-        .iter()
-        .filter_map(|c| Some(Field::new(&c.name, schema::arrow_type(&c.data_type)?, true)))
-        .collect();
-    RowExpr::compile(
-        p.text.as_deref().unwrap_or("TRUE"),
-        &Schema::new(fields),
-        &[],
-    )
+/// names), once per commit loop; an error (a nested field, a function the evaluator lacks) means
+/// it cannot be decided on rows.
+pub fn compiled(p: &Predicate, cache: &ColumnCache) -> std::result::Result<Arc<RowExpr>, String> {
+    let text = p.text.as_deref().unwrap_or("TRUE");
+    let mut map = cache.compiled.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(text.to_string())
+        .or_insert_with(|| {
+            let fields: Vec<Field> = p
+                .table_columns
+                .iter()
+                .filter_map(|c| Some(Field::new(&c.name, schema::arrow_type(&c.data_type)?, true)))
+                .collect();
+            RowExpr::compile(text, &Schema::new(fields), &[])
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 /// Live rows of a file: every physical row not in `deleted`.
@@ -159,7 +164,7 @@ fn cached_columns(
     let mut out = Vec::new();
     let mut missing = Vec::new();
     {
-        let map = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        let map = cache.columns.lock().unwrap_or_else(|e| e.into_inner());
         for c in columns {
             match map.get(&(file.path.clone(), c.physical.clone())) {
                 Some(a) => out.push((c.physical.clone(), a.clone())),
@@ -169,7 +174,7 @@ fn cached_columns(
     }
     if !missing.is_empty() {
         let read = read_columns(root, file, &missing)?;
-        let mut map = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = cache.columns.lock().unwrap_or_else(|e| e.into_inner());
         for (name, a) in read {
             map.insert((file.path.clone(), name.clone()), a.clone());
             out.push((name, a));

@@ -24,6 +24,11 @@ def batch(pair: Tuple[Any, Any]) -> pa.RecordBatch:
     return pa.record_batch(_Capsules(pair))
 
 
+def array(pair: Tuple[Any, Any]) -> pa.Array:
+    """One array the core handed over as capsules."""
+    return pa.array(_Capsules(pair))
+
+
 def table(pairs: Iterable[Tuple[Any, Any]]) -> pa.Table:
     """The batches as one table (no copy)."""
     return pa.Table.from_batches([batch(p) for p in pairs])

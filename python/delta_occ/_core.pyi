@@ -13,7 +13,7 @@ __all__ = [
     "parse_commit",
     "RowExpr",
     "conjuncts",
-    "equated_columns",
+    "referenced_columns",
     "spark_file_keys",
     "file_column_indexes",
     "parquet_footer_stats",
@@ -255,9 +255,9 @@ class RowExpr:
     def mask(self, batch: Any) -> Tuple[Any, Any]:
         """TRUE rows as a boolean array without nulls, as array capsules. GIL released."""
 
-def equated_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None) -> Optional[Tuple[str, str]]:
-    """The two columns' schema names when ``text`` is exactly ``column = column`` (a MERGE key),
-    resolved like ``RowExpr`` but not type-checked."""
+def referenced_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None) -> Tuple[List[str], Optional[Tuple[str, str]]]:
+    """A condition's columns, resolved like ``RowExpr`` but not type-checked: (schema names in
+    first-use order, the two names when ``text`` is exactly ``column = column``)."""
 
 def conjuncts(text: str) -> List[str]:
     """The top-level AND conjuncts of a SQL condition as SQL texts (PredicateError on bad text)."""

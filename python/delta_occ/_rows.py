@@ -9,8 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from . import _core
-from ._arrow import _Capsules
+from . import _arrow, _core
 from .exceptions import PredicateError
 
 #: (alias, column name prefix, readable): see ``_core.RowExpr``.
@@ -47,7 +46,7 @@ def _reworded(e: PredicateError, what: str) -> PredicateError:
 def values(table: pa.Table, expr: _core.RowExpr, what: Optional[str] = None) -> pa.ChunkedArray:
     """The expression's value on every row."""
     try:
-        chunks = [pa.array(_Capsules(expr.evaluate(b))) for b in _batches(table, expr.columns)]
+        chunks = [_arrow.array(expr.evaluate(b)) for b in _batches(table, expr.columns)]
     except PredicateError as e:
         raise _reworded(e, what or repr(expr.text)) from e
     return pa.chunked_array(chunks, type=chunks[0].type)
@@ -64,7 +63,7 @@ def mask(table: pa.Table, expr: Optional[_core.RowExpr], what: str = "the condit
     if expr is None:
         return pa.repeat(True, table.num_rows)
     try:
-        chunks = [pa.array(_Capsules(expr.mask(b))) for b in _batches(table, expr.columns)]
+        chunks = [_arrow.array(expr.mask(b)) for b in _batches(table, expr.columns)]
     except PredicateError as e:
         raise _reworded(e, what) from e
     return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)

@@ -295,9 +295,15 @@ class _MergeColumns:
 
     def __init__(self, target: pa.Schema, source: pa.Schema, ta: str, sa: str) -> None:
         self.target, self.source, self.ta, self.sa = target, source, ta, sa
+        self._joined: Optional[Tuple[pa.Schema, pa.Schema, pa.Schema]] = None
 
     def joined_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(f"t.{f.name}", f.type) for f in self.target] + [pa.field(f"s.{f.name}", f.type) for f in self.source])
+        """The joined rows' schema (built once per pair of schemas: every conjunct and clause
+        resolves against it)."""
+        if self._joined is None or self._joined[0] is not self.target or self._joined[1] is not self.source:
+            schema = pa.schema([pa.field(f"t.{f.name}", f.type) for f in self.target] + [pa.field(f"s.{f.name}", f.type) for f in self.source])
+            self._joined = (self.target, self.source, schema)
+        return self._joined[2]
 
     def scopes(self, target_readable: bool = True) -> List[_rows.Scope]:
         return [(self.ta, "t.", target_readable), (self.sa, "s.", True)]
@@ -321,23 +327,22 @@ def check_merge_clauses(on: Any, update: Any, delete: Any, insert: Any) -> None:
         raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
 
 
-def split_merge_condition(on: str, cols: _MergeColumns) -> Tuple[List[Tuple[str, str]], List[Tuple[str, _core.RowExpr]], List[_core.RowExpr]]:
-    """The ON condition's conjuncts: equality keys (target column, source column), target-only
-    conjuncts (SQL text, compiled on target rows) and the rest (compiled on joined rows)."""
+def split_merge_condition(on: str, cols: _MergeColumns) -> Tuple[List[Tuple[str, str]], List[str], List[str]]:
+    """The ON condition's conjuncts by the columns they read (resolved, not compiled: the Spark
+    engine evaluates them itself): equality keys (target column, source column), target-only
+    conjuncts and the rest, as SQL texts."""
     keys: List[Tuple[str, str]] = []
-    target_only: List[Tuple[str, _core.RowExpr]] = []
-    residual: List[_core.RowExpr] = []
+    target_only: List[str] = []
+    residual: List[str] = []
     for sql in _core.conjuncts(on):
-        pair = _core.equated_columns(sql, cols.joined_schema(), cols.scopes())
+        columns, pair = _core.referenced_columns(sql, cols.joined_schema(), cols.scopes())
         if pair is not None and {pair[0][:2], pair[1][:2]} == {"t.", "s."}:
             t, s_ = pair if pair[0].startswith("t.") else (pair[1], pair[0])
             keys.append((t[2:], s_[2:]))
-            continue
-        expr = cols.joined(sql)
-        if expr.columns and all(c.startswith("t.") for c in expr.columns):
-            target_only.append((sql, cols.target_only(sql)))
-            continue
-        residual.append(expr)
+        elif columns and all(c.startswith("t.") for c in columns):
+            target_only.append(sql)
+        else:
+            residual.append(sql)
     return keys, target_only, residual
 
 
@@ -384,19 +389,21 @@ def merge(
             i = source.schema.get_field_index(s_col)
             source = source.set_column(i, pa.field(s_col, typ), source.column(s_col).cast(typ))
     cols.target, cols.source = lay.schema, source.schema  # with schema_mode="merge", t.<new column> resolves
-    read_where = _narrowed_read(lay, source, keys, [sql for sql, _ in target_only])
+    read_where = _narrowed_read(lay, source, keys, target_only)
+    target_conds = [cols.target_only(sql) for sql in target_only]
+    residual_conds = [cols.joined(sql) for sql in residual]  # compiled before any row is read
     files = txn.scan(read_where, ["path"]).column("path").to_pylist()
     file_rows = lay.read_many(files)
     target_rows = []
     for i, rows in enumerate(file_rows):
-        for _, cond in target_only:
+        for cond in target_conds:
             rows = rows.filter(_rows.mask(rows, cond))
         target_rows.append(rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows)))
     tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
     tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
     src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", arange(source.num_rows, pa.int64()))
     joined = _join(tgt, src, [f"t.{t}" for t, _ in keys], [f"s.{s}" for _, s in keys])
-    for cond in residual:
+    for cond in residual_conds:
         joined = joined.filter(_rows.mask(joined, cond))
     # A target row may match at most one source row (Delta's rule).
     if joined.num_rows:

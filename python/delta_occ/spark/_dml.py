@@ -218,9 +218,8 @@ def merge(
     _engine.check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
     src_schema = _arrow_schema(source)
     cols = _engine._MergeColumns(lay.schema, src_schema, target_alias, source_alias)
-    keys, target_only_pairs, _ = _engine.split_merge_condition(on, cols)
+    keys, target_only, _ = _engine.split_merge_condition(on, cols)
     _engine.check_merge_keys(keys, cols)
-    target_only = [sql for sql, _ in target_only_pairs]
     read_where = _engine.narrowed_predicate([_key_summary(ctx, source, t, s) for t, s in keys], target_only)
     plan, _ = _plan(ctx, read_where)
     names = [f.name for f in lay.schema]

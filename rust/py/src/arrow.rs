@@ -12,7 +12,14 @@ pub fn batch_to_capsules<'py>(
     py: Python<'py>,
     batch: RecordBatch,
 ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
-    let array = StructArray::from(batch);
+    array_to_capsules(py, &StructArray::from(batch))
+}
+
+/// One array as (schema, array) capsules; pyarrow takes them through `__arrow_c_array__`.
+pub fn array_to_capsules<'py>(
+    py: Python<'py>,
+    array: &dyn Array,
+) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
     let data = array.to_data();
     let schema = FFI_ArrowSchema::try_from(data.data_type())
         .map_err(|e| PyValueError::new_err(e.to_string()))?;

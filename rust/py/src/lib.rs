@@ -120,7 +120,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transaction::TransactionHandle>()?;
     m.add_class::<rowexpr::PyRowExpr>()?;
     m.add_function(wrap_pyfunction!(rowexpr::conjuncts, m)?)?;
-    m.add_function(wrap_pyfunction!(rowexpr::equated_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(rowexpr::referenced_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;

@@ -1,8 +1,7 @@
 //! `RowExpr`: the core's row evaluator, on batches handed over through the Arrow PyCapsule
 //! interface (`__arrow_c_schema__`, `__arrow_c_array__`).
 
-use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
-use arrow_data::ffi::FFI_ArrowArray;
+use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::Schema;
 use delta_occ_core::rowexpr::{RowExpr, Scope};
@@ -10,7 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
-use crate::arrow::array_from_capsules;
+use crate::arrow::{array_from_capsules, array_to_capsules};
 use crate::errors::IntoPy;
 
 type Capsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
@@ -52,14 +51,14 @@ impl PyRowExpr {
     fn evaluate<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Capsules<'py>> {
         let batch = import_batch(batch)?;
         let out = py.detach(|| self.inner.evaluate(&batch)).py_err()?;
-        export(py, out)
+        array_to_capsules(py, &out)
     }
 
     /// TRUE rows as a boolean array without nulls (NULL counts as not selected).
     fn mask<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Capsules<'py>> {
         let batch = import_batch(batch)?;
         let out = py.detach(|| self.inner.mask(&batch)).py_err()?;
-        export(py, std::sync::Arc::new(out))
+        array_to_capsules(py, &out)
     }
 }
 
@@ -69,17 +68,20 @@ pub fn conjuncts(text: &str) -> PyResult<Vec<String>> {
     delta_occ_core::rowexpr::conjuncts(text).py_err()
 }
 
-/// The two columns' schema names when `text` is exactly `column = column` (a MERGE key), found
-/// through `scopes` like `RowExpr` but not type-checked.
+/// A condition's columns found through `scopes` like `RowExpr`, not type-checked: (schema names
+/// in first-use order, the pair when the text is exactly `column = column`).
 #[pyfunction]
 #[pyo3(signature = (text, schema, scopes=None))]
-pub fn equated_columns(
+#[allow(clippy::type_complexity)]
+pub fn referenced_columns(
     text: &str,
     schema: &Bound<'_, PyAny>,
     scopes: Option<Vec<(Option<String>, String, bool)>>,
-) -> PyResult<Option<(String, String)>> {
+) -> PyResult<(Vec<String>, Option<(String, String)>)> {
     let schema = import_schema(schema)?;
-    delta_occ_core::rowexpr::equated_columns(text, &schema, &scopes_of(scopes)).py_err()
+    let r =
+        delta_occ_core::rowexpr::referenced_columns(text, &schema, &scopes_of(scopes)).py_err()?;
+    Ok((r.columns, r.equated))
 }
 
 fn scopes_of(scopes: Option<Vec<(Option<String>, String, bool)>>) -> Vec<Scope> {
@@ -118,15 +120,4 @@ fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
         .downcast_ref::<StructArray>()
         .ok_or_else(|| PyValueError::new_err("expected a record batch (a struct array)"))?;
     Ok(RecordBatch::from(s.clone()))
-}
-
-fn export(py: Python<'_>, a: ArrayRef) -> PyResult<Capsules<'_>> {
-    let data = a.to_data();
-    let schema = FFI_ArrowSchema::try_from(data.data_type())
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let array = FFI_ArrowArray::new(&data);
-    Ok((
-        PyCapsule::new_with_value(py, schema, c"arrow_schema")?,
-        PyCapsule::new_with_value(py, array, c"arrow_array")?,
-    ))
 }

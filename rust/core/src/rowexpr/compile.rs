@@ -83,13 +83,16 @@ pub fn conjuncts(text: &str) -> Result<Vec<String>> {
     Ok(parts.into_iter().map(|e| e.to_string()).collect())
 }
 
-/// The two columns' schema names when `text` is exactly `column = column` (a MERGE join key),
-/// found through `scopes` but not typed: incompatible key types are the caller's error to word.
-pub fn equated_columns(
-    text: &str,
-    schema: &Schema,
-    scopes: &[Scope],
-) -> Result<Option<(String, String)>> {
+/// A condition's columns, found through `scopes` but not typed (an engine that evaluates the
+/// text itself, such as Spark, only needs to know what it reads): every column's schema name
+/// in first-use order, and the pair when the text is exactly `column = column` (a MERGE join
+/// key; incompatible key types are the caller's error to word).
+pub struct Referenced {
+    pub columns: Vec<String>,
+    pub equated: Option<(String, String)>,
+}
+
+pub fn referenced_columns(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<Referenced> {
     fn ident(e: &ast::Expr) -> Option<Vec<&str>> {
         match e {
             ast::Expr::Identifier(i) => Some(vec![i.value.as_str()]),
@@ -98,18 +101,60 @@ pub fn equated_columns(
             _ => None,
         }
     }
+    fn walk<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+        use ast::Expr as E;
+        match e {
+            E::Identifier(_) | E::CompoundIdentifier(_) => out.push(e),
+            E::Nested(x) | E::UnaryOp { expr: x, .. } | E::Cast { expr: x, .. } => walk(x, out),
+            E::IsNull(x)
+            | E::IsNotNull(x)
+            | E::IsTrue(x)
+            | E::IsFalse(x)
+            | E::IsNotTrue(x)
+            | E::IsNotFalse(x) => walk(x, out),
+            E::BinaryOp { left, right, .. } => {
+                walk(left, out);
+                walk(right, out);
+            }
+            E::InList { expr, list, .. } => {
+                walk(expr, out);
+                list.iter().for_each(|x| walk(x, out));
+            }
+            E::Between {
+                expr, low, high, ..
+            } => [expr, low, high].iter().for_each(|x| walk(x, out)),
+            E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+                walk(expr, out);
+                walk(pattern, out);
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                operand
+                    .iter()
+                    .chain(else_result.iter())
+                    .for_each(|x| walk(x, out));
+                for c in conditions {
+                    walk(&c.condition, out);
+                    walk(&c.result, out);
+                }
+            }
+            E::Function(f) => {
+                if let ast::FunctionArguments::List(l) = &f.args {
+                    for a in &l.args {
+                        if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) = a {
+                            walk(x, out);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     let ast = parse_sql(text)?;
-    let (l, r) = match &ast {
-        ast::Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } => (left, right),
-        _ => return Ok(None),
-    };
-    let (Some(a), Some(b)) = (ident(l), ident(r)) else {
-        return Ok(None);
-    };
     let default = [Scope::table(None)];
     let c = Compiler {
         text,
@@ -118,9 +163,28 @@ pub fn equated_columns(
         columns: Vec::new(),
         column_types: Vec::new(),
     };
-    let a = c.resolve(&a, c.at(l))?.name().clone();
-    let b = c.resolve(&b, c.at(r))?.name().clone();
-    Ok(Some((a, b)))
+    let name = |e: &ast::Expr| -> Result<String> {
+        let parts = ident(e).expect("walk collects identifiers only");
+        Ok(c.resolve(&parts, c.at(e))?.name().clone())
+    };
+    let mut found = Vec::new();
+    walk(&ast, &mut found);
+    let mut columns: Vec<String> = Vec::new();
+    for e in found {
+        let n = name(e)?;
+        if !columns.contains(&n) {
+            columns.push(n);
+        }
+    }
+    let equated = match &ast {
+        ast::Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } if ident(left).is_some() && ident(right).is_some() => Some((name(left)?, name(right)?)),
+        _ => None,
+    };
+    Ok(Referenced { columns, equated })
 }
 
 struct Compiler<'a> {

@@ -18,7 +18,7 @@ use arrow_schema::{DataType, Schema};
 use crate::error::{Error, Result};
 use crate::predicate::CmpOp;
 
-pub use compile::{conjuncts, equated_columns, Scope};
+pub use compile::{conjuncts, referenced_columns, Referenced, Scope};
 
 /// A compiled expression: columns bound by name to the schema it was compiled against.
 #[derive(Debug, Clone)]

@@ -263,7 +263,8 @@ def test_large_single_commit_stats(tmp_path):
     got = _occ_files(snap)
     assert len(got) == n
     assert got == expected
-    row = snap.files().filter(pc.field("path") == adds[1]["add"]["path"])
+    streamed = snap.files()  # stats read from the commit for this call only
+    row = streamed.filter(pc.field("path") == adds[1]["add"]["path"])
     stats = json.loads(row.column("stats")[0].as_py())
     assert stats["minValues"]["s"] == 'a"ü'
 
@@ -274,3 +275,5 @@ def test_large_single_commit_stats(tmp_path):
     txn.abort()
     want = {p for p, f in expected.items() if f["id_range"][1] is None or f["id_range"][1] >= 500000}
     assert scanned == want
+    # a second list, from the same snapshot, equals the first
+    assert snap.files().equals(streamed)

@@ -9,7 +9,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
 
 use crate::error::{Error, Result};
-use crate::log::actions::{AddFile, RawStats};
+use crate::log::actions::{visit_stats, AddFile, RawStats};
 use crate::partition::Scalar;
 use crate::schema::arrow_type;
 use crate::snapshot::Snapshot;
@@ -190,9 +190,6 @@ impl FileBuilders {
         if c.has(COL_DATA_CHANGE) {
             self.data_change.append_value(f.data_change);
         }
-        if c.has(COL_STATS) || c.has(COL_NUM_RECORDS) {
-            self.push_stats(f)?;
-        }
         if c.has(COL_TAGS) {
             self.push_tags(f)?;
         }
@@ -212,8 +209,15 @@ impl FileBuilders {
         Ok(())
     }
 
-    fn push_stats(&mut self, f: &AddFile) -> Result<()> {
-        let raw = f.raw_stats()?;
+    /// The stats and num_records of `files` (deferred stats are read once, and not kept).
+    fn push_all_stats(&mut self, files: &[&AddFile]) -> Result<()> {
+        if !self.cols.has(COL_STATS) && !self.cols.has(COL_NUM_RECORDS) {
+            return Ok(());
+        }
+        visit_stats(files, &mut |raw| self.push_stats(raw))
+    }
+
+    fn push_stats(&mut self, raw: Option<RawStats<'_>>) -> Result<()> {
         if self.cols.has(COL_STATS) {
             match raw {
                 Some(r) => {
@@ -332,6 +336,7 @@ fn slice_batch(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result
     for f in files {
         b.push(snap, f)?;
     }
+    b.push_all_stats(files)?;
     b.finish()
 }
 

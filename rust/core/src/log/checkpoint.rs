@@ -244,7 +244,32 @@ impl StatsSource for DeferredStats {
     fn raw(&self, row: u32) -> Result<Option<RawStats<'_>>> {
         Ok(self.get(row)?.map(RawStats::Plain))
     }
+
+    /// Not loaded yet: read this unit's stats for the call and drop them after.
+    fn visit(&self, rows: &[Option<u32>], f: &mut VisitStats<'_>) -> Result<()> {
+        let part = &*self.part;
+        if part.stats.loaded().is_some() || rows.len() < STREAM_MIN {
+            return visit_each(self, rows, f);
+        }
+        let stats = part.stats.reread(|| part.load_unit(self.unit))?;
+        rows.iter()
+            .try_for_each(|&row| match row.map(|r| r as usize) {
+                Some(row) if row >= stats.len() => Err(corrupt(
+                    &part.source.path,
+                    part.source.version,
+                    &"a stats row out of range",
+                )),
+                Some(row) => f(stats
+                    .is_valid(row)
+                    .then(|| RawStats::Plain(stats.value(row)))),
+                None => f(None),
+            })
+    }
 }
+
+/// Below this many rows, [`StatsSource::visit`] loads the whole part's stats (and keeps them)
+/// rather than reading a unit for a few.
+const STREAM_MIN: usize = 1024;
 
 impl DeferredPart {
     fn load(&self) -> std::result::Result<Vec<StringArray>, String> {
@@ -770,6 +795,7 @@ fn decode_metadata(s: &StructArray, i: usize) -> Result<Metadata, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::actions::visited_stats;
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
     use std::sync::Arc;
@@ -810,6 +836,7 @@ mod tests {
     fn write(dir: &Path, adds: usize, rows_per_group: usize) -> PathBuf {
         let schema = Arc::new(crate::commit::checkpoint::schema());
         let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
+            .with_batch_size(adds * 2)
             .build_decoder()
             .unwrap();
         decoder.decode(lines(adds).as_bytes()).unwrap();
@@ -911,6 +938,36 @@ mod tests {
         std::fs::rename(write(dir.path(), 299, 1000), &path).unwrap();
         let err = changed.adds[5].stats_text().unwrap_err().to_string();
         assert!(err.contains("changed since it was loaded"), "{err}");
+    }
+
+    #[test]
+    fn visited_stats_equal_loaded_stats_and_are_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), 5000, 1500);
+        let expected = |adds: &[AddFile]| -> Vec<Option<String>> {
+            adds.iter()
+                .map(|a| {
+                    let i: usize = a.path[1..a.path.len() - 8].parse().unwrap();
+                    (i % 13 != 0).then(|| format!(r#"{{"numRecords":{i}}}"#))
+                })
+                .collect()
+        };
+        let read = || read_parquet_split(&path, 3, Some(2)).unwrap().adds;
+        let adds = read();
+        assert_eq!(visited_stats(&adds).unwrap(), expected(&adds));
+        // Loaded (and kept) by a lookup, then visited from what was kept.
+        let looked_up: Vec<_> = adds
+            .iter()
+            .map(|a| a.stats_text().unwrap().map(|t| t.into_owned()))
+            .collect();
+        assert_eq!(looked_up, expected(&adds));
+        assert_eq!(visited_stats(&adds).unwrap(), expected(&adds));
+        // A visit keeps nothing: once the file is gone, a lookup has nothing to fall back on.
+        let fresh = read();
+        assert_eq!(visited_stats(&fresh).unwrap(), expected(&fresh));
+        std::fs::remove_file(&path).unwrap();
+        assert!(fresh[1].stats_text().is_err());
+        assert!(visited_stats(&fresh).is_err());
     }
 
     #[test]

@@ -29,24 +29,43 @@ impl<T> Deferred<T> {
         &self.path
     }
 
+    /// The value if an earlier [`Deferred::get`] read it.
+    pub fn loaded(&self) -> Option<&T> {
+        self.loaded.get()?.as_ref().ok()
+    }
+
+    /// Read from the file with `read` without keeping what it returns: for a caller that wants
+    /// the data once, in its own form. Fails like [`Deferred::get`].
+    pub fn reread<R>(&self, read: impl FnOnce() -> std::result::Result<R, String>) -> Result<R> {
+        self.unchanged()
+            .and_then(|()| read())
+            .map_err(|m| self.corrupt(m))
+    }
+
+    fn unchanged(&self) -> std::result::Result<(), String> {
+        let len = std::fs::metadata(&self.path)
+            .map_err(|e| format!("reading add.stats again: {e}"))?
+            .len();
+        if len != self.len {
+            return Err(format!(
+                "the file changed since it was loaded ({len} bytes, {} before)",
+                self.len
+            ));
+        }
+        Ok(())
+    }
+
+    fn corrupt(&self, message: String) -> Error {
+        Error::corrupt(&self.path, Some(self.version), message)
+    }
+
     /// The value, read with `load` the first time. A failure (the file gone or changed, or
     /// `load`'s own error) is kept, and returned every time as a corrupt-log error naming the
     /// file and version.
     pub fn get(&self, load: impl FnOnce() -> std::result::Result<T, String>) -> Result<&T> {
-        let loaded = self.loaded.get_or_init(|| {
-            let len = std::fs::metadata(&self.path)
-                .map_err(|e| format!("reading add.stats again: {e}"))?
-                .len();
-            if len != self.len {
-                return Err(format!(
-                    "the file changed since it was loaded ({len} bytes, {} before)",
-                    self.len
-                ));
-            }
-            load()
-        });
-        loaded
-            .as_ref()
-            .map_err(|m| Error::corrupt(&self.path, Some(self.version), m.clone()))
+        let loaded = self
+            .loaded
+            .get_or_init(|| self.unchanged().and_then(|()| load()));
+        loaded.as_ref().map_err(|m| self.corrupt(m.clone()))
     }
 }

@@ -4,7 +4,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use super::actions::{
-    Actions, JsonLine, PartitionInterner, RawStats, StatsSink, StatsSource, StatsText,
+    visit_each, Actions, JsonLine, PartitionInterner, RawStats, StatsSink, StatsSource, StatsText,
+    VisitStats,
 };
 use super::deferred::Deferred;
 use super::stats_literal;
@@ -311,6 +312,81 @@ impl StatsSource for DeferredStats {
     fn raw(&self, k: u32) -> Result<Option<RawStats<'_>>> {
         Ok(Some(RawStats::Literal(self.get(k)?)))
     }
+
+    /// Not loaded yet: read the literals asked for straight from the commit, a window at a time.
+    fn visit(&self, ks: &[Option<u32>], f: &mut VisitStats<'_>) -> Result<()> {
+        let commit = &*self.commit;
+        let spans = commit.spans[self.range]
+            .get()
+            .map_or(&[][..], Vec::as_slice);
+        if commit.stats.loaded().is_some() || ks.len() < STREAM_MIN {
+            return visit_each(self, ks, f);
+        }
+        let mut failed = None;
+        commit.stats.reread(|| {
+            let mut window = Window::open(commit.stats.path())?;
+            for &k in ks {
+                let literal = match k {
+                    Some(k) => {
+                        let span = spans
+                            .get(k as usize)
+                            .ok_or("a stats literal out of range")?;
+                        Some(RawStats::Literal(window.text(span.0, span.1 as usize)?))
+                    }
+                    None => None,
+                };
+                if let Err(e) = f(literal) {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+}
+
+/// Below this many literals, [`StatsSource::visit`] loads the whole commit's (and keeps them)
+/// rather than reading a window of the file for a few.
+const STREAM_MIN: usize = 1024;
+
+/// Reads byte spans of a file through a window of CHUNK bytes, for spans in mostly ascending
+/// order (the stats literals of a commit, in file order).
+struct Window {
+    file: std::fs::File,
+    bytes: Vec<u8>,
+    at: u64,
+}
+
+impl Window {
+    fn open(path: &Path) -> std::result::Result<Self, String> {
+        let file = std::fs::File::open(path).map_err(|e| again(&e))?;
+        Ok(Window {
+            file,
+            bytes: Vec::new(),
+            at: 0,
+        })
+    }
+
+    /// The text of bytes `offset..offset + n` of the file.
+    fn text(&mut self, offset: u64, n: usize) -> std::result::Result<&str, String> {
+        let end = offset + n as u64;
+        if offset < self.at || end > self.at + self.bytes.len() as u64 {
+            self.bytes.resize(CHUNK.max(n), 0);
+            let got = read_at(&self.file, &mut self.bytes, offset).map_err(|e| again(&e))?;
+            self.bytes.truncate(got);
+            self.at = offset;
+            if got < n {
+                return Err("the commit is shorter than when it was loaded".into());
+            }
+        }
+        let start = (offset - self.at) as usize;
+        std::str::from_utf8(&self.bytes[start..start + n]).map_err(|e| again(&e))
+    }
+}
+
+fn again(e: &dyn std::fmt::Display) -> String {
+    format!("reading add.stats again: {e}")
 }
 
 impl DeferredCommit {
@@ -330,25 +406,11 @@ impl DeferredCommit {
         &self,
         spans: &[(u64, u32)],
     ) -> std::result::Result<(String, Vec<usize>), String> {
-        let again = |e: &dyn std::fmt::Display| format!("reading add.stats again: {e}");
-        let file = std::fs::File::open(self.stats.path()).map_err(|e| again(&e))?;
+        let mut window = Window::open(self.stats.path())?;
         let mut text = String::with_capacity(spans.iter().map(|&(_, n)| n as usize).sum());
         let mut ends = Vec::with_capacity(spans.len());
-        // A window of the file holding the next literals, read CHUNK bytes at a time.
-        let (mut window, mut at) = (Vec::new(), 0u64);
         for &(offset, n) in spans {
-            let n = n as usize;
-            if offset < at || offset + n as u64 > at + window.len() as u64 {
-                window.resize(CHUNK.max(n), 0);
-                let got = read_at(&file, &mut window, offset).map_err(|e| again(&e))?;
-                window.truncate(got);
-                at = offset;
-                if got < n {
-                    return Err("the commit is shorter than when it was loaded".into());
-                }
-            }
-            let start = (offset - at) as usize;
-            text.push_str(std::str::from_utf8(&window[start..start + n]).map_err(|e| again(&e))?);
+            text.push_str(window.text(offset, n as usize)?);
             ends.push(text.len());
         }
         Ok((text, ends))
@@ -419,6 +481,7 @@ fn open_error(path: &Path, version: i64, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::actions::visited_stats;
 
     #[test]
     fn parses_and_reports_line_numbers() {
@@ -523,6 +586,49 @@ mod tests {
                 "{threads}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn visited_stats_equal_loaded_stats_and_are_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("0.json");
+        let stats = |i: usize| match i % 5 {
+            0 => None,
+            1 => Some(format!(
+                r#"{{"numRecords":{i},"minValues":{{"s":"a\"ü/"}}}}"#
+            )),
+            _ => Some(format!(r#"{{"numRecords":{i}}}"#)),
+        };
+        let text: String = (0..6000)
+            .map(|i| {
+                let literal = stats(i).map_or(String::new(), |s| {
+                    format!(r#","stats":{}"#, serde_json::to_string(&s).unwrap())
+                });
+                format!(
+                    r#"{{"add":{{"path":"p{i}","partitionValues":{{}},"size":1,"modificationTime":2,"dataChange":true{literal}}}}}"#
+                ) + "\n"
+            })
+            .collect();
+        std::fs::write(&p, &text).unwrap();
+        let expected: Vec<_> = (0..6000).map(stats).collect();
+        let read = || {
+            let parts = read_ranges(&p, 0, text.len() as u64, 3, 4096).unwrap();
+            parts.into_iter().flat_map(|a| a.adds).collect::<Vec<_>>()
+        };
+        let adds = read();
+        assert_eq!(visited_stats(&adds).unwrap(), expected);
+        let looked_up: Vec<_> = adds
+            .iter()
+            .map(|a| a.stats_text().unwrap().map(|t| t.into_owned()))
+            .collect();
+        assert_eq!(looked_up, expected);
+        assert_eq!(visited_stats(&adds).unwrap(), expected);
+        // A visit keeps nothing: once the commit is gone, a lookup has nothing to fall back on.
+        let fresh = read();
+        assert_eq!(visited_stats(&fresh).unwrap(), expected);
+        std::fs::remove_file(&p).unwrap();
+        assert!(fresh[1].stats_text().is_err());
+        assert!(visited_stats(&fresh).is_err());
     }
 
     #[test]

@@ -702,7 +702,7 @@ impl From<Vec<Action>> for Actions {
 /// Rare or large parts are boxed: serde builds and moves this struct once per line.
 pub(crate) struct JsonLine<'a> {
     #[serde(borrow, default)]
-    add: Option<JsonAdd<'a>>,
+    add: Option<Box<JsonAdd<'a>>>,
     #[serde(borrow, default)]
     remove: Option<Box<JsonRemove<'a>>>,
     #[serde(default)]

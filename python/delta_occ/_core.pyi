@@ -16,6 +16,7 @@ __all__ = [
     "referenced_columns",
     "spark_file_keys",
     "file_column_indexes",
+    "read_parquet_columns",
     "parquet_footer_stats",
     "partition_strings",
     "sql_literals",
@@ -225,6 +226,14 @@ def file_column_indexes(fields: List[Tuple[str, Optional[int]]], wanted: List[Tu
     """For each wanted (physical name, field id), the index of the file field (name, parquet
     field id) holding it: by field id, else the physical name, else any letter case (the
     row-level checker's rule); None when the file lacks the column."""
+
+def read_parquet_columns(
+    path: str, wanted: List[Tuple[str, Optional[int]]]
+) -> Optional[Tuple[List[Optional[Tuple[Any, Any]]], int]]:
+    """The wanted (physical name, field id) columns of one parquet data file, found as
+    ``file_column_indexes`` finds them, as Arrow (schema, array) capsule pairs (None for a
+    column the file lacks), and the file's row count. None when a column read is stored as INT96
+    (read it with pyarrow, which keeps microseconds). Releases the GIL."""
 
 def spark_file_keys(paths: List[str]) -> List[str]:
     """The key Spark reports as ``_metadata.file_path`` for each absolute local path."""

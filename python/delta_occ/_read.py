@@ -82,8 +82,27 @@ def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
 def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     """Read the data columns of one file: ({logical name: array}, number of physical rows).
 
-    ``pre_buffer=False``: the files are local, and pre-buffering (coalesced reads through the I/O
-    thread pool, meant for object stores) made reading 100 files of 1,000 rows about 1.6x slower."""
+    The core reads them (parquet-rs, the GIL released; the columns found by the checker's
+    resolver): 100 files of 1,000 rows in 7 ms against pyarrow's 19 ms. A file with an INT96
+    column is read by pyarrow, which keeps microseconds where parquet-rs decodes nanoseconds."""
+    wanted = [(_physical(f, mode), _field_id(f) if mode == "id" else None) for f in fields]
+    got = _core.read_parquet_columns(path, wanted)
+    if got is None:
+        return _read_file_pyarrow(path, fields, mode)
+    arrays, n = got
+    out = {}
+    for f, pair in zip(fields, arrays):
+        if pair is None:
+            out[f["name"]] = pa.nulls(n, delta_type_to_arrow(f["type"]))
+        else:
+            out[f["name"]] = _conform(_arrow.array(pair), f["type"], mode)
+    return out, n
+
+
+def _read_file_pyarrow(path: str, fields: list, mode: str) -> "tuple[dict, int]":
+    """`_read_file` by pyarrow. ``pre_buffer=False``: the files are local, and pre-buffering
+    (coalesced reads through the I/O thread pool, meant for object stores) made reading 100
+    files of 1,000 rows about 1.6x slower."""
     try:
         pf = pq.ParquetFile(path, coerce_int96_timestamp_unit="us", pre_buffer=False)
     except FileNotFoundError as e:

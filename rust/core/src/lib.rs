@@ -8,6 +8,7 @@
 
 mod commit;
 mod conflict;
+mod data_file;
 mod error;
 mod isolation;
 mod load;
@@ -68,6 +69,7 @@ pub use transaction::{Transaction, TxnOptions, TxnState};
 pub use predicate::{FileJudge, Predicate};
 
 // Rules the Python engine applies to data files exactly as the core does.
+pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::footer_stats;
 pub use schema::file_column_index;
 pub use uri::spark_file_key;

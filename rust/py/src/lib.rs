@@ -57,6 +57,39 @@ fn file_column_indexes(
         .collect()
 }
 
+/// The columns `wanted` (physical name, parquet field id) of one data file, found as
+/// `file_column_indexes` finds them, and the file's row count; None for a missing column. None
+/// for the whole file when a column read is stored as INT96 (the caller reads it with pyarrow,
+/// which keeps microseconds). The GIL is released while reading.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn read_parquet_columns<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    wanted: Vec<(String, Option<i64>)>,
+) -> PyResult<Option<(Vec<Option<ArrowCapsules<'py>>>, u64)>> {
+    let read = py
+        .detach(|| {
+            let wanted: Vec<(&str, Option<i64>)> =
+                wanted.iter().map(|(n, id)| (n.as_str(), *id)).collect();
+            delta_occ_core::read_data_file_columns(&path, &wanted)
+        })
+        .py_err()?;
+    if read.int96 {
+        return Ok(None);
+    }
+    let arrays = read
+        .arrays
+        .iter()
+        .map(|a| {
+            a.as_ref()
+                .map(|a| arrow::array_to_capsules(py, a.as_ref()))
+                .transpose()
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(Some((arrays, read.rows)))
+}
+
 /// The key Spark reports as `_metadata.file_path` for each absolute local path.
 #[pyfunction]
 fn spark_file_keys(paths: Vec<String>) -> Vec<String> {
@@ -132,6 +165,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
     m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
+    m.add_function(wrap_pyfunction!(read_parquet_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
     m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
     m.add_function(wrap_pyfunction!(sql_literals, m)?)?;

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
 
+use crate::data_file::parquet_error;
 use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::files_batch;
@@ -20,7 +20,7 @@ use crate::log::actions::AddFile;
 use crate::partition::Scalar;
 use crate::predicate::{eval, ColumnRef, Predicate};
 use crate::rowexpr::RowExpr;
-use crate::schema::{self, file_column_index};
+use crate::schema;
 
 /// Number of physical rows in a data file: from its stats, else from the parquet footer.
 pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
@@ -37,10 +37,6 @@ pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
 fn data_path(root: &Path, file: &AddFile) -> Result<std::path::PathBuf> {
     crate::uri::resolve_data_path(root, &file.path)
         .map_err(|m| Error::invalid(format!("data file {}: {m}", file.path)))
-}
-
-fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::invalid(format!("cannot read data file {}: {e}", path.display()))
 }
 
 /// What one commit loop reuses across winners and files: columns already read, by data file and
@@ -190,48 +186,14 @@ fn read_columns(
     columns: &[&ColumnRef],
 ) -> Result<Vec<(String, ArrayRef)>> {
     let path = data_path(root, file)?;
-    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(&path, e))?;
-    let arrow_schema = builder.schema().clone();
-    let mut roots = Vec::new();
-    let mut names = Vec::new();
-    let fields: Vec<(&str, Option<i64>)> = arrow_schema
-        .fields()
+    let wanted: Vec<(&str, Option<i64>)> = columns
         .iter()
-        .map(|f| {
-            let id = f.metadata().get(PARQUET_FIELD_ID_META_KEY);
-            (f.name().as_str(), id.and_then(|v| v.parse().ok()))
-        })
+        .map(|c| (c.physical.as_str(), c.field_id))
         .collect();
-    for c in columns {
-        if let Some(i) = file_column_index(&fields, &c.physical, c.field_id) {
-            roots.push(i);
-            names.push((arrow_schema.field(i).name().clone(), c.physical.clone()));
-        }
-    }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(1 << 16)
-        .build()
-        .map_err(|e| parquet_error(&path, e))?;
-    let batches: Vec<RecordBatch> = reader
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| parquet_error(&path, e))?;
-    let mut out = Vec::new();
-    for (in_file, name) in names {
-        let parts: Vec<ArrayRef> = batches
-            .iter()
-            .filter_map(|b| b.column_by_name(&in_file).cloned())
-            .collect();
-        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-        let whole = match refs.len() {
-            0 => continue,
-            1 => parts[0].clone(),
-            _ => arrow_select::concat::concat(&refs).map_err(|e| parquet_error(&path, e))?,
-        };
-        out.push((name, whole));
-    }
-    Ok(out)
+    let read = crate::data_file::read_columns(&path, &wanted)?;
+    Ok(columns
+        .iter()
+        .zip(read.arrays)
+        .filter_map(|(c, a)| Some((c.physical.clone(), a?)))
+        .collect())
 }

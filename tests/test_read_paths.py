@@ -1,0 +1,102 @@
+"""The engine reads data files with the core's parquet reader and falls back to pyarrow for files
+with INT96 columns. Both must return the same columns: every data file of every golden table is
+read both ways and compared value for value and type for type (the reference is pyarrow's reader,
+which the engine used alone before). INT96 dates outside the nanosecond range must keep their
+value through the fallback."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import delta_occ as docc
+from delta_occ import _core, _read
+
+import golden_index
+from conftest import GOLDEN, GOLDEN_REASON
+from helpers import add, metadata, protocol, write_commit
+
+
+def _readable(tables):
+    """The golden tables delta-occ opens (the others are refused on purpose: test_golden.py)."""
+    out = []
+    for t in tables:
+        try:
+            out.append((t.rel, docc.Table(GOLDEN / t.repo / t.name).snapshot()))
+        except docc.exceptions.DeltaOccError:
+            pass
+    return out
+
+
+READABLE = _readable(golden_index.load())
+
+
+def _data_fields(snap: docc.Snapshot) -> list:
+    schema = json.loads(snap._h.schema_json)
+    parts = set(snap._h.partition_columns)
+    return [f for f in schema["fields"] if f["name"] not in parts]
+
+
+@pytest.mark.skipif(not READABLE, reason=GOLDEN_REASON)
+@pytest.mark.parametrize("rel,snap", READABLE, ids=[r for r, _ in READABLE])
+def test_core_reader_equals_pyarrow_on_golden_files(rel, snap):
+    fields, mode = _data_fields(snap), snap._h.column_mapping_mode
+    for abs_path, _, _ in snap._h.data_files():
+        if not os.path.exists(abs_path):  # log-only golden tables: both readers refuse the file
+            with pytest.raises(docc.exceptions.CorruptLogError, match="does not exist"):
+                _read._read_file(abs_path, fields, mode)
+            continue
+        expected = _read._read_file_pyarrow(abs_path, fields, mode)
+        got = _read._read_file(abs_path, fields, mode)
+        assert got[1] == expected[1], abs_path
+        for f in fields:
+            a, b = got[0][f["name"]], expected[0][f["name"]]
+            assert a.type == b.type, (abs_path, f["name"])
+            assert a.equals(b), (abs_path, f["name"])
+
+
+def _table_with_file(tmp_path, table: pa.Table, **write_args) -> str:
+    schema = json.dumps({"type": "struct", "fields": [
+        {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
+    pq.write_table(table, tmp_path / "f.parquet", **write_args)
+    write_commit(tmp_path, 0, [protocol(), metadata(schema_string=schema), add("f.parquet")])
+    return str(tmp_path / "f.parquet")
+
+
+def test_int96_file_falls_back_to_pyarrow_and_keeps_far_dates(tmp_path):
+    """Year 2500 is beyond int64 nanoseconds (2262): only a microsecond decode keeps it."""
+    far = datetime.datetime(2500, 1, 2, 3, 4, 5, 6)
+    near = datetime.datetime(2020, 5, 6, 7, 8, 9, 10)
+    data = pa.table({"ts": pa.array([far, near, None], pa.timestamp("us")), "id": pa.array([1, 2, 3], pa.int64())})
+    path = _table_with_file(tmp_path, data, use_deprecated_int96_timestamps=True)
+    assert pq.ParquetFile(path).schema.column(0).physical_type == "INT96"
+    assert _core.read_parquet_columns(path, [("ts", None), ("id", None)]) is None
+    assert _core.read_parquet_columns(path, [("id", None)]) is not None  # INT96 only if read
+    rows = docc.Table(str(tmp_path)).snapshot().to_pyarrow().to_pylist()
+    utc = datetime.timezone.utc
+    assert rows == [{"ts": far.replace(tzinfo=utc), "id": 1}, {"ts": near.replace(tzinfo=utc), "id": 2},
+                    {"ts": None, "id": 3}]
+
+
+@pytest.mark.parametrize("wanted,present", [
+    ([("id", None), ("absent", None)], [True, False]),
+    ([("ID", None)], [True]),  # any letter case, as the checker finds it
+    ([("x", 7)], [False]),  # a field id the file does not carry
+])
+def test_core_reader_finds_columns_like_the_checker(tmp_path, wanted, present):
+    data = pa.table({"ts": pa.array([None], pa.timestamp("us")), "id": pa.array([5], pa.int64())})
+    path = _table_with_file(tmp_path, data)
+    arrays, n = _core.read_parquet_columns(path, wanted)
+    assert n == 1
+    assert [a is not None for a in arrays] == present
+
+
+def test_missing_data_file_names_it(tmp_path):
+    with pytest.raises(docc.exceptions.CorruptLogError, match="gone.parquet.*does not exist"):
+        _core.read_parquet_columns(str(tmp_path / "gone.parquet"), [("id", None)])

@@ -192,7 +192,7 @@ impl Transaction {
                     snap.version()
                 ))
             })?;
-            self.read.files.insert(f.path.clone());
+            self.read.files.insert(f.path.as_ref().into());
         }
         Ok(())
     }
@@ -207,18 +207,46 @@ impl Transaction {
         };
         let snap = self.snap()?.clone();
         let mut judge = crate::predicate::FileJudge::new(&predicate, true);
-        let hits: Vec<usize> = snap
-            .files()
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| judge.may_match(f))
-            .map(|(i, _)| i)
-            .collect();
+        let files = snap.files();
+        let mut hits = Vec::new();
+        if !judge.by_partition() {
+            // Stats of a large commit or checkpoint read once for the scan, and not kept.
+            let all: Vec<&AddFile> = files.iter().collect();
+            let mut i = 0;
+            let streamed = crate::log::actions::visit_stats(&all, &mut |raw| {
+                if judge.may_match_raw(all[i], raw) {
+                    hits.push(i);
+                }
+                i += 1;
+                Ok(())
+            });
+            if streamed.is_err() {
+                hits.clear(); // unreadable stats prune nothing: judge file by file
+            } else {
+                return Ok(self.record_scan(&snap, hits, predicate));
+            }
+        }
+        hits.extend(
+            files
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| judge.may_match(f))
+                .map(|(i, _)| i),
+        );
+        Ok(self.record_scan(&snap, hits, predicate))
+    }
+
+    fn record_scan(
+        &mut self,
+        snap: &Snapshot,
+        hits: Vec<usize>,
+        predicate: Predicate,
+    ) -> Vec<usize> {
         for &i in &hits {
-            self.read.files.insert(snap.files()[i].path.clone());
+            self.read.files.insert(snap.files()[i].path.as_ref().into());
         }
         self.read.predicates.push(predicate);
-        Ok(hits)
+        hits
     }
 
     pub fn read_whole_table(&mut self) -> Result<()> {
@@ -275,7 +303,7 @@ impl Transaction {
                 })?;
         }
         let log_path: Box<str> = crate::uri::encode_log_path(&rel).into();
-        if self.adds.iter().any(|a| a.path == log_path) {
+        if self.adds.iter().any(|a| *a.path == *log_path) {
             return Err(Error::invalid(format!(
                 "add_file({path:?}): the transaction already adds this path"
             )));
@@ -290,7 +318,7 @@ impl Transaction {
             )));
         }
         self.adds.push(AddFile {
-            path: log_path,
+            path: log_path.into(),
             partition_values: pv,
             size,
             modification_time: modification_time
@@ -337,7 +365,8 @@ impl Transaction {
                 snap.version()
             ))
         })?;
-        if self.removes.iter().any(|r| r.path == f.path) || self.dv_deletes.contains_key(&f.path) {
+        if self.removes.iter().any(|r| *r.path == *f.path) || self.dv_deletes.contains_key(&*f.path)
+        {
             return Err(Error::invalid(format!(
                 "remove_file({path:?}): the transaction already removes or changes this file"
             )));
@@ -368,7 +397,7 @@ impl Transaction {
                 snap.version()
             ))
         })?;
-        if self.removes.iter().any(|r| r.path == f.path) {
+        if self.removes.iter().any(|r| *r.path == *f.path) {
             return Err(Error::invalid(format!(
                 "delete_rows({path:?}): the transaction already removes this file"
             )));
@@ -382,7 +411,7 @@ impl Transaction {
         }
         let new =
             DeletionBitmap::from_positions(positions.iter().copied()).map_err(Error::invalid)?;
-        let entry = self.dv_deletes.entry(f.path.clone()).or_default();
+        let entry = self.dv_deletes.entry(f.path.as_ref().into()).or_default();
         *entry = entry.union(&new);
         Ok(())
     }

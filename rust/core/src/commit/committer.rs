@@ -730,7 +730,7 @@ fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
         .own_dvs
         .iter()
         .filter(|(_, b)| !b.is_empty())
-        .filter_map(|(p, b)| adds.iter().position(|a| a.path == *p).map(|i| (i, b)))
+        .filter_map(|(p, b)| adds.iter().position(|a| *a.path == **p).map(|i| (i, b)))
         .collect();
     let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
     refs.extend(own.iter().map(|(_, b)| *b));

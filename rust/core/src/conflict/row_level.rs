@@ -337,7 +337,7 @@ pub fn check_winner(
             if !moved.is_empty() {
                 let mapped = remap(bin, k, &input_dv, &moved);
                 let e =
-                    s.dv.entry(bin.output.path.clone())
+                    s.dv.entry(bin.output.path.as_ref().into())
                         .or_insert_with(|| DvChange {
                             base: bin.output.clone(),
                             rows: DeletionBitmap::default(),
@@ -346,7 +346,7 @@ pub fn check_winner(
                 resolved += 1;
             }
             if st.read.files.contains(path) {
-                s.read.files.insert(bin.output.path.clone());
+                s.read.files.insert(bin.output.path.as_ref().into());
             }
             notes.push(format!(
                 "it compacted {path}; this transaction's changes were remapped onto {}",
@@ -391,7 +391,10 @@ pub fn check_winner(
             };
             let mapped = remap(bin, k, &base_dv, &gone);
             let s = next.edit();
-            let e = s.own_dvs.entry(bin.output.path.clone()).or_default();
+            let e = s
+                .own_dvs
+                .entry(bin.output.path.as_ref().into())
+                .or_default();
             *e = e.union(&mapped);
             let i = s
                 .removes
@@ -429,7 +432,7 @@ pub fn check_winner(
         let inputs: Vec<&str> = bin.inputs.iter().map(|(p, _)| p.as_str()).collect();
         let s = next.edit();
         s.adds.retain(|a| a.path != out);
-        s.own_dvs.remove(&out);
+        s.own_dvs.remove(&*out);
         s.removes
             .retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
         s.dropped_bins += 1;
@@ -478,7 +481,7 @@ fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
         return Some(f.clone());
     }
     Some(AddFile {
-        path: r.path.clone(),
+        path: r.path.as_ref().into(),
         partition_values: r.partition_values.clone()?,
         size: r.size?,
         modification_time: 0,

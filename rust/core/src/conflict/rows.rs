@@ -44,7 +44,7 @@ fn data_path(root: &Path, file: &AddFile) -> Result<std::path::PathBuf> {
 /// each), and each read predicate compiled once (`Err`: it cannot be decided on rows).
 #[derive(Default)]
 pub struct ColumnCache {
-    columns: Mutex<HashMap<(Box<str>, String), ArrayRef>>,
+    columns: Mutex<HashMap<(Arc<str>, String), ArrayRef>>,
     compiled: Mutex<HashMap<String, std::result::Result<Arc<RowExpr>, String>>>,
 }
 

@@ -121,7 +121,7 @@ fn hash_pairs<'a>(
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddFile {
     /// As written in the log: URI-encoded, relative to the table root or absolute.
-    pub path: Box<str>,
+    pub path: Arc<str>,
     pub partition_values: PartitionValues,
     pub size: i64,
     pub modification_time: i64,
@@ -548,7 +548,7 @@ impl RemoveFile {
 /// A remove for a live file, carrying its extended metadata.
 pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
     RemoveFile {
-        path: f.path.clone(),
+        path: f.path.as_ref().into(),
         deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
         data_change,
         extended_file_metadata: Some(true),

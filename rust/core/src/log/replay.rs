@@ -123,7 +123,8 @@ impl LogState {
         }
         if !self.tombstones.is_empty() {
             for a in &adds {
-                self.tombstones.remove(&(a.path.clone(), a.dv_unique_id()));
+                self.tombstones
+                    .remove(&(a.path.as_ref().into(), a.dv_unique_id()));
             }
         }
         let tags = path_tags(&adds);
@@ -173,7 +174,7 @@ impl LogState {
         let tag = path_hash(&remove.path);
         let files = &self.files;
         let found = self.index.find_entry(table_hash(tag), |s| {
-            s.tag == tag && files[s.file as usize].path == remove.path
+            s.tag == tag && *files[s.file as usize].path == *remove.path
         });
         if let Ok(entry) = found {
             let i = entry.get().file as usize;

@@ -7,7 +7,7 @@ pub mod parse;
 pub mod stats_layout;
 
 use crate::error::Result;
-use crate::log::actions::AddFile;
+use crate::log::actions::{AddFile, RawStats};
 use crate::partition::Scalar;
 use crate::schema::{ColumnMappingMode, DataType, StructType};
 pub use expr::{CmpOp, ColumnRef, Expr};
@@ -149,6 +149,9 @@ pub struct FileJudge<'a> {
     by_tuple: hashbrown::HashMap<usize, bool>,
     by_key: hashbrown::HashMap<Box<[u8]>, bool>,
     scratch: eval::Scratch,
+    /// Unescaped stats of the file being judged, reused (a String per file was a fifth of a
+    /// 1M-file scan).
+    text: String,
 }
 
 impl<'a> FileJudge<'a> {
@@ -160,6 +163,7 @@ impl<'a> FileJudge<'a> {
             by_tuple: Default::default(),
             by_key: Default::default(),
             scratch,
+            text: String::new(),
         }
     }
 
@@ -174,6 +178,20 @@ impl<'a> FileJudge<'a> {
 
     /// [`Predicate::file_may_match`], with the judge's `use_stats`.
     pub fn may_match(&mut self, file: &'a AddFile) -> bool {
+        self.may_match_with(file, |f| f.raw_stats().ok().flatten())
+    }
+
+    /// [`FileJudge::may_match`] with the file's stats as given (read by the caller, for many
+    /// files at once: [`crate::log::actions::visit_stats`]); None prunes nothing by stats.
+    pub(crate) fn may_match_raw(&mut self, file: &'a AddFile, raw: Option<RawStats<'_>>) -> bool {
+        self.may_match_with(file, |_| raw)
+    }
+
+    fn may_match_with<'s>(
+        &mut self,
+        file: &'a AddFile,
+        stats_of: impl FnOnce(&'a AddFile) -> Option<RawStats<'s>>,
+    ) -> bool {
         let tuple = if !self.by_partition() && self.pred.partition_expr.is_none() {
             true // no partition-only conjunct: every tuple passes
         } else {
@@ -189,11 +207,21 @@ impl<'a> FileJudge<'a> {
         if self.by_partition() || !tuple {
             return tuple;
         }
-        let stats = file.stats_text().ok().flatten(); // unreadable stats prune nothing
+        // Unreadable stats prune nothing.
+        let stats = match stats_of(file) {
+            Some(RawStats::Plain(text)) => Some(text),
+            Some(raw) => {
+                self.text.clear();
+                raw.write_text(&mut self.text)
+                    .ok()
+                    .map(|()| self.text.as_str())
+            }
+            None => None,
+        };
         let d = eval::domains_into(
             &self.pred.columns,
             &file.partition_values,
-            stats.as_deref(),
+            stats,
             true,
             &mut self.scratch,
         );

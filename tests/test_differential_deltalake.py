@@ -263,7 +263,7 @@ def test_large_single_commit_stats(tmp_path):
     got = _occ_files(snap)
     assert len(got) == n
     assert got == expected
-    streamed = snap.files()  # stats read from the commit for this call only
+    streamed = snap.files()
     row = streamed.filter(pc.field("path") == adds[1]["add"]["path"])
     stats = json.loads(row.column("stats")[0].as_py())
     assert stats["minValues"]["s"] == 'a"ü'

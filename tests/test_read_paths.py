@@ -97,6 +97,29 @@ def test_core_reader_finds_columns_like_the_checker(tmp_path, wanted, present):
     assert [a is not None for a in arrays] == present
 
 
+@pytest.mark.parametrize("codec", ["brotli", "gzip", "zstd", "lz4", "snappy", "none"])
+def test_every_pyarrow_codec_reads(tmp_path, codec):
+    """The core is built with snappy, zstd, lz4 and gzip; a brotli file goes to pyarrow."""
+    data = pa.table({"ts": pa.array([None, datetime.datetime(2021, 1, 1)], pa.timestamp("us")),
+                     "id": pa.array([1, 2], pa.int64())})
+    _table_with_file(tmp_path, data, compression=codec)
+    got = docc.Table(str(tmp_path)).snapshot().to_pyarrow()
+    assert got.column("id").to_pylist() == [1, 2]
+    assert got.column("ts").to_pylist()[1] == datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def test_table_behind_after_own_commit_reads_it_on_next_use(tmp_path):
+    """commit() leaves the replay to the next use of the table: version, snapshot() and begin()."""
+    _table_with_file(tmp_path, pa.table({"ts": pa.array([None], pa.timestamp("us")), "id": pa.array([1], pa.int64())}))
+    data = pa.table({"ts": pa.array([None], pa.timestamp("us", tz="UTC")), "id": pa.array([1], pa.int64())})
+    t = docc.Table(str(tmp_path))
+    for use in (lambda: t.version, lambda: t.snapshot().version, lambda: t.begin().snapshot.version):
+        r = t.delete("id = 1") if t.snapshot().to_pyarrow().num_rows else t.append(data)
+        assert t._behind
+        assert use() == r.version
+        assert not t._behind
+
+
 def test_missing_data_file_names_it(tmp_path):
     with pytest.raises(docc.exceptions.CorruptLogError, match="gone.parquet.*does not exist"):
         _core.read_parquet_columns(str(tmp_path / "gone.parquet"), [("id", None)])

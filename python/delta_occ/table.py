@@ -97,9 +97,13 @@ class Table:
 
     def refresh(self) -> int:
         """Read only commits newer than the latest known one; return the latest version."""
-        version = self._h.refresh()
+        # Cleared before reading: a commit landing meanwhile marks the table behind again.
         self._behind = False
-        return version
+        try:
+            return self._h.refresh()
+        except BaseException:
+            self._behind = True
+            raise
 
     def _latest(self) -> "_core.TableHandle":
         """The handle, having read this table's own last commit if it has not yet."""

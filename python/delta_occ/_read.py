@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,8 +32,13 @@ def _find_all(arrow_fields: Sequence[pa.Field], fields: Sequence[dict], mode: st
     """Index of the file column holding each Delta field: the core's resolver (field id in id
     mode, the physical name, then any letter case), shared with the row-level conflict checker."""
     ids = [int(f.metadata[_FIELD_ID]) if f.metadata and f.metadata.get(_FIELD_ID) is not None else None for f in arrow_fields]
-    wanted = [(_physical(f, mode), _field_id(f) if mode == "id" else None) for f in fields]
-    return _core.file_column_indexes([(f.name, i) for f, i in zip(arrow_fields, ids)], wanted)
+    return _core.file_column_indexes([(f.name, i) for f, i in zip(arrow_fields, ids)], _wanted(fields, mode))
+
+
+def _wanted(fields: Sequence[dict], mode: str) -> List[Tuple[str, Optional[int]]]:
+    """What the core's resolver looks for per Delta field: its physical name, and its field id in
+    ``id`` mode."""
+    return [(_physical(f, mode), _field_id(f) if mode == "id" else None) for f in fields]
 
 
 def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
@@ -86,21 +91,14 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     resolver): 100 files of 1,000 rows in 7 ms against pyarrow's 19 ms. A file with an INT96
     column is read by pyarrow, which keeps microseconds where parquet-rs decodes nanoseconds, and
     so is a file the core cannot decode (pyarrow then reads it or raises its own error)."""
-    wanted = [(_physical(f, mode), _field_id(f) if mode == "id" else None) for f in fields]
     try:
-        got = _core.read_parquet_columns(path, wanted)
+        got = _core.read_parquet_columns(path, _wanted(fields, mode))
     except InvalidArgumentError:
         got = None  # what the core cannot decode (a codec it is built without: brotli); pyarrow may
     if got is None:
         return _read_file_pyarrow(path, fields, mode)
-    arrays, n = got
-    out = {}
-    for f, pair in zip(fields, arrays):
-        if pair is None:
-            out[f["name"]] = pa.nulls(n, delta_type_to_arrow(f["type"]))
-        else:
-            out[f["name"]] = _conform(_arrow.array(pair), f["type"], mode)
-    return out, n
+    pairs, n = got
+    return _by_name(fields, [None if p is None else _arrow.array(p) for p in pairs], n, mode), n
 
 
 def _read_file_pyarrow(path: str, fields: list, mode: str) -> "tuple[dict, int]":
@@ -117,13 +115,16 @@ def _read_file_pyarrow(path: str, fields: list, mode: str) -> "tuple[dict, int]"
     names = sorted(set(wanted.values()))
     threads = n * len(names) >= _THREADED_READ_VALUES and not getattr(IN_WORKER, "on", False)
     raw = pf.read(columns=names, use_threads=threads) if wanted else None
-    out = {}
-    for f in fields:
-        if raw is not None and f["name"] in wanted:
-            out[f["name"]] = _conform(_one_chunk(raw.column(wanted[f["name"]])), f["type"], mode)
-        else:
-            out[f["name"]] = pa.nulls(n, delta_type_to_arrow(f["type"]))
-    return out, n
+    arrays = [_one_chunk(raw.column(wanted[f["name"]])) if raw is not None and f["name"] in wanted else None for f in fields]
+    return _by_name(fields, arrays, n, mode), n
+
+
+def _by_name(fields: Sequence[dict], arrays: Sequence[Optional[pa.Array]], n: int, mode: str) -> dict:
+    """{logical name: column in the table's type}, NULLs for a column the file lacks."""
+    return {
+        f["name"]: pa.nulls(n, delta_type_to_arrow(f["type"])) if a is None else _conform(a, f["type"], mode)
+        for f, a in zip(fields, arrays)
+    }
 
 
 def keep_mask(handle: Any, log_path: str, n: int) -> pa.Array:

@@ -105,6 +105,10 @@ class Table:
             self._behind = True
             raise
 
+    def _committed(self) -> None:
+        """A transaction of this table committed: read its commit on next use (see ``_behind``)."""
+        self._behind = True
+
     def _latest(self) -> "_core.TableHandle":
         """The handle, having read this table's own last commit if it has not yet."""
         if self._behind:

@@ -336,7 +336,7 @@ class Transaction:
             raise
         self.result = CommitResult._from_core(d)
         if self._table is not None:
-            self._table._behind = True  # the handle reads its own commit on next use
+            self._table._committed()
         return self.result
 
     def validate(self, through: Optional[int] = None) -> Dict[str, Any]:

@@ -59,7 +59,8 @@ pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileC
     let mask = ProjectionMask::roots(descr, roots.iter().copied());
     let batches: Vec<RecordBatch> = builder
         .with_projection(mask)
-        .with_batch_size(1 << 16)
+        // One batch: the columns are returned whole, and a concatenation would copy them again.
+        .with_batch_size((rows as usize).max(1))
         .build()
         .map_err(|e| parquet_error(path, e))?
         .collect::<std::result::Result<_, _>>()

@@ -277,3 +277,9 @@ def test_large_single_commit_stats(tmp_path):
     assert scanned == want
     # a second list, from the same snapshot, equals the first
     assert snap.files().equals(streamed)
+    # files() streamed the stats from the commit and kept none: with the commit gone the paths
+    # still list, and the stats cannot be read (a corrupt-log error naming the commit)
+    commit.rename(tmp_path / "moved.json")
+    assert snap.files(columns=["path"]).column("path").to_pylist() == [a["add"]["path"] for a in adds]
+    with pytest.raises(docc.exceptions.CorruptLogError, match="00000000000000000000.json"):
+        snap.files(columns=["stats"])

@@ -96,10 +96,32 @@ pub fn files_batches_of(
     if threads <= 1 {
         return Ok(vec![slice_batch(snap, files, cols)?]);
     }
-    let slices: Vec<_> = files.chunks(files.len().div_ceil(threads)).collect();
-    crate::parallel::map(&slices, |s| slice_batch(snap, s, cols))
+    crate::parallel::map(&slices(files, threads), |s| slice_batch(snap, s, cols))
         .into_iter()
         .collect()
+}
+
+/// How far a cut between slices may move to fall between two stats sources.
+const SNAP: usize = 4096;
+
+/// `files` in `n` slices of about equal length, each cut moved (by up to [`SNAP`] files) to the
+/// nearest place where the stats source changes: a slice then holds no short run of a source,
+/// which would be read for a few files rather than streamed with the rest of its run.
+fn slices<'a>(files: &'a [&'a AddFile], n: usize) -> Vec<&'a [&'a AddFile]> {
+    let step = files.len().div_ceil(n.max(1)).max(1);
+    let boundary = |i: usize| !files[i - 1].shares_stats_source(files[i]);
+    let mut cuts = vec![0];
+    for nominal in (step..files.len()).step_by(step) {
+        let near = (0..SNAP)
+            .flat_map(|d| [nominal + d, nominal.wrapping_sub(d)])
+            .find(|&i| i > 0 && i < files.len() && boundary(i));
+        let cut = near.unwrap_or(nominal);
+        if cut > *cuts.last().unwrap_or(&0) {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(files.len());
+    cuts.windows(2).map(|w| &files[w[0]..w[1]]).collect()
 }
 
 /// Builders sized for `n` rows of the selected columns (unselected ones stay empty).
@@ -134,20 +156,21 @@ impl FileBuilders {
     fn new(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result<Self> {
         let n = files.len();
         let rows = |name| if cols.has(name) { n } else { 0 };
-        let strings = |name, bytes| StringBuilder::with_capacity(rows(name), rows(name) * bytes);
+        // Text columns sized from what the files hold, so that no buffer grows (and is copied).
+        let text = |name, len: fn(&AddFile) -> usize| {
+            let bytes = if cols.has(name) {
+                files.iter().map(|f| len(f)).sum()
+            } else {
+                0
+            };
+            StringBuilder::with_capacity(rows(name), bytes)
+        };
         let parts = snap.partition_columns.len();
         let pv_entries = rows(COL_PARTITION_VALUES) * parts;
-        // Size the stats buffer from the first file's text (files of one table have similar stats).
-        let stats_bytes = match files.first() {
-            Some(f) if cols.has(COL_STATS) => f.raw_stats()?.map_or(0, |r| match r {
-                RawStats::Plain(t) | RawStats::Literal(t) => t.len(),
-            }),
-            _ => 0,
-        };
         Ok(FileBuilders {
             cols,
             rows: n,
-            path: strings(COL_PATH, 64),
+            path: text(COL_PATH, |f| f.path.len()),
             pv: MapBuilder::with_capacity(
                 None,
                 StringBuilder::with_capacity(pv_entries, pv_entries * 8),
@@ -157,9 +180,14 @@ impl FileBuilders {
             size: Int64Builder::with_capacity(rows(COL_SIZE)),
             mtime: Int64Builder::with_capacity(rows(COL_MODIFICATION_TIME)),
             data_change: BooleanBuilder::with_capacity(rows(COL_DATA_CHANGE)),
-            stats: strings(COL_STATS, stats_bytes),
+            stats: text(COL_STATS, AddFile::stats_len_hint),
             num_records: Int64Builder::with_capacity(rows(COL_NUM_RECORDS)),
-            tags: MapBuilder::new(None, StringBuilder::new(), StringBuilder::new()),
+            tags: MapBuilder::with_capacity(
+                None,
+                StringBuilder::new(),
+                StringBuilder::new(),
+                rows(COL_TAGS),
+            ),
             dv: DvBuilders::with_capacity(rows(COL_DELETION_VECTOR)),
             dv_cardinality: Int64Builder::with_capacity(rows(COL_DV_CARDINALITY)),
             base_row_id: Int64Builder::with_capacity(rows(COL_BASE_ROW_ID)),
@@ -284,9 +312,14 @@ impl FileBuilders {
 
 impl DvBuilders {
     fn with_capacity(n: usize) -> Self {
+        // Text capacity is left to grow: most tables have no deletion vectors.
         DvBuilders {
+            storage: StringBuilder::with_capacity(n, 0),
+            path: StringBuilder::with_capacity(n, 0),
+            offset: Int32Builder::with_capacity(n),
+            size: Int32Builder::with_capacity(n),
+            card: Int64Builder::with_capacity(n),
             valid: Vec::with_capacity(n),
-            ..Default::default()
         }
     }
 

@@ -9,6 +9,7 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::unescape::{unescape, unescape_into};
 use crate::dv::descriptor::DeletionVectorDescriptor;
 
 /// Partition values in log order: `(column, value)`, `None` for null. Shared and immutable: a
@@ -194,6 +195,10 @@ pub(crate) trait StatsSource: Send + Sync {
     /// The stats of the source's `i`-th add as stored; None when they are null.
     fn raw(&self, i: u32) -> crate::error::Result<Option<RawStats<'_>>>;
 
+    /// About how many bytes the text of the `i`-th add's stats takes, without reading them (to
+    /// size a buffer).
+    fn len_hint(&self, i: u32) -> usize;
+
     /// Hand the stats of adds `ks` (in that order; None for a file without stats) to `f` without
     /// keeping them: a source not read yet may read them straight from its file, once, instead
     /// of loading and keeping all of it.
@@ -293,6 +298,15 @@ impl StatsText {
         }
     }
 
+    /// About how many bytes the text takes (at most, for text at hand), without reading it.
+    pub(crate) fn len_hint(&self) -> usize {
+        match &self.0 {
+            Repr::Text(t) if t.starts_with('"') => t.len() - 2,
+            Repr::Text(t) => t.len(),
+            Repr::Deferred(source, i) => source.len_hint(*i),
+        }
+    }
+
     /// The same stats as plain text (unescaped now rather than on every use).
     pub fn into_plain(self) -> Self {
         match &self.0 {
@@ -358,118 +372,6 @@ impl<'a> RawStats<'a> {
     }
 }
 
-/// The text of a JSON string literal that was validated when it was read. serde_json would
-/// allocate a String per literal; this unescapes into one reused buffer (stats literals escape
-/// every quote, so a write per piece would cost dozens of calls per file) and writes it once.
-fn unescape_into(literal: &str, out: &mut impl fmt::Write) -> fmt::Result {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    let body = &literal[1..literal.len() - 1];
-    let Some(first) = memchr::memchr(b'\\', body.as_bytes()) else {
-        return out.write_str(body);
-    };
-    BUF.with_borrow_mut(|buf| {
-        buf.clear();
-        if unescape_quotes(body.as_bytes(), first, buf) {
-            if let Ok(text) = std::str::from_utf8(buf) {
-                return out.write_str(text);
-            }
-        }
-        let mut text = String::with_capacity(body.len());
-        unescape_body(body, &mut text);
-        out.write_str(&text)
-    })
-}
-
-/// The common case of [`unescape_body`], fast: append `body` to `out`, then squeeze out the
-/// backslashes of `\"`, `\\` and `\/` from `first` (the first backslash) on, in place. Stats
-/// escape a quote every few bytes, where a search per escape costs more than this one pass.
-/// False (and `out` unusable) when another escape occurs; only ASCII is removed, so the result
-/// of a valid literal is valid UTF-8.
-fn unescape_quotes(body: &[u8], first: usize, out: &mut Vec<u8>) -> bool {
-    let base = out.len();
-    out.extend_from_slice(body);
-    let s = &mut out[base..];
-    let (mut read, mut write) = (first, first);
-    while read < s.len() {
-        let mut c = s[read];
-        if c == b'\\' {
-            match s.get(read + 1) {
-                Some(&k @ (b'"' | b'\\' | b'/')) => {
-                    c = k;
-                    read += 1;
-                }
-                _ => return false,
-            }
-        }
-        s[write] = c;
-        write += 1;
-        read += 1;
-    }
-    out.truncate(base + write);
-    true
-}
-
-/// Append the unescaped `body` (a literal without its quotes) to `buf`.
-fn unescape_body(mut rest: &str, buf: &mut String) {
-    // `\\` is ASCII: every index memchr finds is a char boundary.
-    while let Some(i) = memchr::memchr(b'\\', rest.as_bytes()) {
-        buf.push_str(&rest[..i]);
-        let esc = &rest[i + 1..];
-        let Some(&kind) = esc.as_bytes().first() else {
-            return; // a lone trailing backslash (never in a validated literal)
-        };
-        let (ch, used) = match kind {
-            b'"' => ('"', 1),
-            b'b' => ('\u{8}', 1),
-            b'f' => ('\u{c}', 1),
-            b'n' => ('\n', 1),
-            b'r' => ('\r', 1),
-            b't' => ('\t', 1),
-            b'u' => escaped_unicode(esc),
-            _ => esc
-                .chars()
-                .next()
-                .map_or(('\u{fffd}', 1), |c| (c, c.len_utf8())),
-        };
-        buf.push(ch);
-        rest = &esc[used..];
-    }
-    buf.push_str(rest);
-}
-
-/// `esc` starts after the backslash at `uXXXX`: the character and the bytes it used, joining a
-/// surrogate pair `\uD83D\uDE00`.
-fn escaped_unicode(esc: &str) -> (char, usize) {
-    let hex = |s: &str| s.get(..4).and_then(|h| u32::from_str_radix(h, 16).ok());
-    let Some(hi) = esc.get(1..).and_then(hex) else {
-        return ('\u{fffd}', 1);
-    };
-    if (0xD800..0xDC00).contains(&hi) {
-        let lo = esc
-            .get(5..)
-            .and_then(|r| r.strip_prefix("\\u"))
-            .and_then(hex);
-        if let Some(lo @ 0xDC00..0xE000) = lo {
-            let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-            return (char::from_u32(c).unwrap_or('\u{fffd}'), 11);
-        }
-    }
-    (char::from_u32(hi).unwrap_or('\u{fffd}'), 5)
-}
-
-/// The text of a JSON string literal that parsed when it was read (so this cannot fail).
-fn unescape(literal: &str) -> Cow<'_, str> {
-    let body = &literal[1..literal.len() - 1];
-    if memchr::memchr(b'\\', body.as_bytes()).is_none() {
-        return Cow::Borrowed(body);
-    }
-    let mut out = String::with_capacity(body.len());
-    unescape_into(literal, &mut out).expect("writing to a String cannot fail");
-    Cow::Owned(out)
-}
-
 impl PartialEq for StatsText {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
@@ -510,6 +412,20 @@ impl AddFile {
     /// The stats as stored, not unescaped (see [`RawStats`]).
     fn stats_source(&self) -> Option<(&Arc<dyn StatsSource>, u32)> {
         self.stats.as_ref()?.source()
+    }
+
+    /// Whether both files' stats are deferred to one source (one checkpoint unit, one range of a
+    /// large commit).
+    pub(crate) fn shares_stats_source(&self, other: &AddFile) -> bool {
+        match (self.stats_source(), other.stats_source()) {
+            (Some((a, _)), Some((b, _))) => std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b)),
+            _ => false,
+        }
+    }
+
+    /// See [`StatsText::len_hint`] (0 without stats).
+    pub(crate) fn stats_len_hint(&self) -> usize {
+        self.stats.as_ref().map_or(0, StatsText::len_hint)
     }
 
     pub fn raw_stats(&self) -> crate::error::Result<Option<RawStats<'_>>> {
@@ -1006,53 +922,6 @@ impl RemoveFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unescape_into_matches_serde_json() {
-        let cases = [
-            r#""plain""#,
-            r#""{\"numRecords\":3,\"minValues\":{\"s\":\"a\\\\b\/c\"}}""#,
-            r#""tab\there\nnew\r\b\f end""#,
-            r#""\u00e9\u4e2d\ud83d\ude00 \u0041""#,
-            r#""\"\"""#,
-            r#""""#,
-            r#""ünïcödé \\""#,
-            r#""ü\"é\\\"x\/y\nz""#,
-            r#""\/\/\\""#,
-        ];
-        for lit in cases {
-            let want: String = serde_json::from_str(lit).unwrap();
-            let mut got = String::new();
-            unescape_into(lit, &mut got).unwrap();
-            assert_eq!(got, want, "{lit}");
-            assert_eq!(RawStats::Literal(lit).text(), want);
-        }
-    }
-
-    /// Every string serde_json escapes (quotes, backslashes, control characters, non-ASCII)
-    /// comes back as it was, whichever path unescapes it.
-    #[test]
-    fn unescape_round_trips_serde_json_escaping() {
-        let alphabet = [
-            'a', '"', '\\', '/', 'é', '中', '\n', '\u{1}', '😀', '{', ':',
-        ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        for len in 0..400 {
-            let text: String = (0..len % 40)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    alphabet[(seed % alphabet.len() as u64) as usize]
-                })
-                .collect();
-            let lit = serde_json::to_string(&text).unwrap();
-            let mut got = String::new();
-            unescape_into(&lit, &mut got).unwrap();
-            assert_eq!(got, text, "{lit}");
-            assert_eq!(unescape(&lit), text, "{lit}");
-        }
-    }
 
     #[test]
     fn num_records_fast_path_and_fallback() {

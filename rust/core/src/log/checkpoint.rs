@@ -151,6 +151,7 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
     let deferred = stats_leaf.map(|leaf| {
         let counts = source.units.iter().map(|_| AtomicUsize::new(0)).collect();
         Arc::new(DeferredPart {
+            bytes: source.units.iter().map(|u| source.bytes(u, leaf)).collect(),
             source: source.clone(),
             leaf,
             counts,
@@ -211,6 +212,18 @@ impl ReadSource {
     fn corrupt(&self, e: &dyn std::fmt::Display) -> Error {
         corrupt(&self.path, self.version, e)
     }
+
+    /// The uncompressed bytes of column `leaf` in the rows of `unit`, from the footer (a row
+    /// range's share of its group's).
+    fn bytes(&self, unit: &[RowRange], leaf: usize) -> u64 {
+        let groups = self.meta.metadata().row_groups();
+        unit.iter()
+            .map(|r| {
+                let size = groups[r.group].column(leaf).uncompressed_size().max(0) as u64;
+                size * (r.end - r.start) as u64 / self.groups[r.group].max(1) as u64
+            })
+            .sum()
+    }
 }
 
 /// The `add.stats` column of a checkpoint part, read for all its files the first time any of
@@ -226,6 +239,8 @@ struct DeferredPart {
     leaf: usize,
     /// Adds per unit, as counted by the first read (the deferred read must find as many).
     counts: Vec<AtomicUsize>,
+    /// Per unit, the footer's uncompressed size of the stats in its rows (to size buffers).
+    bytes: Vec<u64>,
     /// Per unit, the stats of its adds in read order.
     stats: Deferred<Vec<StringArray>>,
 }
@@ -243,6 +258,14 @@ impl DeferredStats {
 impl StatsSource for DeferredStats {
     fn raw(&self, row: u32) -> Result<Option<RawStats<'_>>> {
         Ok(self.get(row)?.map(RawStats::Plain))
+    }
+
+    /// The unit's share per add of its stats bytes in the footer (plain encoding adds four
+    /// bytes of length per value; other rows' nulls add nothing much).
+    fn len_hint(&self, _row: u32) -> usize {
+        let part = &*self.part;
+        let adds = part.counts[self.unit].load(Ordering::Relaxed).max(1) as u64;
+        (part.bytes[self.unit] / adds) as usize
     }
 
     /// Not loaded yet: read this unit's stats for the call and drop them after.
@@ -284,7 +307,8 @@ impl DeferredPart {
             .source
             .reader(u, &[self.leaf])
             .map_err(|e| e.to_string())?;
-        let mut out = StringBuilder::new();
+        let adds = self.counts[u].load(Ordering::Relaxed);
+        let mut out = StringBuilder::with_capacity(adds, self.bytes[u] as usize);
         for batch in reader {
             let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
             let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else {

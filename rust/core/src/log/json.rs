@@ -114,7 +114,7 @@ fn parse_lines_into(
     })?;
     let mut lines = 0;
     let (mut short, key) = (String::new(), stats_literal::key_finder());
-    for (i, line) in text.split_terminator('\n').enumerate() {
+    for (i, line) in split_terminator(text).enumerate() {
         lines = i + 1;
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
@@ -141,6 +141,20 @@ fn parse_lines_into(
             .map_err(invalid)?;
     }
     Ok(lines)
+}
+
+/// `text.split_terminator('\n')`, with memchr finding each end many bytes at a time (`str::split`
+/// tests a char at a time).
+fn split_terminator(mut rest: &str) -> impl Iterator<Item = &str> {
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len());
+        let line = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or("");
+        Some(line)
+    })
 }
 
 /// Bytes each thread reads at a time from a large commit.
@@ -313,25 +327,32 @@ impl StatsSource for DeferredStats {
         Ok(Some(RawStats::Literal(self.get(k)?)))
     }
 
-    /// Not loaded yet: read the literals asked for straight from the commit, a window at a time.
+    /// The literal's length: what its text takes at most once unescaped.
+    fn len_hint(&self, k: u32) -> usize {
+        self.spans()
+            .get(k as usize)
+            .map_or(0, |&(_, n)| (n as usize).saturating_sub(2))
+    }
+
+    /// Not loaded yet: read the literals asked for straight from the commit and keep nothing.
+    /// Literals close together are read a window at a time, scattered ones one by one.
     fn visit(&self, ks: &[Option<u32>], f: &mut VisitStats<'_>) -> Result<()> {
         let commit = &*self.commit;
-        let spans = commit.spans[self.range]
-            .get()
-            .map_or(&[][..], Vec::as_slice);
-        if commit.stats.loaded().is_some() || ks.len() < STREAM_MIN {
+        if commit.stats.loaded().is_some() {
             return visit_each(self, ks, f);
         }
+        let spans = self.spans();
         let mut failed = None;
         commit.stats.reread(|| {
             let mut window = Window::open(commit.stats.path())?;
-            for &k in ks {
+            for (j, &k) in ks.iter().enumerate() {
                 let literal = match k {
                     Some(k) => {
-                        let span = spans
+                        let &(offset, n) = spans
                             .get(k as usize)
                             .ok_or("a stats literal out of range")?;
-                        Some(RawStats::Literal(window.text(span.0, span.1 as usize)?))
+                        let text = window.text(offset, n as usize, || reach(spans, &ks[j..]))?;
+                        Some(RawStats::Literal(text))
                     }
                     None => None,
                 };
@@ -346,12 +367,39 @@ impl StatsSource for DeferredStats {
     }
 }
 
-/// Below this many literals, [`StatsSource::visit`] loads the whole commit's (and keeps them)
-/// rather than reading a window of the file for a few.
-const STREAM_MIN: usize = 1024;
+impl DeferredStats {
+    /// File offset and length of each literal of this range.
+    fn spans(&self) -> &[(u64, u32)] {
+        self.commit.spans[self.range]
+            .get()
+            .map_or(&[][..], Vec::as_slice)
+    }
+}
 
-/// Reads byte spans of a file through a window of CHUNK bytes, for spans in mostly ascending
-/// order (the stats literals of a commit, in file order).
+/// Literals further apart than this are read separately rather than through one window.
+const GAP: u64 = 64 << 10;
+
+/// Where one read for the spans of `ks` (in order, the first one first) should end: after the
+/// last of them that follows the one before within [`GAP`] bytes and ends within [`CHUNK`] bytes
+/// of the first.
+fn reach(spans: &[(u64, u32)], ks: &[Option<u32>]) -> u64 {
+    let mut wanted = ks.iter().flatten().map_while(|&k| spans.get(k as usize));
+    let Some(&(start, n)) = wanted.next() else {
+        return 0;
+    };
+    let mut end = start + n as u64;
+    for &(offset, n) in wanted {
+        let next = offset + n as u64;
+        if offset < end || offset - end > GAP || next - start > CHUNK as u64 {
+            break;
+        }
+        end = next;
+    }
+    end
+}
+
+/// Reads byte spans of a file through a window, for spans in mostly ascending order (the stats
+/// literals of a commit, in file order).
 struct Window {
     file: std::fs::File,
     bytes: Vec<u8>,
@@ -368,11 +416,17 @@ impl Window {
         })
     }
 
-    /// The text of bytes `offset..offset + n` of the file.
-    fn text(&mut self, offset: u64, n: usize) -> std::result::Result<&str, String> {
+    /// The text of bytes `offset..offset + n` of the file. When the window does not hold them it
+    /// is read again from `offset` up to `until()` (at least the span).
+    fn text(
+        &mut self,
+        offset: u64,
+        n: usize,
+        until: impl FnOnce() -> u64,
+    ) -> std::result::Result<&str, String> {
         let end = offset + n as u64;
         if offset < self.at || end > self.at + self.bytes.len() as u64 {
-            self.bytes.resize(CHUNK.max(n), 0);
+            self.bytes.resize((until().max(end) - offset) as usize, 0);
             let got = read_at(&self.file, &mut self.bytes, offset).map_err(|e| again(&e))?;
             self.bytes.truncate(got);
             self.at = offset;
@@ -410,7 +464,7 @@ impl DeferredCommit {
         let mut text = String::with_capacity(spans.iter().map(|&(_, n)| n as usize).sum());
         let mut ends = Vec::with_capacity(spans.len());
         for &(offset, n) in spans {
-            text.push_str(window.text(offset, n as usize)?);
+            text.push_str(window.text(offset, n as usize, || offset + CHUNK as u64)?);
             ends.push(text.len());
         }
         Ok((text, ends))
@@ -481,7 +535,41 @@ fn open_error(path: &Path, version: i64, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::actions::visited_stats;
+    use crate::log::actions::{visited_stats, AddFile};
+
+    #[test]
+    fn one_read_reaches_close_spans_only() {
+        let gap = GAP + 1;
+        let spans = [(0, 10), (12, 10), (22 + gap, 10), (5, 3)];
+        let all = |ks: &[u32]| ks.iter().map(|&k| Some(k)).collect::<Vec<_>>();
+        // Files without stats (None) are passed over.
+        assert_eq!(reach(&spans, &[Some(0), None, Some(1), Some(2)]), 22);
+        assert_eq!(reach(&spans, &all(&[2])), 32 + gap);
+        // Not back to an earlier offset, nor past CHUNK bytes from the first span.
+        assert_eq!(reach(&spans, &all(&[1, 3])), 22);
+        let chain: Vec<(u64, u32)> = (0..200).map(|i| (i * GAP, 10)).collect();
+        let ks: Vec<u32> = (0..200).collect();
+        assert_eq!(reach(&chain, &all(&ks)), 127 * GAP + 10);
+        assert!(127 * GAP + 10 <= CHUNK as u64 && 128 * GAP + 10 > CHUNK as u64);
+        assert_eq!(reach(&spans, &[None]), 0);
+    }
+
+    #[test]
+    fn lines_split_like_split_terminator() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "\n\na\n\n",
+            "a\r\nb\r\n",
+            "ü\n中",
+        ] {
+            let want: Vec<&str> = text.split_terminator('\n').collect();
+            assert_eq!(split_terminator(text).collect::<Vec<_>>(), want, "{text:?}");
+        }
+    }
 
     #[test]
     fn parses_and_reports_line_numbers() {
@@ -626,6 +714,10 @@ mod tests {
         // A visit keeps nothing: once the commit is gone, a lookup has nothing to fall back on.
         let fresh = read();
         assert_eq!(visited_stats(&fresh).unwrap(), expected);
+        // A few scattered files (runs far shorter than a range): read one by one, still right.
+        let sparse: Vec<AddFile> = fresh.iter().step_by(997).cloned().collect();
+        let want: Vec<_> = expected.iter().step_by(997).cloned().collect();
+        assert_eq!(visited_stats(&sparse).unwrap(), want);
         std::fs::remove_file(&p).unwrap();
         assert!(fresh[1].stats_text().is_err());
         assert!(visited_stats(&fresh).is_err());

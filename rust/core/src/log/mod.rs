@@ -9,3 +9,4 @@ pub mod replay;
 pub mod segment;
 pub mod stats_json;
 mod stats_literal;
+mod unescape;

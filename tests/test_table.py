@@ -14,7 +14,7 @@ import delta_occ as docc
 from delta_occ import IsolationLevel
 from delta_occ import exceptions as exc
 
-from helpers import add, simple_table, write_commit, write_parquet
+from helpers import add, metadata, protocol, simple_table, write_commit, write_parquet
 
 SCHEMA = pa.schema([("id", pa.int64()), ("date", pa.string()), ("v", pa.float64())])
 
@@ -203,3 +203,30 @@ def test_gil_is_released_during_replay(tmp_path):
     inside = [x for x in ticks if window["start"] + duration * 0.1 < x < window["end"] - duration * 0.1]
     assert duration > 0.01
     assert len(inside) > 100, (duration, len(inside))
+
+
+# concurrency.md §4 and protocol-notes §5.1: a table has deletion vectors enabled when the protocol
+# has the deletionVectors feature and delta.enableDeletionVectors is "true"; only then may a writer
+# create DVs (delete_rows) and row-level concurrency apply.
+@pytest.mark.parametrize("prop,features,enabled", [
+    ("true", ["deletionVectors"], True),
+    ("TRUE", ["deletionVectors"], True),
+    ("false", ["deletionVectors"], False),
+    (None, ["deletionVectors"], False),
+    ("true", [], False),
+    ("true", None, False),
+])
+def test_deletion_vectors_enabled_rule(tmp_path, prop, features, enabled):
+    proto = protocol(3, 7, ["deletionVectors"] if features else [], features) if features is not None \
+        else protocol(1, 2)
+    config = {"delta.enableDeletionVectors": prop} if prop is not None else {}
+    write_commit(tmp_path, 0, [proto, metadata(configuration=config), add("a.parquet")])
+    t = docc.Table(str(tmp_path))
+    assert t.snapshot().deletion_vectors_enabled is enabled
+    txn = t.begin()
+    if enabled:
+        txn.delete_rows("a.parquet", [0])  # staged only: the file need not exist until commit
+    else:
+        with pytest.raises(exc.InvalidArgumentError, match="needs deletion vectors"):
+            txn.delete_rows("a.parquet", [0])
+    txn.abort()

@@ -161,6 +161,9 @@ class SnapshotHandle:
     @property
     def properties(self) -> Dict[str, str]: ...
     @property
+    def deletion_vectors_enabled(self) -> bool:
+        """The ``deletionVectors`` writer feature and ``delta.enableDeletionVectors=true``."""
+    @property
     def column_mapping_mode(self) -> str:
         """``"none"``, ``"name"`` or ``"id"``."""
     @property

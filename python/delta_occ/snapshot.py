@@ -55,8 +55,7 @@ class Snapshot:
     def deletion_vectors_enabled(self) -> bool:
         """Whether writers put deletion vectors here (and so row-level concurrency applies): the
         property ``delta.enableDeletionVectors=true`` and the ``deletionVectors`` writer feature."""
-        prop = self.properties.get("delta.enableDeletionVectors", "").lower() == "true"
-        return prop and "deletionVectors" in (self.protocol.get("writer_features") or [])
+        return self._h.deletion_vectors_enabled
 
     @property
     def metadata(self) -> Dict[str, Any]:

@@ -101,6 +101,17 @@ impl Snapshot {
             .expect("validated in from_state")
     }
 
+    /// Whether writers put deletion vectors in this table (and so row-level concurrency applies):
+    /// the `deletionVectors` writer feature and `delta.enableDeletionVectors=true`. The one place
+    /// this rule is written.
+    pub fn deletion_vectors_enabled(&self) -> bool {
+        protocol::has_writer_feature(self.protocol(), "deletionVectors")
+            && protocol::is_true(
+                &self.metadata().configuration,
+                "delta.enableDeletionVectors",
+            )
+    }
+
     pub fn files(&self) -> &[AddFile] {
         &self.state.files
     }

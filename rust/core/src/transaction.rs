@@ -379,12 +379,7 @@ impl Transaction {
     pub fn delete_rows(&mut self, path: &str, positions: &[u64]) -> Result<()> {
         self.open()?;
         let snap = self.snap()?.clone();
-        if !protocol::has_writer_feature(snap.protocol(), "deletionVectors")
-            || !protocol::is_true(
-                &snap.metadata().configuration,
-                "delta.enableDeletionVectors",
-            )
-        {
+        if !snap.deletion_vectors_enabled() {
             return Err(Error::invalid(format!(
                 "delete_rows needs deletion vectors: {} does not have delta.enableDeletionVectors=true with the deletionVectors feature",
                 self.root.display()

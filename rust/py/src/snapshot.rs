@@ -51,6 +51,11 @@ impl SnapshotHandle {
     }
 
     #[getter]
+    fn deletion_vectors_enabled(&self) -> bool {
+        self.inner.deletion_vectors_enabled()
+    }
+
+    #[getter]
     fn properties(&self) -> BTreeMap<String, String> {
         self.inner.metadata().configuration.clone()
     }

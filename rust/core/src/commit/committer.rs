@@ -683,10 +683,7 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
                 "delta.enableInCommitTimestamps",
             )
         });
-    let dv_table = snap.filter(|s| {
-        protocol::has_writer_feature(s.protocol(), "deletionVectors")
-            && is_true(&s.metadata().configuration, "delta.enableDeletionVectors")
-    });
+    let dv_table = snap.filter(|s| s.deletion_vectors_enabled());
     Ok(Prepared {
         staged: Staged {
             adds: txn.adds.clone(),

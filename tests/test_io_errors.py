@@ -111,7 +111,8 @@ import delta_occ as docc
 from delta_occ import exceptions as exc
 t = docc.Table({str(root)!r})
 os.environ["DELTA_OCC_FAULTS"] = "publish_error=eio"
-threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+# 2 s: the append must be in its loop by then even on a loaded machine
+threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
     t.append(pa.table({{"id": [1], "p": [1]}}), max_attempts=1000000)
 except exc.CommitInterruptedError as e:

@@ -1,8 +1,8 @@
-"""The engine reads data files with the core's parquet reader and falls back to pyarrow for files
-with INT96 columns. Both must return the same columns: every data file of every golden table is
-read both ways and compared value for value and type for type (the reference is pyarrow's reader,
-which the engine used alone before). INT96 dates outside the nanosecond range must keep their
-value through the fallback."""
+"""The engine reads data files with the core's parquet reader (the row-level checker's reader) and
+falls back to pyarrow only for an INT96 timestamp nested in a struct, list or map. Both must
+return the same columns: every data file of every golden table is read both ways and compared value
+for value and type for type (the reference is pyarrow's reader, which the engine used alone
+before). INT96 dates outside the nanosecond range must keep their value on either path."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import delta_occ as docc
-from delta_occ import _core, _read
+from delta_occ import _arrow, _core, _read
 
 import golden_index
 from conftest import GOLDEN, GOLDEN_REASON
@@ -69,19 +69,46 @@ def _table_with_file(tmp_path, table: pa.Table, **write_args) -> str:
     return str(tmp_path / "f.parquet")
 
 
-def test_int96_file_falls_back_to_pyarrow_and_keeps_far_dates(tmp_path):
-    """Year 2500 is beyond int64 nanoseconds (2262): only a microsecond decode keeps it."""
+def test_int96_is_read_at_microseconds_and_keeps_far_dates(tmp_path):
+    """Year 2500 is beyond int64 nanoseconds (2262): the core reads INT96 at microseconds (as
+    Spark writes them), so engine and checker see the value pyarrow's microsecond decode gives."""
     far = datetime.datetime(2500, 1, 2, 3, 4, 5, 6)
     near = datetime.datetime(2020, 5, 6, 7, 8, 9, 10)
     data = pa.table({"ts": pa.array([far, near, None], pa.timestamp("us")), "id": pa.array([1, 2, 3], pa.int64())})
-    path = _table_with_file(tmp_path, data, use_deprecated_int96_timestamps=True)
+    # no embedded Arrow schema (as Spark writes INT96), so nothing else hints at microseconds
+    path = _table_with_file(tmp_path, data, use_deprecated_int96_timestamps=True, store_schema=False)
     assert pq.ParquetFile(path).schema.column(0).physical_type == "INT96"
-    assert _core.read_parquet_columns(path, [("ts", None), ("id", None)]) is None
-    assert _core.read_parquet_columns(path, [("id", None)]) is not None  # INT96 only if read
+    reference = pq.read_table(path, coerce_int96_timestamp_unit="us").column("ts").to_pylist()
+    assert reference == [far, near, None]
+    arrays, n = _core.read_parquet_columns(path, [("ts", None), ("id", None)])
+    assert n == 3
+    core_ts = _arrow.array(arrays[0])
+    assert core_ts.type.unit == "us"
+    assert core_ts.to_pylist() == reference
     rows = docc.Table(str(tmp_path)).snapshot().to_pyarrow().to_pylist()
     utc = datetime.timezone.utc
     assert rows == [{"ts": far.replace(tzinfo=utc), "id": 1}, {"ts": near.replace(tzinfo=utc), "id": 2},
                     {"ts": None, "id": 3}]
+    t = docc.Table(str(tmp_path))
+    t.delete("ts > '2400-01-01'")
+    assert t.snapshot().to_pyarrow().column("id").to_pylist() == [2, 3]
+
+
+def test_nested_int96_goes_to_pyarrow(tmp_path):
+    """An INT96 inside a struct is the one file the core does not decode (a type hint reaches only
+    top-level columns); pyarrow reads it at microseconds."""
+    far = datetime.datetime(2500, 1, 2, 3, 4, 5, 6)
+    data = pa.table({"s": pa.array([{"t": far}], pa.struct([("t", pa.timestamp("us"))]))})
+    pq.write_table(data, tmp_path / "n.parquet", use_deprecated_int96_timestamps=True, store_schema=False)
+    path = str(tmp_path / "n.parquet")
+    assert pq.ParquetFile(path).schema.column(0).physical_type == "INT96"
+    assert _core.read_parquet_columns(path, [("s", None)]) is None
+    assert _core.read_parquet_columns(path, [("absent", None)]) is not None  # INT96 only if read
+    schema = json.dumps({"type": "struct", "fields": [{"name": "s", "nullable": True, "metadata": {}, "type": {
+        "type": "struct", "fields": [{"name": "t", "type": "timestamp", "nullable": True, "metadata": {}}]}}]})
+    write_commit(tmp_path, 0, [protocol(), metadata(schema_string=schema), add("n.parquet")])
+    rows = docc.Table(str(tmp_path)).snapshot().to_pyarrow().to_pylist()
+    assert rows == [{"s": {"t": far.replace(tzinfo=datetime.timezone.utc)}}]
 
 
 @pytest.mark.parametrize("wanted,present", [
@@ -99,10 +126,13 @@ def test_core_reader_finds_columns_like_the_checker(tmp_path, wanted, present):
 
 @pytest.mark.parametrize("codec", ["brotli", "gzip", "zstd", "lz4", "snappy", "none"])
 def test_every_pyarrow_codec_reads(tmp_path, codec):
-    """The core is built with snappy, zstd, lz4 and gzip; a brotli file goes to pyarrow."""
+    """The core is built with every codec pyarrow writes (snappy, zstd, lz4, gzip, brotli): the
+    row-level checker must read every file the engine reads."""
     data = pa.table({"ts": pa.array([None, datetime.datetime(2021, 1, 1)], pa.timestamp("us")),
                      "id": pa.array([1, 2], pa.int64())})
-    _table_with_file(tmp_path, data, compression=codec)
+    path = _table_with_file(tmp_path, data, compression=codec)
+    arrays, n = _core.read_parquet_columns(path, [("id", None)])
+    assert _arrow.array(arrays[0]).to_pylist() == [1, 2]
     got = docc.Table(str(tmp_path)).snapshot().to_pyarrow()
     assert got.column("id").to_pylist() == [1, 2]
     assert got.column("ts").to_pylist()[1] == datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc)
@@ -123,3 +153,31 @@ def test_table_behind_after_own_commit_reads_it_on_next_use(tmp_path):
 def test_missing_data_file_names_it(tmp_path):
     with pytest.raises(docc.exceptions.CorruptLogError, match="gone.parquet.*does not exist"):
         _core.read_parquet_columns(str(tmp_path / "gone.parquet"), [("id", None)])
+
+
+@pytest.mark.parametrize("year,conflicts", [(2500, True), (2100, False)])
+def test_checker_reads_int96_rows_as_the_engine_does(tmp_path, year, conflicts):
+    """concurrency.md §4 rule 4: a winner's new file conflicts with a delete only if one of its
+    rows satisfies the delete's predicate, decided on the file's rows when it has no stats. Here the
+    row is an INT96 timestamp: a year-2500 one read at nanoseconds would overflow and the conflict
+    be missed; a year-2100 one must not conflict (the file is not blamed for lacking stats)."""
+    schema = pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("id", pa.int64())])
+    root = tmp_path / "t"
+    t = docc.Table.create(root, schema, properties={"delta.enableDeletionVectors": "true"})
+    t.append(pa.table({"ts": [datetime.datetime(2450, 1, 1, tzinfo=datetime.timezone.utc)], "id": [1]}, schema=schema))
+    txn = t.begin(isolation_level="Serializable")
+    txn.delete("ts > '2400-01-01'")
+
+    winner = pa.table({"ts": pa.array([datetime.datetime(year, 6, 1)], pa.timestamp("us")), "id": [2]})
+    # store_schema=False: no embedded Arrow schema to hint microseconds, as Spark writes INT96
+    pq.write_table(winner, root / "w.parquet", use_deprecated_int96_timestamps=True, store_schema=False)
+    w = docc.Table(root).begin()
+    w.add_file("w.parquet", {}, os.path.getsize(root / "w.parquet"))  # no stats: rows decide
+    w.commit()
+
+    if conflicts:
+        with pytest.raises(docc.exceptions.ConcurrentAppendException):
+            txn.commit()
+    else:
+        txn.commit()
+        assert sorted(docc.Table(root).snapshot().to_pyarrow().column("id").to_pylist()) == [2]

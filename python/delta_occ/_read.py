@@ -88,13 +88,10 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
     """Read the data columns of one file: ({logical name: array}, number of physical rows).
 
     The core reads them (parquet-rs, the GIL released; the columns found by the checker's
-    resolver): 100 files of 1,000 rows in 7 ms against pyarrow's 19 ms. A file with an INT96
-    column is read by pyarrow, which keeps microseconds where parquet-rs decodes nanoseconds, and
-    so is a file the core cannot decode (pyarrow then reads it or raises its own error)."""
-    try:
-        got = _core.read_parquet_columns(path, _wanted(fields, mode))
-    except InvalidArgumentError:
-        got = None  # what the core cannot decode (a codec it is built without: brotli); pyarrow may
+    resolver, and INT96 timestamps at microseconds as Spark means them): 100 files of 1,000 rows
+    in 7 ms against pyarrow's 19 ms. The one file it does not decode, an INT96 timestamp nested in
+    a struct, list or map, is read by pyarrow."""
+    got = _core.read_parquet_columns(path, _wanted(fields, mode))
     if got is None:
         return _read_file_pyarrow(path, fields, mode)
     pairs, n = got

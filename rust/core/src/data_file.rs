@@ -5,10 +5,16 @@
 use std::fs::File;
 use std::path::Path;
 
+use std::sync::Arc;
+
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ProjectionMask, PARQUET_FIELD_ID_META_KEY};
 use parquet::basic::Type as PhysicalType;
+use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::{Error, Result};
 use crate::schema::file_column_index;
@@ -19,9 +25,10 @@ pub struct FileColumns {
     pub arrays: Vec<Option<ArrayRef>>,
     /// Rows in the file (physical: before any DV).
     pub rows: u64,
-    /// A column read is stored as INT96, which this reader decodes at nanosecond precision (a
-    /// narrower range of dates than Delta's microseconds).
-    pub int96: bool,
+    /// Why this reader does not decode the file as Delta means it (the columns are then not
+    /// read): an INT96 timestamp inside a nested column, which only a top-level column's type
+    /// hint reads at microseconds. Other readers may.
+    pub undecodable: Option<&'static str>,
 }
 
 /// The columns `wanted` (physical name, field id) of the parquet file at `path`.
@@ -32,11 +39,11 @@ pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileC
         }
         _ => Error::io(path, e),
     })?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(path, e))?;
-    let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
-    let arrow_schema = builder.schema().clone();
-    let fields: Vec<(&str, Option<i64>)> = arrow_schema
+    let meta = ArrowReaderMetadata::load(&f, ArrowReaderOptions::new())
+        .map_err(|e| parquet_error(path, e))?;
+    let rows = meta.metadata().file_metadata().num_rows().max(0) as u64;
+    let fields: Vec<(&str, Option<i64>)> = meta
+        .schema()
         .fields()
         .iter()
         .map(|f| {
@@ -51,12 +58,25 @@ pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileC
     let mut roots: Vec<usize> = found.iter().flatten().copied().collect();
     roots.sort_unstable();
     roots.dedup();
-    let descr = builder.parquet_schema();
-    let int96 = (0..descr.num_columns()).any(|leaf| {
-        descr.column(leaf).physical_type() == PhysicalType::INT96
-            && roots.contains(&descr.get_column_root_idx(leaf))
-    });
-    let mask = ProjectionMask::roots(descr, roots.iter().copied());
+    let int96 = Int96::of(meta.parquet_schema(), &roots);
+    if int96.nested {
+        return Ok(FileColumns {
+            arrays: vec![None; wanted.len()],
+            rows,
+            undecodable: Some("an INT96 timestamp inside a nested column"),
+        });
+    }
+    let meta = match int96.microseconds(meta.schema()) {
+        Some(hint) => ArrowReaderMetadata::try_new(
+            meta.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(hint),
+        )
+        .map_err(|e| parquet_error(path, e))?,
+        None => meta,
+    };
+    let arrow_schema = meta.schema().clone();
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let batches: Vec<RecordBatch> = builder
         .with_projection(mask)
         // One batch: the columns are returned whole, and a concatenation would copy them again.
@@ -85,8 +105,58 @@ pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileC
     Ok(FileColumns {
         arrays,
         rows,
-        int96,
+        undecodable: None,
     })
+}
+
+/// The INT96 columns among the roots read. parquet-rs decodes INT96 as nanoseconds, which
+/// overflow past 2262; Delta (and Spark, which writes INT96) mean microseconds, which a type hint
+/// gives for a top-level column.
+struct Int96 {
+    top: Vec<usize>,
+    nested: bool,
+}
+
+impl Int96 {
+    fn of(descr: &SchemaDescriptor, roots: &[usize]) -> Self {
+        let (mut top, mut nested) = (Vec::new(), false);
+        for leaf in 0..descr.num_columns() {
+            let column = descr.column(leaf);
+            let root = descr.get_column_root_idx(leaf);
+            if column.physical_type() != PhysicalType::INT96 || !roots.contains(&root) {
+                continue;
+            }
+            if column.path().parts().len() == 1 {
+                top.push(root);
+            } else {
+                nested = true;
+            }
+        }
+        Int96 { top, nested }
+    }
+
+    /// `schema` with the top-level INT96 columns read as microseconds (None: there are none).
+    fn microseconds(&self, schema: &Schema) -> Option<Arc<Schema>> {
+        if self.top.is_empty() {
+            return None;
+        }
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match f.data_type() {
+                DataType::Timestamp(_, tz) if self.top.contains(&i) => f
+                    .as_ref()
+                    .clone()
+                    .with_data_type(DataType::Timestamp(TimeUnit::Microsecond, tz.clone())),
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        Some(Arc::new(Schema::new_with_metadata(
+            fields,
+            schema.metadata().clone(),
+        )))
+    }
 }
 
 pub(crate) fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {

@@ -59,8 +59,8 @@ fn file_column_indexes(
 
 /// The columns `wanted` (physical name, parquet field id) of one data file, found as
 /// `file_column_indexes` finds them, and the file's row count; None for a missing column. None
-/// for the whole file when a column read is stored as INT96 (the caller reads it with pyarrow,
-/// which keeps microseconds). The GIL is released while reading.
+/// for the whole file when the core does not decode it (an INT96 timestamp inside a nested
+/// column: the caller reads it with pyarrow). The GIL is released while reading.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn read_parquet_columns<'py>(
@@ -75,7 +75,7 @@ fn read_parquet_columns<'py>(
             delta_occ_core::read_data_file_columns(&path, &wanted)
         })
         .py_err()?;
-    if read.int96 {
+    if read.undecodable.is_some() {
         return Ok(None);
     }
     let arrays = read

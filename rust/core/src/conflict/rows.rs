@@ -191,6 +191,13 @@ fn read_columns(
         .map(|c| (c.physical.as_str(), c.field_id))
         .collect();
     let read = crate::data_file::read_columns(&path, &wanted)?;
+    if let Some(why) = read.undecodable {
+        // Rows judged on values decoded otherwise than the engine's could miss a conflict.
+        return Err(Error::invalid(format!(
+            "row-level check cannot read {}: {why}",
+            path.display()
+        )));
+    }
     Ok(columns
         .iter()
         .zip(read.arrays)

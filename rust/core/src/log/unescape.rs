@@ -11,9 +11,17 @@ pub(crate) fn unescape(literal: &str) -> Cow<'_, str> {
     if memchr::memchr(b'\\', body.as_bytes()).is_none() {
         return Cow::Borrowed(body);
     }
-    let mut out = String::with_capacity(body.len());
-    unescape_into(literal, &mut out).expect("writing to a String cannot fail");
-    Cow::Owned(out)
+    // Squeezed straight into the String's bytes (not through the reused buffer and a copy).
+    let mut bytes = Vec::new();
+    if let Some(n) = squeeze(body.as_bytes(), &mut bytes) {
+        bytes.truncate(n);
+        if let Ok(text) = String::from_utf8(bytes) {
+            return Cow::Owned(text);
+        }
+    }
+    let mut text = String::with_capacity(body.len());
+    unescape_body(body, &mut text);
+    Cow::Owned(text)
 }
 
 /// Write the text of a validated JSON string literal to `out` in one write: serde_json would

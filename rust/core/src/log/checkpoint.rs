@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, MapArray, RecordBatch, StringArray, StructArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, MapArray, RecordBatch, StructArray};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -242,16 +241,42 @@ struct DeferredPart {
     /// Per unit, the footer's uncompressed size of the stats in its rows (to size buffers).
     bytes: Vec<u64>,
     /// Per unit, the stats of its adds in read order.
-    stats: Deferred<Vec<StringArray>>,
+    stats: Deferred<Vec<UnitStats>>,
+}
+
+/// The stats of one unit's adds as the reader decoded them: the stats column of each batch (not
+/// copied into one array) and, per add, its batch and row.
+struct UnitStats {
+    columns: Vec<ArrayRef>,
+    at: Vec<(u32, u32)>,
+}
+
+impl UnitStats {
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// The stats of the unit's `i`-th add (None when null).
+    fn get(&self, i: usize) -> Option<&str> {
+        let (batch, row) = self.at[i];
+        Str::new(&self.columns[batch as usize])?.get(row as usize)
+    }
 }
 
 impl DeferredStats {
     /// The stats text of this unit's `row`-th add (None when null).
     pub fn get(&self, row: u32) -> Result<Option<&str>> {
         let part = &*self.part;
-        let a = &part.stats.get(|| part.load())?[self.unit];
+        let unit = &part.stats.get(|| part.load())?[self.unit];
         let row = row as usize;
-        Ok(a.is_valid(row).then(|| a.value(row)))
+        if row >= unit.len() {
+            return Err(corrupt(
+                &part.source.path,
+                part.source.version,
+                &"a stats row out of range",
+            ));
+        }
+        Ok(unit.get(row))
     }
 }
 
@@ -282,9 +307,7 @@ impl StatsSource for DeferredStats {
                     part.source.version,
                     &"a stats row out of range",
                 )),
-                Some(row) => f(stats
-                    .is_valid(row)
-                    .then(|| RawStats::Plain(stats.value(row)))),
+                Some(row) => f(stats.get(row).map(RawStats::Plain)),
                 None => f(None),
             })
     }
@@ -295,32 +318,39 @@ impl StatsSource for DeferredStats {
 const STREAM_MIN: usize = 1024;
 
 impl DeferredPart {
-    fn load(&self) -> std::result::Result<Vec<StringArray>, String> {
+    fn load(&self) -> std::result::Result<Vec<UnitStats>, String> {
         let units: Vec<usize> = (0..self.source.units.len()).collect();
         crate::parallel::map(&units, |&u| self.load_unit(u))
             .into_iter()
             .collect()
     }
 
-    fn load_unit(&self, u: usize) -> std::result::Result<StringArray, String> {
+    fn load_unit(&self, u: usize) -> std::result::Result<UnitStats, String> {
         let reader = self
             .source
             .reader(u, &[self.leaf])
             .map_err(|e| e.to_string())?;
-        let adds = self.counts[u].load(Ordering::Relaxed);
-        let mut out = StringBuilder::with_capacity(adds, self.bytes[u] as usize);
+        let expected = self.counts[u].load(Ordering::Relaxed);
+        let mut out = UnitStats {
+            columns: Vec::new(),
+            at: Vec::with_capacity(expected),
+        };
         for batch in reader {
             let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
             let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else {
                 continue;
             };
-            let stats = str_col(add, "stats").ok_or("add.stats is not a string column")?;
-            for i in (0..add.len()).filter(|&i| add.is_valid(i)) {
-                out.append_option(stats.get(i));
-            }
+            let stats = child(add, "stats")
+                .filter(|c| Str::new(c).is_some())
+                .ok_or("add.stats is not a string column")?;
+            let b = out.columns.len() as u32;
+            out.columns.push(stats.clone());
+            out.at.extend(
+                (0..add.len())
+                    .filter(|&i| add.is_valid(i))
+                    .map(|i| (b, i as u32)),
+            );
         }
-        let out = out.finish();
-        let expected = self.counts[u].load(Ordering::Relaxed);
         if out.len() != expected {
             return Err(format!("the checkpoint changed since it was loaded: {} adds with stats, expected {expected}", out.len()));
         }

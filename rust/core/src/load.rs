@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::log::actions::Actions;
 use crate::log::replay::LogState;
 use crate::log::segment::{self, log_dir, Listing};
 use crate::log::{checkpoint, json as json_log};
@@ -51,15 +52,18 @@ fn apply_commits(state: &mut LogState, commits: &[crate::log::path::LogFile]) ->
     let mut rest = commits;
     while let Some(first) = rest.first() {
         if first.size > LARGE_COMMIT {
-            let mut parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
-            // Room for all the adds in the first part, which becomes the live-file list of an
-            // empty state: the other parts are then appended without regrowing it.
-            let others: usize = parts.iter().skip(1).map(|p| p.adds.len()).sum();
-            parts[0].adds.reserve(others);
-            state.begin_commit();
-            for actions in parts {
-                state.apply(actions);
+            let parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
+            // One commit: its actions apply as one set. The adds are gathered in parallel (into
+            // what becomes the live-file list of an empty state).
+            let mut actions = Actions::default();
+            let mut adds = Vec::with_capacity(parts.len());
+            for mut part in parts {
+                adds.push(std::mem::take(&mut part.adds));
+                actions.other.append(&mut part.other);
             }
+            actions.adds = parallel::concat(adds);
+            state.begin_commit();
+            state.apply(actions);
             state.end_commit(first.version);
             rest = &rest[1..];
             continue;

@@ -47,7 +47,7 @@ def _data_fields(snap: docc.Snapshot) -> list:
 def test_core_reader_equals_pyarrow_on_golden_files(rel, snap):
     fields, mode = _data_fields(snap), snap._h.column_mapping_mode
     for abs_path, _, _ in snap._h.data_files():
-        if not os.path.exists(abs_path):  # log-only golden tables: both readers refuse the file
+        if not os.path.exists(abs_path):  # log-only golden tables: the reader refuses the file
             with pytest.raises(docc.exceptions.CorruptLogError, match="does not exist"):
                 _read._read_file(abs_path, fields, mode)
             continue

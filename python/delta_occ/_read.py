@@ -4,7 +4,6 @@ partition columns filled from the log."""
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -12,7 +11,7 @@ import pyarrow.parquet as pq
 
 from . import _arrow, _core, _rows
 from ._schema import delta_field_to_arrow, delta_type_to_arrow
-from .exceptions import CorruptLogError, InvalidArgumentError
+from .exceptions import InvalidArgumentError
 
 _FIELD_ID = b"PARQUET:field_id"
 
@@ -71,12 +70,6 @@ def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
     return arr
 
 
-#: Below this many values (rows x columns read) a file is decoded on the calling thread: for small
-#: files pyarrow's per-column tasks cost more than they save.
-_THREADED_READ_VALUES = 1 << 18
-#: ``on`` in the threads of ``_write.each``: those already read one file each at a time, and
-#: pyarrow's column tasks on top of them made the rewrite DELETE of 10 files ~10% slower.
-IN_WORKER = threading.local()
 
 
 def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
@@ -99,19 +92,16 @@ def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
 
 
 def _read_file_pyarrow(path: str, fields: list, mode: str) -> "tuple[dict, int]":
-    """`_read_file` by pyarrow. ``pre_buffer=False``: the files are local, and pre-buffering
-    (coalesced reads through the I/O thread pool, meant for object stores) made reading 100
-    files of 1,000 rows about 1.6x slower."""
-    try:
-        pf = pq.ParquetFile(path, coerce_int96_timestamp_unit="us", pre_buffer=False)
-    except FileNotFoundError as e:
-        raise CorruptLogError(f"data file {path} referenced by the log does not exist", file=path) from e
+    """`_read_file` by pyarrow, for the one file the core does not decode (and, in tests, as the
+    reference reader). ``pre_buffer=False``: the files are local, and pre-buffering (coalesced
+    reads through the I/O thread pool, meant for object stores) made reading 100 files of 1,000
+    rows about 1.6x slower. One thread: the engine already reads several files at a time."""
+    pf = pq.ParquetFile(path, coerce_int96_timestamp_unit="us", pre_buffer=False)
     file_fields = list(pf.schema_arrow)
     wanted = {f["name"]: file_fields[i].name for f, i in zip(fields, _find_all(file_fields, fields, mode)) if i is not None}
     n = pf.metadata.num_rows
     names = sorted(set(wanted.values()))
-    threads = n * len(names) >= _THREADED_READ_VALUES and not getattr(IN_WORKER, "on", False)
-    raw = pf.read(columns=names, use_threads=threads) if wanted else None
+    raw = pf.read(columns=names, use_threads=False) if wanted else None
     arrays = [_one_chunk(raw.column(wanted[f["name"]])) if raw is not None and f["name"] in wanted else None for f in fields]
     return _by_name(fields, arrays, n, mode), n
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _arrow, _core, _read
+from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
 from .exceptions import DeltaIOError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
@@ -269,7 +269,6 @@ def each(items: Sequence[Any], fn: Any) -> List[Any]:
     order = iter(range(n))  # next() of a range iterator is one C call: atomic under the GIL
 
     def work() -> None:
-        _read.IN_WORKER.on = True
         while not errors:
             i = next(order, n)
             if i == n:
@@ -282,14 +281,12 @@ def each(items: Sequence[Any], fn: Any) -> List[Any]:
     helpers = [threading.Thread(target=work, daemon=True) for _ in range(min(_WORKERS, n) - 1)]
     for t in helpers:
         t.start()
-    was_worker = getattr(_read.IN_WORKER, "on", False)
     try:
         work()
     except BaseException as e:  # (an interrupt between items): stop the helpers too
         errors.append((-1, e))
         raise
     finally:
-        _read.IN_WORKER.on = was_worker
         for t in helpers:
             t.join()
     if errors:

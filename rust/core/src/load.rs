@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::log::actions::Actions;
+use crate::log::actions::{Action, Actions};
 use crate::log::replay::LogState;
 use crate::log::segment::{self, log_dir, Listing};
 use crate::log::{checkpoint, json as json_log};
@@ -113,6 +113,47 @@ pub(crate) fn snapshot_from(
         }
         Some(v) => Ok(Arc::new(snapshot(root, Some(v))?)),
     }
+}
+
+/// Advance `snap` to the newest commit in place, for a holder that is its only one: no copy of
+/// its state (a million live files took 0.04-0.4 s to copy). False when this is not the simple
+/// case (a gap, more than a batch of commits, a large commit): the caller then takes
+/// [`forward`]. Atomic: the new commits are read and the resulting protocol, metadata and schema
+/// checked before any is applied, so on failure `snap` is as it was.
+pub(crate) fn advance_in_place(root: &Path, snap: &mut Snapshot) -> Result<bool> {
+    let from = snap.version() + 1;
+    let listing = segment::list(root, from)?;
+    let Some(newest) = listing.commits.keys().next_back().copied() else {
+        return Ok(true);
+    };
+    let commits: Vec<_> = listing.commits.values().cloned().collect();
+    let contiguous = (from..=newest).all(|v| listing.commits.contains_key(&v));
+    if !contiguous || commits.len() > COMMIT_BATCH || commits.iter().any(|f| f.size > LARGE_COMMIT)
+    {
+        return Ok(false);
+    }
+    let parsed = parallel::map(&commits, |f| json_log::read_commit(&f.path, f.version))
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    let mut view = LogState::new();
+    view.version = newest;
+    view.protocol = snap.state.protocol.clone();
+    view.metadata = snap.state.metadata.clone();
+    for action in parsed.iter().flat_map(|a| &a.other) {
+        match action {
+            Action::Protocol(p) => view.protocol = Some(p.clone()),
+            Action::Metadata(m) => view.metadata = Some((**m).clone()),
+            _ => {}
+        }
+    }
+    let view = Snapshot::from_state(root, view)?;
+    for (f, actions) in commits.iter().zip(parsed) {
+        snap.state.apply_commit(f.version, actions);
+    }
+    snap.schema = view.schema;
+    snap.mapping = view.mapping;
+    snap.partition_columns = view.partition_columns;
+    Ok(true)
 }
 
 /// Apply the commits after the latest known version `latest` (up to `upto`, or all) to a copy of its

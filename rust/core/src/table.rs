@@ -55,6 +55,12 @@ impl Table {
 
     /// Read only the commits newer than the latest known version. Returns the new latest version.
     pub fn refresh(&mut self) -> Result<i64> {
+        // Nobody else holds the latest snapshot (no reader, no transaction): advance it in place.
+        if let Some(snap) = Arc::get_mut(&mut self.latest) {
+            if load::advance_in_place(&self.root, snap)? {
+                return Ok(self.latest.version());
+            }
+        }
         self.latest = match load::forward(&self.root, &self.latest, None)? {
             load::Forward::Current => return Ok(self.latest.version()),
             load::Forward::Advanced(snap) => Arc::new(snap),
@@ -211,4 +217,85 @@ fn prepare_schema(
         );
     }
     Ok((schema, props))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHEMA: &str =
+        r#"{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
+
+    fn commit(dir: &Path, version: i64, lines: &[String]) {
+        let path = dir.join(format!("_delta_log/{version:020}.json"));
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
+
+    fn add(name: &str) -> String {
+        format!(
+            r#"{{"add":{{"path":"{name}","partitionValues":{{}},"size":1,"modificationTime":1,"dataChange":true}}}}"#
+        )
+    }
+
+    fn remove(name: &str) -> String {
+        format!(r#"{{"remove":{{"path":"{name}","dataChange":true,"deletionTimestamp":1}}}}"#)
+    }
+
+    fn paths(s: &Snapshot) -> Vec<String> {
+        let mut p: Vec<String> = s.files().iter().map(|f| f.path.to_string()).collect();
+        p.sort();
+        p
+    }
+
+    /// A refresh with no other holder advances the snapshot in place; it must equal a fresh load,
+    /// leave a snapshot someone holds untouched, and leave the table as it was when a new commit
+    /// cannot be read.
+    #[test]
+    fn refresh_in_place_equals_a_fresh_load_and_fails_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut t = Table::create(
+            root.to_str().unwrap(),
+            SCHEMA,
+            vec![],
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        commit(root, 1, &[add("a"), add("b")]);
+        let wider = SCHEMA.replace(
+            "]}",
+            r#",{"name":"y","type":"string","nullable":true,"metadata":{}}]}"#,
+        );
+        let metadata = format!(
+            r#"{{"metaData":{{"id":"m","format":{{"provider":"parquet","options":{{}}}},"schemaString":{},"partitionColumns":[],"configuration":{{}},"createdTime":1}}}}"#,
+            serde_json::to_string(&wider).unwrap()
+        );
+        commit(root, 2, &[remove("a"), add("c"), metadata]);
+        assert_eq!(t.refresh().unwrap(), 2);
+        let fresh = Table::open(root.to_str().unwrap()).unwrap().latest();
+        assert_eq!(paths(&t.latest()), paths(&fresh));
+        assert_eq!(paths(&fresh), ["b", "c"]);
+        assert_eq!(t.latest().schema.fields.len(), 2);
+        assert_eq!(t.latest().metadata().schema_string, wider);
+
+        // Unreadable commit 3: an error, and the table still at 2 with its files.
+        commit(root, 3, &[add("d"), "{not json".into()]);
+        assert!(t.refresh().is_err());
+        assert_eq!(t.version(), 2);
+        assert_eq!(paths(&t.latest()), ["b", "c"]);
+        commit(root, 3, &[add("d")]);
+        assert_eq!(t.refresh().unwrap(), 3);
+        assert_eq!(paths(&t.latest()), ["b", "c", "d"]);
+
+        // A held snapshot is never changed: the refresh copies instead.
+        let held = t.latest();
+        commit(root, 4, &[remove("b")]);
+        assert_eq!(t.refresh().unwrap(), 4);
+        assert_eq!(
+            (held.version(), paths(&held)),
+            (3, vec!["b".into(), "c".into(), "d".into()])
+        );
+        assert_eq!(paths(&t.latest()), ["c", "d"]);
+    }
 }

@@ -235,8 +235,9 @@ def read_parquet_columns(
 ) -> Optional[Tuple[List[Optional[Tuple[Any, Any]]], int]]:
     """The wanted (physical name, field id) columns of one parquet data file, found as
     ``file_column_indexes`` finds them, as Arrow (schema, array) capsule pairs (None for a
-    column the file lacks), and the file's row count. None when a column read is stored as INT96
-    (read it with pyarrow, which keeps microseconds). Releases the GIL."""
+    column the file lacks), and the file's row count. INT96 timestamps come back at
+    microseconds. None when the core does not decode the file (an INT96 nested in a struct, list
+    or map: read it with pyarrow). Releases the GIL."""
 
 def spark_file_keys(paths: List[str]) -> List[str]:
     """The key Spark reports as ``_metadata.file_path`` for each absolute local path."""

@@ -54,13 +54,44 @@ impl Staged {
             && self.removes.iter().all(|r| !r.data_change)
             && self.dv.is_empty()
     }
+}
 
-    pub fn changes_file(&self, path: &str) -> bool {
-        self.dv.contains_key(path)
-            || self
-                .removes
-                .iter()
-                .any(|r| &*r.path == path && r.data_change)
+/// The transaction's staged actions, its removes indexed by path: every remove of a winner is
+/// looked up in them (a scan per lookup made two large compactions quadratic).
+struct Ours<'a> {
+    st: &'a Staged,
+    /// Per removed path: whether a remove of it has dataChange=true, and whether one has false.
+    removes: HashMap<&'a str, (bool, bool)>,
+}
+
+impl<'a> Ours<'a> {
+    fn new(st: &'a Staged) -> Self {
+        let mut removes: HashMap<&str, (bool, bool)> = HashMap::with_capacity(st.removes.len());
+        for r in &st.removes {
+            let e = removes.entry(&r.path).or_default();
+            e.0 |= r.data_change;
+            e.1 |= !r.data_change;
+        }
+        Ours { st, removes }
+    }
+
+    fn removes(&self, path: &str) -> bool {
+        self.removes.contains_key(path)
+    }
+
+    /// A remove of `path` with dataChange=true (its rows deleted).
+    fn deletes(&self, path: &str) -> bool {
+        self.removes.get(path).is_some_and(|r| r.0)
+    }
+
+    /// A remove of `path` with dataChange=false (compacted).
+    fn compacts(&self, path: &str) -> bool {
+        self.removes.get(path).is_some_and(|r| r.1)
+    }
+
+    /// Rows of `path` change: a DV update or a delete of the whole file.
+    fn changes_file(&self, path: &str) -> bool {
+        self.st.dv.contains_key(path) || self.deletes(path)
     }
 }
 
@@ -278,20 +309,20 @@ pub fn check_winner(
     let mut dropped: Vec<usize> = Vec::new();
 
     let compaction = st.is_compaction();
+    let ours_idx = Ours::new(st);
     for r in &w.removes {
         let path: &str = &r.path;
         let key = decode(path);
         // Rule 5: a compaction depends on the files it replaces, not on the others it read to
         // choose its bins (those of a bin it dropped included).
-        let replaces = st.removes.iter().any(|x| &*x.path == path);
+        let replaces = ours_idx.removes(path);
         let we_read =
             (st.read.whole_table || st.read.files.contains(path)) && (!compaction || replaces);
-        let ours = our_index.get(&key).copied().filter(|_| {
-            st.removes
-                .iter()
-                .any(|x| &*x.path == path && !x.data_change)
-        });
-        if !we_read && !st.changes_file(path) && ours.is_none() {
+        let ours = our_index
+            .get(&key)
+            .copied()
+            .filter(|_| ours_idx.compacts(path));
+        if !we_read && !ours_idx.changes_file(path) && ours.is_none() {
             continue;
         }
         if Instant::now() > cx.deadline {
@@ -417,7 +448,7 @@ pub fn check_winner(
         }
         notes.push(rows_of_file(
             t,
-            st,
+            &ours_idx,
             &mut next,
             w,
             r,
@@ -496,24 +527,24 @@ fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
 /// changed.
 fn rows_of_file(
     t: &TxnView,
-    st: &Staged,
+    ours: &Ours,
     next: &mut Rebase,
     w: &WinningCommit,
     r: &RemoveFile,
     readded: Option<&AddFile>,
     cx: &RowContext,
 ) -> Result<String> {
-    let path: &str = &r.path;
+    let (st, path): (&Staged, &str) = (ours.st, &r.path);
     let fb = |kind, why: String| fallback(t, w, r, kind, &why);
     if !r.data_change && readded.is_none() {
         // A compaction drops a file whose rows are all deleted without writing an output (and
         // so without provenance): it removed no live row, whatever this transaction read.
-        if !st.changes_file(path) && all_rows_deleted(t, cx, r) {
+        if !ours.changes_file(path) && all_rows_deleted(t, cx, r) {
             return Ok(format!(
                 "it dropped {path}, whose rows were all deleted already"
             ));
         }
-        let kind = if st.changes_file(path) {
+        let kind = if ours.changes_file(path) {
             ConflictKind::ConcurrentDeleteDelete
         } else {
             ConflictKind::ConcurrentDeleteRead
@@ -546,9 +577,9 @@ fn rows_of_file(
     };
     let pv = Some(file.partition_values.clone());
     // Rule 1: the same row modified twice.
-    let c_rows = if let Some(ch) = st.dv.get(path) {
+    let c_rows = if let Some(ch) = ours.st.dv.get(path) {
         Some(DeletionBitmap(&ch.rows.0 - &base_dv.0))
-    } else if st.removes.iter().any(|x| &*x.path == path && x.data_change) {
+    } else if ours.deletes(path) {
         let n = or_fallback(physical_rows(cx.root, &file))
             .map_err(|e| fb(ConflictKind::ConcurrentDeleteDelete, e))?;
         Some(live_rows(n, &base_dv))

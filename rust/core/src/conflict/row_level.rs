@@ -5,7 +5,7 @@
 //! DV deltas move onto the winner's version of the file, or through compaction provenance onto
 //! the compacted output.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -457,19 +457,24 @@ pub fn check_winner(
         )?);
         resolved += 1;
     }
+    // The inputs of every dropped bin, so that our removes are filtered in one pass.
+    let mut replaced: HashSet<&str> = HashSet::new();
     for ob in dropped {
         let bin = &our_bins[ob];
         let out = bin.output.path.clone();
-        let inputs: Vec<&str> = bin.inputs.iter().map(|(p, _)| p.as_str()).collect();
+        replaced.extend(bin.inputs.iter().map(|(p, _)| p.as_str()));
         let s = next.edit();
         s.adds.retain(|a| a.path != out);
         s.own_dvs.remove(&*out);
-        s.removes
-            .retain(|x| x.data_change || !inputs.contains(&decode(&x.path).as_str()));
         s.dropped_bins += 1;
         notes.push(format!(
             "a concurrent compaction already replaced inputs of {out}; that bin was dropped"
         ));
+    }
+    if !replaced.is_empty() {
+        next.edit()
+            .removes
+            .retain(|x| x.data_change || !replaced.contains(decode(&x.path).as_str()));
     }
     Ok(Verdict {
         why: notes.join("; "),

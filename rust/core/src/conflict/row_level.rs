@@ -310,6 +310,11 @@ pub fn check_winner(
 
     let compaction = st.is_compaction();
     let ours_idx = Ours::new(st);
+    // Our removes to change, applied in one pass after the loop: per path, the dataChange of the
+    // remove to change and what replaces it (None: dropped). Rule 5 makes them: a deleted file
+    // the winner compacted (its rows remapped onto the output), and an input of this compaction
+    // the winner changed.
+    let mut edits: HashMap<&str, (bool, Option<RemoveFile>)> = HashMap::new();
     for r in &w.removes {
         let path: &str = &r.path;
         let key = decode(path);
@@ -356,12 +361,8 @@ pub fn check_winner(
             .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
             let s = next.edit();
             let mut moved = s.dv.remove(path).map(|ch| ch.rows).unwrap_or_default();
-            if let Some(i) = s
-                .removes
-                .iter()
-                .position(|x| &*x.path == path && x.data_change)
-            {
-                s.removes.remove(i);
+            if ours_idx.deletes(path) {
+                edits.insert(path, (true, None));
                 let n = bin.inputs[k].1 + input_dv.len();
                 moved = moved.union(&live_rows(n, &input_dv));
             }
@@ -427,17 +428,10 @@ pub fn check_winner(
                 .entry(bin.output.path.as_ref().into())
                 .or_default();
             *e = e.union(&mapped);
-            let i = s
-                .removes
-                .iter()
-                .position(|x| &*x.path == path)
-                .expect("present");
-            match readded.get(path) {
-                Some(a) => s.removes[i] = remove_of(a, false),
-                None => {
-                    s.removes.remove(i);
-                }
-            }
+            edits.insert(
+                path,
+                (false, readded.get(path).map(|a| remove_of(a, false))),
+            );
             resolved += 1;
             notes.push(format!("it deleted {} rows of {path}, which this compaction carries to {}; they stay deleted there", gone.len(), bin.output.path));
             continue;
@@ -471,10 +465,18 @@ pub fn check_winner(
             "a concurrent compaction already replaced inputs of {out}; that bin was dropped"
         ));
     }
-    if !replaced.is_empty() {
-        next.edit()
-            .removes
-            .retain(|x| x.data_change || !replaced.contains(decode(&x.path).as_str()));
+    if !edits.is_empty() || !replaced.is_empty() {
+        let s = next.edit();
+        s.removes = std::mem::take(&mut s.removes)
+            .into_iter()
+            .filter_map(|x| {
+                let x = match edits.get(&*x.path) {
+                    Some((data_change, new)) if *data_change == x.data_change => new.clone()?,
+                    _ => x,
+                };
+                (x.data_change || !replaced.contains(decode(&x.path).as_str())).then_some(x)
+            })
+            .collect();
     }
     Ok(Verdict {
         why: notes.join("; "),

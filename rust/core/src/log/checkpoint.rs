@@ -264,6 +264,14 @@ impl UnitStats {
 }
 
 impl DeferredStats {
+    fn out_of_range(&self) -> Error {
+        corrupt(
+            &self.part.source.path,
+            self.part.source.version,
+            &"a stats row out of range",
+        )
+    }
+
     /// The stats text of this unit's `row`-th add (None when null).
     pub fn get(&self, row: u32) -> Result<Option<&str>> {
         let part = &*self.part;
@@ -299,17 +307,55 @@ impl StatsSource for DeferredStats {
         if part.stats.loaded().is_some() || rows.len() < STREAM_MIN {
             return visit_each(self, rows, f);
         }
-        let stats = part.stats.reread(|| part.load_unit(self.unit))?;
-        rows.iter()
-            .try_for_each(|&row| match row.map(|r| r as usize) {
-                Some(row) if row >= stats.len() => Err(corrupt(
-                    &part.source.path,
-                    part.source.version,
-                    &"a stats row out of range",
-                )),
-                Some(row) => f(stats.get(row).map(RawStats::Plain)),
-                None => f(None),
+        let ascending = rows
+            .iter()
+            .flatten()
+            .try_fold(None, |last, &r| (last < Some(r)).then_some(Some(r)))
+            .is_some();
+        if !ascending {
+            let stats = part.stats.reread(|| part.load_unit(self.unit))?;
+            return rows
+                .iter()
+                .try_for_each(|&row| match row.map(|r| r as usize) {
+                    Some(row) if row >= stats.len() => Err(self.out_of_range()),
+                    Some(row) => f(stats.get(row).map(RawStats::Plain)),
+                    None => f(None),
+                });
+        }
+        // In order: each batch's stats are handed on and dropped before the next is decoded (its
+        // buffers are reused rather than fresh pages touched).
+        let mut next = 0;
+        let mut failed = None;
+        part.stats.reread(|| {
+            part.stream_unit(self.unit, &mut |add, text| {
+                while let Some(&row) = rows.get(next) {
+                    let step = match row {
+                        None => f(None),
+                        Some(r) if r as usize == add => f(text.map(RawStats::Plain)),
+                        Some(_) => break,
+                    };
+                    next += 1;
+                    if let Err(e) = step {
+                        failed = Some(e);
+                        return false;
+                    }
+                    if row.is_some() {
+                        break;
+                    }
+                }
+                next < rows.len()
             })
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for &row in &rows[next..] {
+            match row {
+                None => f(None)?,
+                Some(_) => return Err(self.out_of_range()),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -323,6 +369,38 @@ impl DeferredPart {
         crate::parallel::map(&units, |&u| self.load_unit(u))
             .into_iter()
             .collect()
+    }
+
+    /// Hand the stats of unit `u`'s adds, in order, to `f` (add index, text), one batch at a
+    /// time, until `f` returns false. Fails when the unit no longer holds as many adds.
+    fn stream_unit(
+        &self,
+        u: usize,
+        f: &mut dyn FnMut(usize, Option<&str>) -> bool,
+    ) -> std::result::Result<(), String> {
+        let reader = self
+            .source
+            .reader(u, &[self.leaf])
+            .map_err(|e| e.to_string())?;
+        let mut add = 0;
+        for batch in reader {
+            let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
+            let Some(adds) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else {
+                continue;
+            };
+            let stats = str_col(adds, "stats").ok_or("add.stats is not a string column")?;
+            for i in (0..adds.len()).filter(|&i| adds.is_valid(i)) {
+                if !f(add, stats.get(i)) {
+                    return Ok(());
+                }
+                add += 1;
+            }
+        }
+        let expected = self.counts[u].load(Ordering::Relaxed);
+        if add != expected {
+            return Err(format!("the checkpoint changed since it was loaded: {add} adds with stats, expected {expected}"));
+        }
+        Ok(())
     }
 
     fn load_unit(&self, u: usize) -> std::result::Result<UnitStats, String> {
@@ -441,7 +519,12 @@ fn read_unit(
     leaves: &[usize],
     deferred: Option<&Arc<DeferredStats>>,
 ) -> Result<Actions> {
-    let mut out = Actions::default();
+    // Room for every row as an add (most checkpoint rows are): the list never regrows.
+    let rows: usize = source.units[u].iter().map(|r| r.end - r.start).sum();
+    let mut out = Actions {
+        adds: Vec::with_capacity(rows),
+        other: Vec::new(),
+    };
     let mut interner = PartitionInterner::default();
     for batch in source.reader(u, leaves)? {
         let batch = batch.map_err(|e| source.corrupt(&e))?;
@@ -997,7 +1080,7 @@ mod tests {
     #[test]
     fn visited_stats_equal_loaded_stats_and_are_not_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(dir.path(), 5000, 1500);
+        let path = write(dir.path(), 12000, 1500);
         let expected = |adds: &[AddFile]| -> Vec<Option<String>> {
             adds.iter()
                 .map(|a| {
@@ -1019,6 +1102,14 @@ mod tests {
         // A visit keeps nothing: once the file is gone, a lookup has nothing to fall back on.
         let fresh = read();
         assert_eq!(visited_stats(&fresh).unwrap(), expected(&fresh));
+        // In order with gaps (streamed batch by batch), and out of order (read whole).
+        let every_other: Vec<AddFile> = fresh.iter().step_by(2).cloned().collect();
+        assert_eq!(
+            visited_stats(&every_other).unwrap(),
+            expected(&every_other)
+        );
+        let reversed: Vec<AddFile> = fresh.iter().rev().cloned().collect();
+        assert_eq!(visited_stats(&reversed).unwrap(), expected(&reversed));
         std::fs::remove_file(&path).unwrap();
         assert!(fresh[1].stats_text().is_err());
         assert!(visited_stats(&fresh).is_err());

@@ -519,12 +519,7 @@ fn read_unit(
     leaves: &[usize],
     deferred: Option<&Arc<DeferredStats>>,
 ) -> Result<Actions> {
-    // Room for every row as an add (most checkpoint rows are): the list never regrows.
-    let rows: usize = source.units[u].iter().map(|r| r.end - r.start).sum();
-    let mut out = Actions {
-        adds: Vec::with_capacity(rows),
-        other: Vec::new(),
-    };
+    let mut out = Actions::default();
     let mut interner = PartitionInterner::default();
     for batch in source.reader(u, leaves)? {
         let batch = batch.map_err(|e| source.corrupt(&e))?;

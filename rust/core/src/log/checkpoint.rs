@@ -1099,10 +1099,7 @@ mod tests {
         assert_eq!(visited_stats(&fresh).unwrap(), expected(&fresh));
         // In order with gaps (streamed batch by batch), and out of order (read whole).
         let every_other: Vec<AddFile> = fresh.iter().step_by(2).cloned().collect();
-        assert_eq!(
-            visited_stats(&every_other).unwrap(),
-            expected(&every_other)
-        );
+        assert_eq!(visited_stats(&every_other).unwrap(), expected(&every_other));
         let reversed: Vec<AddFile> = fresh.iter().rev().cloned().collect();
         assert_eq!(visited_stats(&reversed).unwrap(), expected(&reversed));
         std::fs::remove_file(&path).unwrap();

@@ -55,20 +55,7 @@ impl Table {
 
     /// Read only the commits newer than the latest known version. Returns the new latest version.
     pub fn refresh(&mut self) -> Result<i64> {
-        // Nobody else holds the latest snapshot (no reader, no transaction): advance it in place.
-        if let Some(snap) = Arc::get_mut(&mut self.latest) {
-            if load::advance_in_place(&self.root, snap)? {
-                return Ok(self.latest.version());
-            }
-        }
-        self.latest = match load::forward(&self.root, &self.latest, None)? {
-            load::Forward::Current => return Ok(self.latest.version()),
-            load::Forward::Advanced(snap) => Arc::new(snap),
-            // Something unusual (a gap, or a log rewritten underneath us): replay from scratch.
-            load::Forward::Gap | load::Forward::Beyond(_) => {
-                Arc::new(load::snapshot(&self.root, None)?)
-            }
-        };
+        load::refresh(&self.root, &mut self.latest)?;
         Ok(self.latest.version())
     }
 

@@ -278,11 +278,7 @@ impl DeferredStats {
         let unit = &part.stats.get(|| part.load())?[self.unit];
         let row = row as usize;
         if row >= unit.len() {
-            return Err(corrupt(
-                &part.source.path,
-                part.source.version,
-                &"a stats row out of range",
-            ));
+            return Err(self.out_of_range());
         }
         Ok(unit.get(row))
     }
@@ -371,48 +367,19 @@ impl DeferredPart {
             .collect()
     }
 
-    /// Hand the stats of unit `u`'s adds, in order, to `f` (add index, text), one batch at a
-    /// time, until `f` returns false. Fails when the unit no longer holds as many adds.
-    fn stream_unit(
+    /// Hand each batch of unit `u`'s stats to `f`: the adds struct and its stats column (checked
+    /// to be a string column), until `f` returns false. Fails when the whole unit no longer holds
+    /// as many adds as the first read counted.
+    fn each_batch(
         &self,
         u: usize,
-        f: &mut dyn FnMut(usize, Option<&str>) -> bool,
+        f: &mut dyn FnMut(&StructArray, &ArrayRef) -> bool,
     ) -> std::result::Result<(), String> {
         let reader = self
             .source
             .reader(u, &[self.leaf])
             .map_err(|e| e.to_string())?;
-        let mut add = 0;
-        for batch in reader {
-            let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
-            let Some(adds) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else {
-                continue;
-            };
-            let stats = str_col(adds, "stats").ok_or("add.stats is not a string column")?;
-            for i in (0..adds.len()).filter(|&i| adds.is_valid(i)) {
-                if !f(add, stats.get(i)) {
-                    return Ok(());
-                }
-                add += 1;
-            }
-        }
-        let expected = self.counts[u].load(Ordering::Relaxed);
-        if add != expected {
-            return Err(format!("the checkpoint changed since it was loaded: {add} adds with stats, expected {expected}"));
-        }
-        Ok(())
-    }
-
-    fn load_unit(&self, u: usize) -> std::result::Result<UnitStats, String> {
-        let reader = self
-            .source
-            .reader(u, &[self.leaf])
-            .map_err(|e| e.to_string())?;
-        let expected = self.counts[u].load(Ordering::Relaxed);
-        let mut out = UnitStats {
-            columns: Vec::new(),
-            at: Vec::with_capacity(expected),
-        };
+        let mut adds = 0;
         for batch in reader {
             let batch = batch.map_err(|e| format!("reading add.stats again: {e}"))?;
             let Some(add) = batch.column_by_name("add").and_then(|c| c.as_struct_opt()) else {
@@ -421,17 +388,53 @@ impl DeferredPart {
             let stats = child(add, "stats")
                 .filter(|c| Str::new(c).is_some())
                 .ok_or("add.stats is not a string column")?;
+            if !f(add, stats) {
+                return Ok(());
+            }
+            adds += (0..add.len()).filter(|&i| add.is_valid(i)).count();
+        }
+        let expected = self.counts[u].load(Ordering::Relaxed);
+        if adds != expected {
+            return Err(format!("the checkpoint changed since it was loaded: {adds} adds with stats, expected {expected}"));
+        }
+        Ok(())
+    }
+
+    /// Hand the stats of unit `u`'s adds, in order, to `f` (add index, text), one batch at a
+    /// time, until `f` returns false.
+    fn stream_unit(
+        &self,
+        u: usize,
+        f: &mut dyn FnMut(usize, Option<&str>) -> bool,
+    ) -> std::result::Result<(), String> {
+        let mut add = 0;
+        self.each_batch(u, &mut |adds, stats| {
+            let stats = Str::new(stats).expect("checked by each_batch");
+            for i in (0..adds.len()).filter(|&i| adds.is_valid(i)) {
+                if !f(add, stats.get(i)) {
+                    return false;
+                }
+                add += 1;
+            }
+            true
+        })
+    }
+
+    fn load_unit(&self, u: usize) -> std::result::Result<UnitStats, String> {
+        let mut out = UnitStats {
+            columns: Vec::new(),
+            at: Vec::with_capacity(self.counts[u].load(Ordering::Relaxed)),
+        };
+        self.each_batch(u, &mut |adds, stats| {
             let b = out.columns.len() as u32;
             out.columns.push(stats.clone());
             out.at.extend(
-                (0..add.len())
-                    .filter(|&i| add.is_valid(i))
+                (0..adds.len())
+                    .filter(|&i| adds.is_valid(i))
                     .map(|i| (b, i as u32)),
             );
-        }
-        if out.len() != expected {
-            return Err(format!("the checkpoint changed since it was loaded: {} adds with stats, expected {expected}", out.len()));
-        }
+            true
+        })?;
         Ok(out)
     }
 }

@@ -153,7 +153,7 @@ struct DvBuilders {
 }
 
 impl FileBuilders {
-    fn new(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result<Self> {
+    fn new(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Self {
         let n = files.len();
         let rows = |name| if cols.has(name) { n } else { 0 };
         // Text columns sized from what the files hold, so that no buffer grows (and is copied).
@@ -167,7 +167,7 @@ impl FileBuilders {
         };
         let parts = snap.partition_columns.len();
         let pv_entries = rows(COL_PARTITION_VALUES) * parts;
-        Ok(FileBuilders {
+        FileBuilders {
             cols,
             rows: n,
             path: text(COL_PATH, |f| f.path.len()),
@@ -192,7 +192,7 @@ impl FileBuilders {
             dv_cardinality: Int64Builder::with_capacity(rows(COL_DV_CARDINALITY)),
             base_row_id: Int64Builder::with_capacity(rows(COL_BASE_ROW_ID)),
             drcv: Int64Builder::with_capacity(rows(COL_DEFAULT_ROW_COMMIT_VERSION)),
-        })
+        }
     }
 
     fn push(&mut self, snap: &Snapshot, f: &AddFile) -> Result<()> {
@@ -365,7 +365,7 @@ impl DvBuilders {
 }
 
 fn slice_batch(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Result<RecordBatch> {
-    let mut b = FileBuilders::new(snap, files, cols)?;
+    let mut b = FileBuilders::new(snap, files, cols);
     for f in files {
         b.push(snap, f)?;
     }

@@ -208,45 +208,26 @@ impl Transaction {
         let snap = self.snap()?.clone();
         let mut judge = crate::predicate::FileJudge::new(&predicate, true);
         let files = snap.files();
-        let mut hits = Vec::new();
-        if !judge.by_partition() {
-            // Stats of a large commit or checkpoint read once for the scan, and not kept.
-            let all: Vec<&AddFile> = files.iter().collect();
-            let mut i = 0;
-            let streamed = crate::log::actions::visit_stats(&all, &mut |raw| {
-                if judge.may_match_raw(all[i], raw) {
-                    hits.push(i);
-                }
-                i += 1;
-                Ok(())
-            });
-            if streamed.is_err() {
-                hits.clear(); // unreadable stats prune nothing: judge file by file
-            } else {
-                return Ok(self.record_scan(&snap, hits, predicate));
-            }
-        }
-        hits.extend(
+        // File by file when no stats are needed, or when they cannot be read (they then prune
+        // nothing).
+        let streamed = if judge.by_partition() {
+            None
+        } else {
+            judge_streamed(&mut judge, files)
+        };
+        let hits = streamed.unwrap_or_else(|| {
             files
                 .iter()
                 .enumerate()
                 .filter(|(_, f)| judge.may_match(f))
-                .map(|(i, _)| i),
-        );
-        Ok(self.record_scan(&snap, hits, predicate))
-    }
-
-    fn record_scan(
-        &mut self,
-        snap: &Snapshot,
-        hits: Vec<usize>,
-        predicate: Predicate,
-    ) -> Vec<usize> {
+                .map(|(i, _)| i)
+                .collect()
+        });
         for &i in &hits {
-            self.read.files.insert(snap.files()[i].path.as_ref().into());
+            self.read.files.insert(files[i].path.as_ref().into());
         }
         self.read.predicates.push(predicate);
-        hits
+        Ok(hits)
     }
 
     pub fn read_whole_table(&mut self) -> Result<()> {
@@ -685,4 +666,24 @@ fn physical_partition_values(
         }
     }
     Ok(out.into())
+}
+/// The indexes of `files` that `judge` keeps, their stats read through
+/// [`crate::log::actions::visit_stats`]: a large commit's or checkpoint's once for the scan, and not
+/// kept. None when some stats cannot be read.
+fn judge_streamed<'a>(
+    judge: &mut crate::predicate::FileJudge<'a>,
+    files: &'a [AddFile],
+) -> Option<Vec<usize>> {
+    let all: Vec<&AddFile> = files.iter().collect();
+    let mut hits = Vec::new();
+    let mut i = 0;
+    crate::log::actions::visit_stats(&all, &mut |raw| {
+        if judge.may_match_raw(all[i], raw) {
+            hits.push(i);
+        }
+        i += 1;
+        Ok(())
+    })
+    .ok()?;
+    Some(hits)
 }

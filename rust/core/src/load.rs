@@ -53,18 +53,28 @@ fn apply_commits(state: &mut LogState, commits: &[LogFile]) -> Result<()> {
     let mut rest = commits;
     while let Some(first) = rest.first() {
         if first.size > LARGE_COMMIT {
-            let parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
-            // One commit: its actions apply as one set. The adds are gathered in parallel (into
-            // what becomes the live-file list of an empty state).
-            let mut actions = Actions::default();
-            let mut adds = Vec::with_capacity(parts.len());
-            for mut part in parts {
-                adds.push(std::mem::take(&mut part.adds));
-                actions.other.append(&mut part.other);
-            }
-            actions.adds = parallel::concat(adds);
+            let mut parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
             state.begin_commit();
-            state.apply(actions);
+            if state.files.is_empty() {
+                // One commit: its actions apply as one set. The adds are gathered in parallel
+                // into what becomes the live-file list of the empty state (moved once).
+                let mut actions = Actions::default();
+                let mut adds = Vec::with_capacity(parts.len());
+                for part in &mut parts {
+                    adds.push(std::mem::take(&mut part.adds));
+                    actions.other.append(&mut part.other);
+                }
+                actions.adds = parallel::concat(adds);
+                state.apply(actions);
+            } else {
+                // Files already live (a checkpoint, an earlier commit): each part's adds are
+                // appended to them directly, which moves them once too.
+                let more: usize = parts.iter().map(|p| p.adds.len()).sum();
+                state.files.reserve(more);
+                for part in parts {
+                    state.apply(part);
+                }
+            }
             state.end_commit(first.version);
             rest = &rest[1..];
             continue;

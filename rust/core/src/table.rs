@@ -234,6 +234,42 @@ mod tests {
         p
     }
 
+    /// A commit above the large-commit size applies the same whether the state is empty (its
+    /// ranges gathered in parallel) or already holds files (appended range by range).
+    #[test]
+    fn large_commit_after_other_files_equals_a_fresh_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut t = Table::create(
+            root.to_str().unwrap(),
+            SCHEMA,
+            vec![],
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        commit(root, 1, &[add("a"), add("b")]);
+        let pad = "x".repeat(400);
+        let big: Vec<String> = (0..45_000)
+            .map(|i| add(&format!("big-{i}-{pad}")))
+            .chain([remove("a")])
+            .collect();
+        commit(root, 2, &big);
+        assert!(
+            std::fs::metadata(root.join(format!("_delta_log/{:020}.json", 2)))
+                .unwrap()
+                .len()
+                > 16 << 20
+        );
+        t.refresh().unwrap();
+        let fresh = Table::open(root.to_str().unwrap()).unwrap().latest();
+        assert_eq!(t.latest().files().len(), 45_001);
+        assert_eq!(paths(&t.latest()), paths(&fresh));
+        assert!(
+            paths(&fresh).contains(&"b".to_string()) && !paths(&fresh).contains(&"a".to_string())
+        );
+    }
+
     /// A refresh with no other holder advances the snapshot in place; it must equal a fresh load,
     /// leave a snapshot someone holds untouched, and leave the table as it was when a new commit
     /// cannot be read.

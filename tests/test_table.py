@@ -230,3 +230,19 @@ def test_deletion_vectors_enabled_rule(tmp_path, prop, features, enabled):
         with pytest.raises(exc.InvalidArgumentError, match="needs deletion vectors"):
             txn.delete_rows("a.parquet", [0])
     txn.abort()
+
+
+def test_failed_refresh_leaves_a_current_table_usable(tmp_path):
+    """An explicit refresh that cannot read a new commit raises, and the table still answers at
+    the version it knew (it was not behind its own commits); a table that was behind stays so."""
+    write_commit(tmp_path, 0, [protocol(), metadata(), add("a.parquet")])
+    t = docc.Table(str(tmp_path))
+    assert t.version == 0
+    (tmp_path / "_delta_log" / f"{1:020d}.json").write_text('{"add": not json\n')
+    with pytest.raises(exc.CorruptLogError):
+        t.refresh()
+    assert t.version == 0
+    t._committed()  # as after a commit through this table
+    with pytest.raises(exc.CorruptLogError):
+        t.refresh()
+    assert t._behind

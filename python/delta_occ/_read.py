@@ -70,8 +70,6 @@ def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
     return arr
 
 
-
-
 def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
     """The column as one array; a single chunk as it is (``combine_chunks`` copies even that)."""
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()

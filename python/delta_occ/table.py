@@ -97,12 +97,13 @@ class Table:
 
     def refresh(self) -> int:
         """Read only commits newer than the latest known one; return the latest version."""
-        # Cleared before reading: a commit landing meanwhile marks the table behind again.
-        self._behind = False
+        # Cleared before reading: a commit landing meanwhile marks the table behind again. A
+        # failed read leaves it as it was (a table that was current stays usable at its version).
+        was_behind, self._behind = self._behind, False
         try:
             return self._h.refresh()
         except BaseException:
-            self._behind = True
+            self._behind = self._behind or was_behind
             raise
 
     def _committed(self) -> None:

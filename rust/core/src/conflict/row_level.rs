@@ -452,29 +452,39 @@ pub fn check_winner(
         resolved += 1;
     }
     // The inputs of every dropped bin, so that our removes are filtered in one pass.
+    // The inputs and outputs of every dropped bin, so that our actions are filtered in one pass.
     let mut replaced: HashSet<&str> = HashSet::new();
-    for ob in dropped {
+    let mut outputs: HashSet<&str> = HashSet::new();
+    for &ob in &dropped {
         let bin = &our_bins[ob];
-        let out = bin.output.path.clone();
         replaced.extend(bin.inputs.iter().map(|(p, _)| p.as_str()));
-        let s = next.edit();
-        s.adds.retain(|a| a.path != out);
-        s.own_dvs.remove(&*out);
-        s.dropped_bins += 1;
+        outputs.insert(&bin.output.path);
         notes.push(format!(
-            "a concurrent compaction already replaced inputs of {out}; that bin was dropped"
+            "a concurrent compaction already replaced inputs of {}; that bin was dropped",
+            bin.output.path
         ));
+    }
+    if !outputs.is_empty() {
+        let s = next.edit();
+        s.adds.retain(|a| !outputs.contains(&*a.path));
+        s.own_dvs.retain(|p, _| !outputs.contains(&**p));
+        s.dropped_bins += dropped.len() as u64;
     }
     if !edits.is_empty() || !replaced.is_empty() {
         let s = next.edit();
         s.removes = std::mem::take(&mut s.removes)
             .into_iter()
             .filter_map(|x| {
-                let x = match edits.get(&*x.path) {
-                    Some((data_change, new)) if *data_change == x.data_change => new.clone()?,
-                    _ => x,
+                let edited = matches!(edits.get(&*x.path), Some((dc, _)) if *dc == x.data_change);
+                let x = if edited {
+                    edits.remove(&*x.path).and_then(|(_, new)| new)?
+                } else {
+                    x
                 };
-                (x.data_change || !replaced.contains(decode(&x.path).as_str())).then_some(x)
+                let input = !x.data_change
+                    && !replaced.is_empty()
+                    && replaced.contains(decode(&x.path).as_str());
+                (!input).then_some(x)
             })
             .collect();
     }
@@ -584,7 +594,7 @@ fn rows_of_file(
     };
     let pv = Some(file.partition_values.clone());
     // Rule 1: the same row modified twice.
-    let c_rows = if let Some(ch) = ours.st.dv.get(path) {
+    let c_rows = if let Some(ch) = st.dv.get(path) {
         Some(DeletionBitmap(&ch.rows.0 - &base_dv.0))
     } else if ours.deletes(path) {
         let n = or_fallback(physical_rows(cx.root, &file))

@@ -220,12 +220,9 @@ pub(crate) fn visit_stats(files: &[&AddFile], f: &mut VisitStats<'_>) -> crate::
         };
         let ks: Vec<Option<u32>> = rest
             .iter()
-            .map_while(|a| match (&a.stats, a.stats_source()) {
-                (None, _) => Some(None),
-                // By address: two `dyn` pointers to one value may carry different vtables.
-                (_, Some((s, k))) if std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(from)) => {
-                    Some(Some(k))
-                }
+            .map_while(|a| match a.stats_source() {
+                _ if a.stats.is_none() => Some(None),
+                Some((_, k)) if a.shares_stats_source(first) => Some(Some(k)),
                 _ => None,
             })
             .collect();
@@ -417,6 +414,7 @@ impl AddFile {
     /// Whether both files' stats are deferred to one source (one checkpoint unit, one range of a
     /// large commit).
     pub(crate) fn shares_stats_source(&self, other: &AddFile) -> bool {
+        // By address: two `dyn` pointers to one value may carry different vtables.
         match (self.stats_source(), other.stats_source()) {
             (Some((a, _)), Some((b, _))) => std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b)),
             _ => false,

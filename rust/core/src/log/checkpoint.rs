@@ -368,8 +368,9 @@ impl DeferredPart {
     }
 
     /// Hand each batch of unit `u`'s stats to `f`: the adds struct and its stats column (checked
-    /// to be a string column), until `f` returns false. Fails when the whole unit no longer holds
-    /// as many adds as the first read counted.
+    /// to be a string column), until `f` returns false. Fails when the whole unit, read to its end,
+    /// no longer holds as many adds as the first read counted (a read stopped early checks only
+    /// the file's size, in [`Deferred::reread`]).
     fn each_batch(
         &self,
         u: usize,
@@ -391,7 +392,7 @@ impl DeferredPart {
             if !f(add, stats) {
                 return Ok(());
             }
-            adds += (0..add.len()).filter(|&i| add.is_valid(i)).count();
+            adds += add.len() - add.null_count();
         }
         let expected = self.counts[u].load(Ordering::Relaxed);
         if adds != expected {

@@ -695,6 +695,32 @@ pub(crate) enum StatsSink<'s> {
     },
 }
 
+impl StatsSink<'_> {
+    /// What to store as the stats of the add that becomes `out.adds[index]`, whose stats literal
+    /// (if any) is `literal`.
+    pub(crate) fn take(&mut self, literal: Option<&str>, index: usize) -> Option<StatsText> {
+        match (literal, self) {
+            (None, _) => None,
+            (Some(literal), StatsSink::Keep) => Some(StatsText::literal(literal)),
+            (
+                Some(literal),
+                StatsSink::Locate {
+                    base,
+                    offset,
+                    found,
+                },
+            ) => {
+                found.push((
+                    index,
+                    *offset + (literal.as_ptr() as usize - *base) as u64,
+                    literal.len() as u32,
+                ));
+                None
+            }
+        }
+    }
+}
+
 impl<'a> JsonLine<'a> {
     /// The add's stats literal as parsed.
     pub(crate) fn add_stats(&self) -> Option<&str> {
@@ -711,25 +737,7 @@ impl<'a> JsonLine<'a> {
         sink: &mut StatsSink,
     ) -> Result<(), String> {
         if let Some(a) = self.add {
-            let stats = match (stats.or(a.stats.map(RawValue::get)), sink) {
-                (None, _) => None,
-                (Some(literal), StatsSink::Keep) => Some(StatsText::literal(literal)),
-                (
-                    Some(literal),
-                    StatsSink::Locate {
-                        base,
-                        offset,
-                        found,
-                    },
-                ) => {
-                    found.push((
-                        out.adds.len(),
-                        *offset + (literal.as_ptr() as usize - *base) as u64,
-                        literal.len() as u32,
-                    ));
-                    None
-                }
-            };
+            let stats = sink.take(stats.or(a.stats.map(RawValue::get)), out.adds.len());
             out.adds.push(AddFile {
                 path: a.path.into(),
                 partition_values: interner.json(a.partition_values.get())?,

@@ -7,6 +7,7 @@ use super::actions::{
     visit_each, Actions, JsonLine, PartitionInterner, RawStats, StatsSink, StatsSource, StatsText,
     VisitStats,
 };
+use super::add_line;
 use super::deferred::Deferred;
 use super::stats_literal;
 use crate::error::{Error, Result};
@@ -124,6 +125,10 @@ fn parse_lines_into(
             line: i,
             message: format!("invalid action JSON: {e}"),
         };
+        if let Some(add) = add_line::parse(line) {
+            add.push_onto(out, interner, sink).map_err(invalid)?;
+            continue;
+        }
         // A trailing stats literal is cut out before serde sees the line (see stats_literal).
         if let Some(split) = stats_literal::split(line, &mut short, &key) {
             if let Ok(parsed) = serde_json::from_str::<JsonLine>(&short) {

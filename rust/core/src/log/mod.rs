@@ -1,6 +1,7 @@
 //! Reading the Delta log: file names, commits, checkpoints, and replay into a snapshot.
 
 pub mod actions;
+mod add_line;
 pub mod checkpoint;
 mod deferred;
 pub mod json;

@@ -15,9 +15,8 @@ pub(crate) fn unescape(literal: &str) -> Cow<'_, str> {
     let mut bytes = Vec::new();
     if let Some(n) = squeeze(body.as_bytes(), &mut bytes) {
         bytes.truncate(n);
-        if let Ok(text) = String::from_utf8(bytes) {
-            return Cow::Owned(text);
-        }
+        // SAFETY: `body` is UTF-8 and squeeze only dropped ASCII bytes (see `squeeze`).
+        return Cow::Owned(unsafe { String::from_utf8_unchecked(bytes) });
     }
     let mut text = String::with_capacity(body.len());
     unescape_body(body, &mut text);
@@ -36,9 +35,8 @@ pub(crate) fn unescape_into(literal: &str, out: &mut impl fmt::Write) -> fmt::Re
     }
     BUF.with_borrow_mut(|buf| {
         if let Some(n) = squeeze(body.as_bytes(), buf) {
-            if let Ok(text) = std::str::from_utf8(&buf[..n]) {
-                return out.write_str(text);
-            }
+            // SAFETY: `body` is UTF-8 and squeeze only dropped ASCII bytes (see `squeeze`).
+            return out.write_str(unsafe { std::str::from_utf8_unchecked(&buf[..n]) });
         }
         let mut text = String::with_capacity(body.len());
         unescape_body(body, &mut text);
@@ -49,7 +47,9 @@ pub(crate) fn unescape_into(literal: &str, out: &mut impl fmt::Write) -> fmt::Re
 /// `body` without the backslash of each `\"` and `\/`, written to the start of `buf` (which only
 /// grows, so a reused one is not zeroed again); returns the length. None when `body` has another
 /// escape (or a trailing backslash), for [`unescape_body`]. Only ASCII backslashes are removed,
-/// so the result of a valid literal is valid UTF-8.
+/// each followed by an ASCII byte, and the bytes kept keep their order: an ASCII byte is never
+/// part of a multi-byte UTF-8 sequence, so the result of a UTF-8 `body` is UTF-8 (the callers rely
+/// on this to skip a second validation).
 fn squeeze(body: &[u8], buf: &mut Vec<u8>) -> Option<usize> {
     // Room for the 16-byte stores of the block loop, which may run past the text written.
     if buf.len() < body.len() + 16 {

@@ -667,21 +667,30 @@ fn physical_partition_values(
     }
     Ok(out.into())
 }
+
 /// The indexes of `files` that `judge` keeps, their stats read through
 /// [`crate::log::actions::visit_stats`]: a large commit's or checkpoint's once for the scan, and not
-/// kept. None when some stats cannot be read.
+/// kept. Only the stats of files whose partition tuple passes are read. None when some stats
+/// cannot be read.
 fn judge_streamed<'a>(
     judge: &mut crate::predicate::FileJudge<'a>,
     files: &'a [AddFile],
 ) -> Option<Vec<usize>> {
-    let all: Vec<&AddFile> = files.iter().collect();
+    let candidates: Vec<usize> = if judge.prunes_by_tuple() {
+        (0..files.len())
+            .filter(|&i| judge.tuple_passes(&files[i]))
+            .collect()
+    } else {
+        (0..files.len()).collect()
+    };
+    let all: Vec<&AddFile> = candidates.iter().map(|&i| &files[i]).collect();
     let mut hits = Vec::new();
-    let mut i = 0;
+    let mut k = 0;
     crate::log::actions::visit_stats(&all, &mut |raw| {
-        if judge.may_match_raw(all[i], raw) {
-            hits.push(i);
+        if judge.may_match_raw(all[k], raw) {
+            hits.push(candidates[k]);
         }
-        i += 1;
+        k += 1;
         Ok(())
     })
     .ok()?;

@@ -187,23 +187,33 @@ impl<'a> FileJudge<'a> {
         self.may_match_with(file, |_| raw)
     }
 
+    /// Whether `file`'s partition tuple lets it match (once per tuple). A file it rules out needs
+    /// no stats; for a judge [`by_partition`](Self::by_partition) it is the whole verdict.
+    pub(crate) fn tuple_passes(&mut self, file: &'a AddFile) -> bool {
+        if !self.prunes_by_tuple() {
+            return true;
+        }
+        let id = file.partition_values.id();
+        if let Some(v) = self.by_tuple.get(&id) {
+            return *v;
+        }
+        let v = self.tuple_verdict(file);
+        self.by_tuple.insert(id, v);
+        v
+    }
+
+    /// Whether [`tuple_passes`](Self::tuple_passes) can be false (not so without a
+    /// partition-only conjunct when stats are used).
+    pub(crate) fn prunes_by_tuple(&self) -> bool {
+        self.by_partition() || self.pred.partition_expr.is_some()
+    }
+
     fn may_match_with<'s>(
         &mut self,
         file: &'a AddFile,
         stats_of: impl FnOnce(&'a AddFile) -> Option<RawStats<'s>>,
     ) -> bool {
-        let tuple = if !self.by_partition() && self.pred.partition_expr.is_none() {
-            true // no partition-only conjunct: every tuple passes
-        } else {
-            match self.by_tuple.get(&file.partition_values.id()) {
-                Some(v) => *v,
-                None => {
-                    let v = self.tuple_verdict(file);
-                    self.by_tuple.insert(file.partition_values.id(), v);
-                    v
-                }
-            }
-        };
+        let tuple = self.tuple_passes(file);
         if self.by_partition() || !tuple {
             return tuple;
         }

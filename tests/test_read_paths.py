@@ -181,3 +181,27 @@ def test_checker_reads_int96_rows_as_the_engine_does(tmp_path, year, conflicts):
     else:
         txn.commit()
         assert sorted(docc.Table(root).snapshot().to_pyarrow().column("id").to_pylist()) == [2]
+
+
+def test_filtered_read_lists_only_the_files_it_may_read(tmp_path):
+    """to_pyarrow(where=) asks the core for the selected files alone (paths and partition values
+    by index, in files() order); every other live file stays out of Python. An index out of range
+    is an error naming the live-file count, not a wrong row."""
+    t = docc.Table.create(str(tmp_path), pa.schema([("p", pa.string()), ("x", pa.int64())]), partition_by=["p"])
+    for p, xs in [("a", [1, 2]), ("b", [3]), ("c", [4, 5])]:
+        t.append(pa.table({"p": [p] * len(xs), "x": xs}))
+    snap = t.snapshot()
+    files = snap.files(["path", "partition_values"]).to_pylist()
+    picked = [i for i, f in enumerate(files) if dict(f["partition_values"])["p"] != "b"][::-1]
+    listed = snap._h.data_files(picked)
+    assert [log_path for _, log_path, _ in listed] == [files[i]["path"] for i in picked]
+    parts = _arrow.batch(snap._h.partition_values(picked)).column(0).to_pylist()
+    assert parts == [dict(files[i]["partition_values"])["p"] for i in picked]
+    assert len(snap._h.data_files()) == len(files) == 3
+    # The rows themselves are the reference: what each append wrote.
+    got = snap.to_pyarrow(where="p <> 'b' AND x > 1").sort_by("x").to_pylist()
+    assert got == [{"p": "a", "x": 2}, {"p": "c", "x": 4}, {"p": "c", "x": 5}]
+    with pytest.raises(docc.exceptions.InvalidArgumentError, match="index 3 is out of range.* 3 live files"):
+        snap._h.data_files([0, 3])
+    with pytest.raises(docc.exceptions.InvalidArgumentError, match="index 7 is out of range"):
+        snap._h.partition_values([7])

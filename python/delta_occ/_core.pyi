@@ -182,10 +182,13 @@ class SnapshotHandle:
     def files(self, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
         """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch);
         only the named columns when given."""
-    def partition_values(self) -> Tuple[object, object]:
-        """Arrow PyCapsules of the typed partition values, in ``files()`` order."""
-    def data_files(self) -> List[Tuple[str, str, bool]]:
-        """``(absolute data path, log path, has_dv)`` in ``files()`` order."""
+    def partition_values(self, indices: Optional[List[int]] = None) -> Tuple[object, object]:
+        """Arrow PyCapsules of the typed partition values of the live files at ``indices``
+        (positions in ``files()``, in that order; all files when None). An index out of range
+        raises InvalidArgumentError."""
+    def data_files(self, indices: Optional[List[int]] = None) -> List[Tuple[str, str, bool]]:
+        """``(absolute data path, log path, has_dv)`` of the live files at ``indices`` (as for
+        ``partition_values``)."""
     def scan_plan(self, paths: List[str]) -> Tuple[object, object]:
         """Arrow capsules: per live file ``file`` (plan number), ``path``, ``abs_path``, ``key``
         (Spark's ``_metadata.file_path``), ``size``, ``num_records``, ``dv_cardinality`` and the

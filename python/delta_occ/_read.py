@@ -143,17 +143,15 @@ def read_snapshot(
         columns = columns + [c for c in expression.columns if c not in columns]
     data_fields = [by_name[c] for c in columns if c not in partition_cols]
     out_schema = pa.schema([schema.field(c) for c in columns])
-    files = handle.data_files()
+    # Only the files the predicate may match are listed, with their partition values.
+    files = handle.data_files(selected)
     result_schema = pa.schema([schema.field(c) for c in out_columns])
     if not files:
         return result_schema.empty_table()
-    parts = _arrow.batch(handle.partition_values())
+    parts = _arrow.batch(handle.partition_values(selected))
     part_columns = {c: parts.column(parts.schema.get_field_index(c)) for c in columns if c in partition_cols}
     tables = []
-    keep = set(selected) if selected is not None else None
     for i, (abs_path, log_path, has_dv) in enumerate(files):
-        if keep is not None and i not in keep:
-            continue
         data, n = _read_file(abs_path, data_fields, mode)
         arrays = []
         for c in columns:

@@ -66,7 +66,7 @@ pub use commit::committer::{
 pub use transaction::{Transaction, TxnOptions, TxnState};
 
 // Read predicates and file skipping.
-pub use predicate::{FileJudge, Predicate};
+pub use predicate::{select_files, Predicate};
 
 // Rules the Python engine applies to data files exactly as the core does.
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};

@@ -116,6 +116,27 @@ impl Snapshot {
         &self.state.files
     }
 
+    /// The live files at `indices` (positions in [`Snapshot::files`]), in that order; all of
+    /// them when None.
+    pub fn files_at(&self, indices: Option<&[usize]>) -> Result<Vec<&AddFile>> {
+        let files = self.files();
+        let Some(indices) = indices else {
+            return Ok(files.iter().collect());
+        };
+        indices
+            .iter()
+            .map(|&i| {
+                files.get(i).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "file index {i} is out of range: version {} has {} live files",
+                        self.version(),
+                        files.len()
+                    ))
+                })
+            })
+            .collect()
+    }
+
     pub fn isolation_level(&self) -> Result<IsolationLevel> {
         IsolationLevel::of_table(&self.metadata().configuration)
     }

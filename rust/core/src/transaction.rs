@@ -206,23 +206,8 @@ impl Transaction {
             None => Predicate::all(),
         };
         let snap = self.snap()?.clone();
-        let mut judge = crate::predicate::FileJudge::new(&predicate, true);
         let files = snap.files();
-        // File by file when no stats are needed, or when they cannot be read (they then prune
-        // nothing).
-        let streamed = if judge.by_partition() {
-            None
-        } else {
-            judge_streamed(&mut judge, files)
-        };
-        let hits = streamed.unwrap_or_else(|| {
-            files
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| judge.may_match(f))
-                .map(|(i, _)| i)
-                .collect()
-        });
+        let hits = crate::predicate::select_files(&predicate, files);
         for &i in &hits {
             self.read.files.insert(files[i].path.as_ref().into());
         }
@@ -666,33 +651,4 @@ fn physical_partition_values(
         }
     }
     Ok(out.into())
-}
-
-/// The indexes of `files` that `judge` keeps, their stats read through
-/// [`crate::log::actions::visit_stats`]: a large commit's or checkpoint's once for the scan, and not
-/// kept. Only the stats of files whose partition tuple passes are read. None when some stats
-/// cannot be read.
-fn judge_streamed<'a>(
-    judge: &mut crate::predicate::FileJudge<'a>,
-    files: &'a [AddFile],
-) -> Option<Vec<usize>> {
-    let candidates: Vec<usize> = if judge.prunes_by_tuple() {
-        (0..files.len())
-            .filter(|&i| judge.tuple_passes(&files[i]))
-            .collect()
-    } else {
-        (0..files.len()).collect()
-    };
-    let all: Vec<&AddFile> = candidates.iter().map(|&i| &files[i]).collect();
-    let mut hits = Vec::new();
-    let mut k = 0;
-    crate::log::actions::visit_stats(&all, &mut |raw| {
-        if judge.may_match_raw(all[k], raw) {
-            hits.push(candidates[k]);
-        }
-        k += 1;
-        Ok(())
-    })
-    .ok()?;
-    Some(hits)
 }

@@ -127,9 +127,18 @@ impl SnapshotHandle {
         batches_to_capsules(py, batches)
     }
 
-    fn partition_values<'py>(&self, py: Python<'py>) -> PyResult<Capsules<'py>> {
+    /// The typed partition values of the live files at `indices` (all when None).
+    #[pyo3(signature = (indices=None))]
+    fn partition_values<'py>(
+        &self,
+        py: Python<'py>,
+        indices: Option<Vec<usize>>,
+    ) -> PyResult<Capsules<'py>> {
         let batch = py
-            .detach(|| files_batch::partition_batch(&self.inner))
+            .detach(|| {
+                let files = self.inner.files_at(indices.as_deref())?;
+                files_batch::partition_batch_of(&self.inner, &files)
+            })
             .py_err()?;
         batch_to_capsules(py, batch)
     }
@@ -163,11 +172,14 @@ impl SnapshotHandle {
         batch.map(|b| batch_to_capsules(py, b)).transpose()
     }
 
-    /// `[(absolute data path, log path, has_dv)]` in `files()` order.
-    fn data_files(&self) -> PyResult<Vec<(String, String, bool)>> {
+    /// `[(absolute data path, log path, has_dv)]` of the live files at `indices` (all when None),
+    /// in that order.
+    #[pyo3(signature = (indices=None))]
+    fn data_files(&self, indices: Option<Vec<usize>>) -> PyResult<Vec<(String, String, bool)>> {
         self.inner
-            .files()
-            .iter()
+            .files_at(indices.as_deref())
+            .py_err()?
+            .into_iter()
             .map(|f| {
                 let p = self.inner.data_path(f).py_err()?;
                 Ok((
@@ -221,14 +233,7 @@ impl SnapshotHandle {
             let s = &self.inner;
             let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
             let p = delta_occ_core::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)?;
-            let mut judge = delta_occ_core::FileJudge::new(&p, true);
-            let hits = s
-                .files()
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| judge.may_match(f))
-                .map(|(i, _)| i)
-                .collect();
+            let hits = delta_occ_core::select_files(&p, s.files());
             Ok((hits, p.to_json().to_string()))
         })
         .py_err()

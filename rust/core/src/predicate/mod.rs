@@ -140,6 +140,51 @@ impl Predicate {
     }
 }
 
+/// The indexes of `files` that may hold rows matching `pred`: partition pruning, then stats
+/// skipping. The stats of the files whose partition can match are read in one pass (a
+/// checkpoint's or a large commit's are streamed and not kept); when some cannot be read, files
+/// are judged one by one, and unreadable stats prune nothing.
+pub fn select_files(pred: &Predicate, files: &[AddFile]) -> Vec<usize> {
+    let mut judge = FileJudge::new(pred, true);
+    let streamed = if judge.by_partition() {
+        None
+    } else {
+        judge_streamed(&mut judge, files)
+    };
+    streamed.unwrap_or_else(|| {
+        files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| judge.may_match(f))
+            .map(|(i, _)| i)
+            .collect()
+    })
+}
+
+/// The indexes of `files` that `judge` keeps, the stats of those whose tuple passes read through
+/// [`crate::log::actions::visit_stats`]. None when some stats cannot be read.
+fn judge_streamed<'a>(judge: &mut FileJudge<'a>, files: &'a [AddFile]) -> Option<Vec<usize>> {
+    let candidates: Vec<usize> = if judge.prunes_by_tuple() {
+        (0..files.len())
+            .filter(|&i| judge.tuple_passes(&files[i]))
+            .collect()
+    } else {
+        (0..files.len()).collect()
+    };
+    let all: Vec<&AddFile> = candidates.iter().map(|&i| &files[i]).collect();
+    let mut hits = Vec::new();
+    let mut k = 0;
+    crate::log::actions::visit_stats(&all, &mut |raw| {
+        if judge.may_match_raw(all[k], raw) {
+            hits.push(candidates[k]);
+        }
+        k += 1;
+        Ok(())
+    })
+    .ok()?;
+    Some(hits)
+}
+
 /// Judges many files against one predicate: the partition part once per distinct partition
 /// tuple, statistics only for files whose partition can match, buffers reused between files.
 /// Files must outlive the judge, since tuples are recognised by their shared allocation.

@@ -375,3 +375,26 @@ def test_table_paths_new_users_get_wrong(tmp_path, monkeypatch):
     t = docc.Table("~/home-table")
     with pytest.raises(exc.InvalidArgumentError, match="version must be >= 0, got -1"):
         t.snapshot(-1)
+
+
+@pytest.mark.parametrize("call, problem, position", [
+    (lambda t: t.delete("n > 1 AND nope = 1"), "unknown_column", 11),
+    (lambda t: t.snapshot().to_pyarrow(where="n >"), "invalid", ...),
+    (lambda t: t.update("n = 1", {"n": "n + 9223372036854775807"}), "evaluation", ...),
+    # A SET value naming an unknown column: about a name, so no position.
+    (lambda t: t.update("n = 1", {"n": "nope + 1"}), "unknown_column", None),
+], ids=["where-unknown-column", "where-syntax", "set-overflow", "set-unknown-column"])
+def test_predicate_errors_say_what_is_wrong(tmp_path, call, problem, position):
+    """PredicateError.problem names the kind of fault, so callers word errors from it rather than
+    from the message text (concurrency.md §6: one hierarchy; attributes declared on the class).
+    ``position`` is 1-based; ``...`` means any."""
+    schema = pa.schema([("n", pa.int64())])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    t.append(pa.table({"n": [1, 2]}, schema=schema))
+    with pytest.raises(exc.PredicateError) as info:
+        call(t)
+    assert info.value.problem == problem, info.value
+    if position is not ...:
+        assert info.value.position == position
+    if problem == "unknown_column":
+        assert "nope" in str(info.value)

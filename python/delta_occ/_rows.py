@@ -18,14 +18,14 @@ Scope = Tuple[Optional[str], str, bool]
 
 def compile(text: Any, schema: pa.Schema, scopes: Optional[Sequence[Scope]] = None) -> _core.RowExpr:  # noqa: A001
     if not isinstance(text, str):
-        raise PredicateError(f"expected SQL text, got {type(text).__name__}", reason="not text")
+        raise PredicateError(f"expected SQL text, got {type(text).__name__}", reason="not text", problem="invalid")
     return _core.RowExpr(text, schema, list(scopes) if scopes else None)
 
 
 def parse(text: Any) -> None:
     """Check that `text` parses (the errors the embedded engine would give), without a schema."""
     if not isinstance(text, str):
-        raise PredicateError(f"expected SQL text, got {type(text).__name__}", reason="not text")
+        raise PredicateError(f"expected SQL text, got {type(text).__name__}", reason="not text", problem="invalid")
     _core.conjuncts(text)
 
 
@@ -38,9 +38,8 @@ def _batches(table: pa.Table, columns: List[str]) -> List[pa.RecordBatch]:
 
 
 def _reworded(e: PredicateError, what: str) -> PredicateError:
-    reason = getattr(e, "reason", None) or str(e)
-    reason = reason.removeprefix("cannot evaluate: ")
-    return PredicateError(f"cannot evaluate {what} on the rows: {reason}", reason="evaluation failed", text=getattr(e, "text", None))
+    reason = e.reason or str(e)
+    return PredicateError(f"cannot evaluate {what} on the rows: {reason}", reason="evaluation failed", text=e.text, problem=e.problem)
 
 
 def values(table: pa.Table, expr: _core.RowExpr, what: Optional[str] = None) -> pa.ChunkedArray:

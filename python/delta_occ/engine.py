@@ -234,11 +234,11 @@ def _assignments(lay: Layout, set_: Mapping[str, str], compile_: Compiler, what:
 def assignment_error(what: str, column: str, text: Any, e: PredicateError) -> PredicateError:
     """A bad SET / INSERT value, worded as such (not as a predicate): ``invalid SET expression
     for column x: 'x ** 2' at position 4: ...``."""
-    position, reason = getattr(e, "position", None), getattr(e, "reason", None)
-    if reason and reason.startswith("unknown column"):
+    position, reason = e.position, e.reason
+    if e.problem == "unknown_column":
         position = None  # about a name, not a place in the text
     detail = f"{text!r} at position {position}: {reason}" if position is not None else f"{text!r}: {reason or e}"
-    return PredicateError(f"invalid {what} for column {column}: {detail}", position=position, reason=reason, column=column)
+    return PredicateError(f"invalid {what} for column {column}: {detail}", position=position, reason=reason, column=column, problem=e.problem)
 
 
 def _stored(f: pa.Field, col: Any, what: str) -> Any:
@@ -255,7 +255,7 @@ def _stored(f: pa.Field, col: Any, what: str) -> Any:
     try:
         return col.cast(f.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise PredicateError(f"invalid {what} for column {f.name}: cannot store a value as {type_name(f.type)}: {e}", reason="evaluation failed", column=f.name) from e
+        raise PredicateError(f"invalid {what} for column {f.name}: cannot store a value as {type_name(f.type)}: {e}", reason="evaluation failed", column=f.name, problem="evaluation") from e
 
 
 def _apply(rows: pa.Table, schema: pa.Schema, assign: Dict[str, _core.RowExpr], base: Dict[str, str], what: str = "SET expression") -> pa.Table:

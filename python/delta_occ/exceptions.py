@@ -177,11 +177,15 @@ class DeletionVectorError(DeltaOccError):
 
 
 class PredicateError(DeltaOccError, ValueError):
-    """Bad ``where`` text; attributes ``position`` and ``reason``."""
+    """Bad ``where`` text (or a bad SET / MERGE expression); attributes ``text``, ``position``,
+    ``reason`` and ``problem``: ``"invalid"`` (not valid SQL, or not valid here),
+    ``"unknown_column"`` (``position`` points at the name) or ``"evaluation"`` (valid, but failed
+    on the rows: an overflow, a bad cast)."""
 
     text: Optional[str] = None
     position: Optional[int] = None
     reason: Optional[str] = None
+    problem: Optional[str] = None
 
 
 class CommitRetriesExceededError(DeltaOccError):

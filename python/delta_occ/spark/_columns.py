@@ -111,7 +111,7 @@ def _literal(node: Dict[str, Any], other_type: Optional[DataType]) -> Column:
         return F.lit(int(v)).cast("bigint")
     if kind == "string":
         return F.lit(str(v))
-    raise PredicateError(f"literal of kind {kind!r} is not supported on Spark", reason="internal")
+    raise PredicateError(f"literal of kind {kind!r} is not supported on Spark", reason="internal", problem="invalid")
 
 
 def to_column(node: Dict[str, Any], schema: StructType) -> Column:
@@ -172,8 +172,9 @@ def to_column(node: Dict[str, Any], schema: StructType) -> Column:
                 f"`{n['sql']}` cannot be evaluated on rows by delta-occ (functions, arithmetic and nested "
                 "fields are only used for file skipping)",
                 reason="not evaluable on rows",
+                problem="invalid",
             )
-        raise PredicateError(f"unknown predicate node {n!r}", reason="internal")
+        raise PredicateError(f"unknown predicate node {n!r}", reason="internal", problem="invalid")
 
     return build(node)
 

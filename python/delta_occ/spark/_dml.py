@@ -170,7 +170,7 @@ def _project(df: DataFrame, ctx: "SparkTransaction", assign: Dict[str, str], bas
     try:
         return df.select(*out)
     except AnalysisException as e:
-        raise PredicateError(f"cannot evaluate {', '.join(repr(a) for a in assign.values())}: {e}", reason="invalid expression") from e
+        raise PredicateError(f"cannot evaluate {', '.join(repr(a) for a in assign.values())}: {e}", reason="invalid expression", problem="invalid") from e
 
 
 def update(ctx: "SparkTransaction", where: Optional[str], set_: Mapping[str, str]) -> None:
@@ -236,7 +236,7 @@ def merge(
             is_del = F.lit(False)
         matched = joined.select(tq(FILE).alias(FILE), tq(ROW).alias(ROW), is_del.alias("del")).toArrow()
     except AnalysisException as e:
-        raise PredicateError(f"MERGE condition cannot be evaluated: {e}", reason="invalid expression") from e
+        raise PredicateError(f"MERGE condition cannot be evaluated: {e}", reason="invalid expression", problem="invalid") from e
     if matched.num_rows:
         counts = matched.group_by([FILE, ROW]).aggregate([([], "count_all")])
         if pc.max(counts.column("count_all")).as_py() > 1:

@@ -8,6 +8,36 @@ use crate::isolation::IsolationLevel;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What is wrong with an expression's text, for callers that word the error for their context
+/// (a SET value, a MERGE condition) without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PredicateProblem {
+    /// Not valid SQL, or not valid here (types, functions, constructs).
+    Invalid,
+    /// Names a column the table (or the MERGE source) does not have; `position` points at the name.
+    UnknownColumn,
+    /// Valid, but failed on the rows (an overflow, a bad cast of a value).
+    Evaluation,
+}
+
+impl PredicateProblem {
+    /// The name the binding gives Python (`PredicateError.problem`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PredicateProblem::Invalid => "invalid",
+            PredicateProblem::UnknownColumn => "unknown_column",
+            PredicateProblem::Evaluation => "evaluation",
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            PredicateProblem::Evaluation => "cannot evaluate: ",
+            _ => "",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("no Delta table at {path}: {reason}")]
@@ -52,11 +82,12 @@ pub enum Error {
     InvalidArgument(String),
 
     /// Bad `where` text. `position` is the 1-based character column in `text`.
-    #[error("invalid predicate {text:?} at position {position}: {reason}")]
+    #[error("invalid predicate {text:?} at position {position}: {}{reason}", problem.prefix())]
     Predicate {
         text: String,
         position: usize,
         reason: String,
+        problem: PredicateProblem,
     },
 
     /// A write conflict (concurrency.md §3, §6).
@@ -113,10 +144,20 @@ impl Error {
     }
 
     pub fn predicate(text: &str, position: usize, reason: impl Into<String>) -> Self {
+        Self::predicate_problem(text, position, reason, PredicateProblem::Invalid)
+    }
+
+    pub fn predicate_problem(
+        text: &str,
+        position: usize,
+        reason: impl Into<String>,
+        problem: PredicateProblem,
+    ) -> Self {
         Error::Predicate {
             text: text.to_string(),
             position,
             reason: reason.into(),
+            problem,
         }
     }
 

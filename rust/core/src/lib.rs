@@ -45,7 +45,7 @@ pub mod files_batch;
 pub mod rowexpr;
 
 // Errors: the one error type, and the write conflict (concurrency.md §6) it carries.
-pub use error::{Conflict, ConflictKind, Error, Result};
+pub use error::{Conflict, ConflictKind, Error, PredicateProblem, Result};
 
 // Tables and their snapshots.
 pub use isolation::IsolationLevel;

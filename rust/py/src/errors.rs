@@ -61,10 +61,12 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             text,
             position,
             reason,
+            problem,
         } => {
             d.set_item("text", text)?;
             d.set_item("position", position)?;
             d.set_item("reason", reason)?;
+            d.set_item("problem", problem.name())?;
         }
         Error::Conflict(c) => {
             d.set_item("winning_version", c.winning_version)?;

@@ -6,7 +6,7 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Span, Token};
 
 use super::expr::{CmpOp, ColumnRef, Expr};
-use crate::error::{Error, Result};
+use crate::error::{Error, PredicateProblem, Result};
 use crate::partition::{self, Scalar};
 use crate::schema::{ColumnMappingMode, DataType, StructType};
 
@@ -129,6 +129,11 @@ impl<'a> Resolver<'a> {
         Error::predicate(self.text, offset(self.text, span.start), reason)
     }
 
+    fn unknown_column(&self, span: Span, reason: impl Into<String>) -> Error {
+        let at = offset(self.text, span.start);
+        Error::predicate_problem(self.text, at, reason, PredicateProblem::UnknownColumn)
+    }
+
     fn span_of(e: &ast::Expr) -> Span {
         use sqlparser::ast::Spanned;
         e.span()
@@ -163,7 +168,7 @@ impl<'a> Resolver<'a> {
     fn column(&mut self, ident: &ast::Ident) -> Result<Operand> {
         let field = self.schema.field(&ident.value).ok_or_else(|| {
             let names: Vec<&str> = self.schema.fields.iter().map(|f| f.name.as_str()).collect();
-            self.error(
+            self.unknown_column(
                 ident.span,
                 format!(
                     "unknown column {:?} (columns: {})",
@@ -222,9 +227,10 @@ impl<'a> Resolver<'a> {
                 } else {
                     if let Some(first) = parts.first() {
                         if self.schema.field(&first.value).is_none() {
-                            return Err(
-                                self.error(first.span, format!("unknown column {:?}", first.value))
-                            );
+                            return Err(self.unknown_column(
+                                first.span,
+                                format!("unknown column {:?}", first.value),
+                            ));
                         }
                     }
                     self.opaque(e, true)

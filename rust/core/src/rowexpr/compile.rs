@@ -6,7 +6,7 @@ use sqlparser::ast::{self, BinaryOperator, Spanned, UnaryOperator, Value as SqlV
 
 use super::types::{self, common, is_numeric, is_string, type_name};
 use super::{evaluate, Arith, Func, Kind, Node, RowExpr};
-use crate::error::{Error, Result};
+use crate::error::{Error, PredicateProblem, Result};
 use crate::predicate::parse::{offset, parse_sql};
 use crate::predicate::CmpOp;
 
@@ -475,9 +475,11 @@ impl Compiler<'_> {
             list.join(", ")
         };
         let unknown = || {
-            self.error(
+            Error::predicate_problem(
+                self.text,
                 at,
                 format!("unknown column '{shown}' (columns: {})", names()),
+                PredicateProblem::UnknownColumn,
             )
         };
         match parts {

@@ -15,7 +15,7 @@ mod value;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Schema};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, PredicateProblem, Result};
 use crate::predicate::CmpOp;
 
 pub use compile::{conjuncts, referenced_columns, Referenced, Scope};
@@ -113,8 +113,9 @@ impl RowExpr {
     /// name; other columns are ignored).
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<ArrayRef> {
         let inputs = self.inputs(batch)?;
-        evaluate::evaluate(&self.node, &inputs, batch.num_rows())
-            .map_err(|(at, m)| Error::predicate(&self.text, at, format!("cannot evaluate: {m}")))
+        evaluate::evaluate(&self.node, &inputs, batch.num_rows()).map_err(|(at, m)| {
+            Error::predicate_problem(&self.text, at, m, PredicateProblem::Evaluation)
+        })
     }
 
     /// TRUE rows: NULL and FALSE are both "not selected".

@@ -19,6 +19,7 @@ __all__ = [
     "read_parquet_columns",
     "parquet_footer_stats",
     "partition_strings",
+    "type_writable_as",
     "sql_literals",
     "merge_read_predicate",
     "read_deletion_vector",
@@ -214,6 +215,11 @@ def parquet_footer_stats(path: str) -> Tuple[str, int]:
     """Delta stats JSON and row count of a parquet file from its footer (no data read): the
     NaN, infinity, 32-character prefix and millisecond-timestamp rules. GIL released."""
 
+def type_writable_as(data: str, table: str) -> bool:
+    """Whether values of Delta type ``data`` may be written to a column of Delta type ``table``
+    (both as schema JSON): the same type, NULLs (``"void"``), or one of Delta's type widenings;
+    nested types need the same field names in the same order. Bad JSON raises
+    InvalidArgumentError."""
 def partition_strings(array: Tuple[object, object]) -> List[Optional[str]]:
     """The canonical Delta partition string (None for null) of every value of an Arrow array
     given as ``__arrow_c_array__()`` capsules: ``NaN``/``Infinity``, timestamps as UTC

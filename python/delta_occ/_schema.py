@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Tuple
+from typing import Any
 
 import pyarrow as pa
 
+from . import _core
 from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
@@ -113,50 +114,18 @@ def arrow_schema_to_delta(schema: pa.Schema) -> str:
 
 # -- schema enforcement (docs/guide.md "Policies") ------------------------------------------------
 
-#: Integer types: (width rank, decimal digits their values need, as Spark's DecimalType.forType).
-_INTEGERS = {"byte": (1, 3), "short": (2, 5), "integer": (3, 10), "long": (4, 20)}
 #: Unsigned arrow integers as the smallest Delta type that holds every value (uint64: none).
 _UNSIGNED = {8: "short", 16: "integer", 32: "long"}
-
-
-def _decimal(t: Any) -> Optional[Tuple[int, int]]:
-    if isinstance(t, str) and t.startswith("decimal(") and t.endswith(")"):
-        p, s = (int(x) for x in t[len("decimal(") : -1].split(","))
-        return p, s
-    return None
-
-
-def _widens_primitive(data: str, table: str) -> bool:
-    if data in _INTEGERS:
-        rank, digits = _INTEGERS[data]
-        if table in _INTEGERS:
-            return _INTEGERS[table][0] > rank
-        dec = _decimal(table)
-        return (table == "double" and rank <= 3) or (dec is not None and dec[0] - dec[1] >= digits)
-    if data in ("float", "date"):
-        return table == {"float": "double", "date": "timestamp_ntz"}[data]
-    a, b = _decimal(data), _decimal(table)
-    return a is not None and b is not None and b[1] >= a[1] and b[0] - b[1] >= a[0] - a[1]
 
 
 def widens(data: Any, table: Any) -> bool:
     """Whether values of Delta type ``data`` may be written to a column of Delta type ``table``
     unchanged: the same type, NULLs ("void"), or one of the widenings of Delta's type widening
-    feature (byte → short → integer → long; byte, short, integer → double; float → double;
-    integers and decimals into a decimal with enough digits; date → timestamp_ntz). Nested types
-    need the same field names in the same order and widening children."""
-    if data == table or data == "void":
-        return True
-    if isinstance(data, str) and isinstance(table, str):
-        return _widens_primitive(data, table)
-    if not (isinstance(data, dict) and isinstance(table, dict)) or data.get("type") != table.get("type"):
+    feature. The rule is the core's (``schema_change::writable_as``); ``None`` (a type Delta
+    cannot hold) widens to nothing."""
+    if data is None or table is None:
         return False
-    if data["type"] == "array":
-        return widens(data["elementType"], table["elementType"])
-    if data["type"] == "map":
-        return widens(data["keyType"], table["keyType"]) and widens(data["valueType"], table["valueType"])
-    a, b = data["fields"], table["fields"]
-    return len(a) == len(b) and all(x["name"].lower() == y["name"].lower() and widens(x["type"], y["type"]) for x, y in zip(a, b))
+    return _core.type_writable_as(json.dumps(data), json.dumps(table))
 
 
 def delta_type_of(t: pa.DataType) -> Any:

@@ -72,6 +72,7 @@ pub use predicate::{select_files, Predicate};
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::footer_stats;
 pub use schema::file_column_index;
+pub use schema_change::type_writable_as;
 pub use uri::spark_file_key;
 
 // Internals the timing examples (rust/core/examples) drive directly.

@@ -124,6 +124,14 @@ impl StructField {
     }
 }
 
+impl DataType {
+    /// A type from its JSON form in a Delta schema (`"long"`, `{"type": "array", ...}`).
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("type JSON: {e}"))?;
+        parse_type(&v)
+    }
+}
+
 fn parse_type(v: &Value) -> Result<DataType, String> {
     match v {
         Value::String(s) => parse_primitive(s),

@@ -109,6 +109,36 @@ fn types(o: &DataType, n: &DataType, column_mapping: bool, path: &str) -> Result
     }
 }
 
+/// Whether values of type `data` may be written to a column of type `table` unchanged (schema
+/// enforcement, docs/guide.md "Policies"): the same type, NULLs (`void`), or one of Delta's type
+/// widenings. Nested types need the same field names (any case) in the same order and writable
+/// children; nullability is checked on the values, not here.
+pub fn writable_as(data: &DataType, table: &DataType) -> bool {
+    use DataType::{Array, Map, Primitive, Struct};
+    if data == table || matches!(data, Primitive(p) if p == "void") {
+        return true;
+    }
+    match (data, table) {
+        (Array(a, _), Array(b, _)) => writable_as(a, b),
+        (Map(k1, v1, _), Map(k2, v2, _)) => writable_as(k1, k2) && writable_as(v1, v2),
+        (Struct(a), Struct(b)) => {
+            a.fields.len() == b.fields.len()
+                && a.fields.iter().zip(&b.fields).all(|(x, y)| {
+                    x.name.eq_ignore_ascii_case(&y.name) && writable_as(&x.data_type, &y.data_type)
+                })
+        }
+        _ => widens(data, table),
+    }
+}
+
+/// [`writable_as`] for types in their JSON form.
+pub fn type_writable_as(data: &str, table: &str) -> crate::Result<bool> {
+    let parse = |t: &str| {
+        DataType::from_json(t).map_err(|m| crate::Error::invalid(format!("type {t}: {m}")))
+    };
+    Ok(writable_as(&parse(data)?, &parse(table)?))
+}
+
 /// Delta's type-widening changes (protocol typeWidening feature).
 fn widens(o: &DataType, n: &DataType) -> bool {
     use DataType::{Decimal, Primitive};
@@ -157,6 +187,56 @@ pub fn spell(t: &DataType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The writes docs/guide.md "Policies" accepts (Delta's type widening table, applied to data)
+    /// and some it refuses.
+    #[test]
+    fn writable_as_follows_the_widening_table() {
+        let arr = |t: &str| format!(r#"{{"type":"array","elementType":{t},"containsNull":true}}"#);
+        let st = |name: &str, t: &str| {
+            format!(
+                r#"{{"type":"struct","fields":[{{"name":"{name}","type":{t},"nullable":true,"metadata":{{}}}}]}}"#
+            )
+        };
+        let cases: Vec<(String, String, bool)> = [
+            (r#""byte""#, r#""short""#, true),
+            (r#""short""#, r#""long""#, true),
+            (r#""integer""#, r#""long""#, true),
+            (r#""long""#, r#""integer""#, false),
+            (r#""integer""#, r#""double""#, true),
+            (r#""long""#, r#""double""#, false),
+            (r#""float""#, r#""double""#, true),
+            (r#""double""#, r#""float""#, false),
+            (r#""integer""#, r#""decimal(10,0)""#, true),
+            (r#""integer""#, r#""decimal(10,1)""#, false),
+            (r#""decimal(5,2)""#, r#""decimal(7,3)""#, true),
+            (r#""decimal(5,2)""#, r#""decimal(6,3)""#, true),
+            (r#""decimal(5,2)""#, r#""decimal(5,3)""#, false),
+            (r#""date""#, r#""timestamp_ntz""#, true),
+            (r#""date""#, r#""timestamp""#, false),
+            (r#""string""#, r#""long""#, false),
+            (r#""void""#, r#""string""#, true),
+            (r#""timestamp""#, r#""timestamp""#, true),
+        ]
+        .into_iter()
+        .map(|(a, b, w)| (a.to_string(), b.to_string(), w))
+        .chain([
+            (arr(r#""integer""#), arr(r#""long""#), true),
+            (arr(r#""long""#), arr(r#""integer""#), false),
+            (st("A", r#""integer""#), st("a", r#""long""#), true),
+            (st("a", r#""integer""#), st("b", r#""integer""#), false),
+            (arr(r#""integer""#), r#""integer""#.to_string(), false),
+        ])
+        .collect();
+        for (data, table, want) in cases {
+            assert_eq!(
+                type_writable_as(&data, &table).unwrap(),
+                want,
+                "{data} -> {table}"
+            );
+        }
+        assert!(type_writable_as("{", r#""long""#).is_err());
+    }
 
     fn schema(fields: &str) -> StructType {
         StructType::parse(&format!(r#"{{"type":"struct","fields":[{fields}]}}"#)).unwrap()

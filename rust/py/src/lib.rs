@@ -104,6 +104,13 @@ type ArrowCapsules<'py> = (
     Bound<'py, pyo3::types::PyCapsule>,
 );
 
+/// Whether values of Delta type `data` may be written to a column of Delta type `table` (types
+/// as schema JSON): the same type, NULLs, or a type widening.
+#[pyfunction]
+fn type_writable_as(data: &str, table: &str) -> PyResult<bool> {
+    delta_occ_core::type_writable_as(data, table).py_err()
+}
+
 /// The canonical partition string (None for null) of every value of an Arrow array.
 #[pyfunction]
 fn partition_strings(array: ArrowCapsules<'_>) -> PyResult<Vec<Option<String>>> {
@@ -168,6 +175,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_parquet_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
     m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
+    m.add_function(wrap_pyfunction!(type_writable_as, m)?)?;
     m.add_function(wrap_pyfunction!(sql_literals, m)?)?;
     m.add_function(wrap_pyfunction!(merge_read_predicate, m)?)?;
     m.add_function(wrap_pyfunction!(dv::read_deletion_vector, m)?)?;

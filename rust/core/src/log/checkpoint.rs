@@ -123,6 +123,7 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
             .position(|c| c.path().parts() == ["add", name])
     };
     let stats_leaf = leaf("stats");
+    let never_set = never_set_leaves(meta.metadata());
     // Checkpoints written with writeStatsAsJson=false carry only `stats_parsed`: read it eagerly
     // then (rare); otherwise the JSON stats column is read on first use.
     let leaves: Vec<usize> = descr
@@ -137,6 +138,7 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
                     && (parts[1] == "partitionValues_parsed"
                         || parts[1] == "stats_parsed" && stats_leaf.is_some()))
                 && Some(*i) != stats_leaf
+                && !never_set.contains(i)
         })
         .map(|(i, _)| i)
         .collect();
@@ -175,6 +177,61 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
         out.append(r?);
     }
     Ok(out)
+}
+
+/// For each struct that is null on a row exactly when this leaf is: the struct's path and the
+/// leaf's name. A required field of an optional struct is null only where the struct is.
+const STRUCT_KEYS: &[(&[&str], &str)] = &[
+    (&["remove"], "path"),
+    (&["txn"], "appId"),
+    (&["domainMetadata"], "domain"),
+    (&["sidecar"], "path"),
+    (&["checkpointMetadata"], "version"),
+    (&["add", "deletionVector"], "storageType"),
+    (&["remove", "deletionVector"], "storageType"),
+];
+
+/// Optional fields outside any list or map, null wherever they are unset.
+const OPTIONAL_SCALARS: &[&[&str]] = &[
+    &["add", "baseRowId"],
+    &["add", "defaultRowCommitVersion"],
+    &["add", "clusteringProvider"],
+];
+
+/// Leaves the footer shows to be null on every row (each row group's null count equals its row
+/// count): every leaf of an action struct the part holds none of (a checkpoint without
+/// tombstones has a million null `remove` rows) and optional add fields never set. Decoding them
+/// would only produce nulls, so they are not read. A group without a null count skips nothing.
+fn never_set_leaves(meta: &parquet::file::metadata::ParquetMetaData) -> Vec<usize> {
+    let columns = meta.file_metadata().schema_descr().columns();
+    let all_null = |leaf: usize| {
+        meta.row_groups().iter().all(|g| {
+            let nulls = g.column(leaf).statistics().and_then(|s| s.null_count_opt());
+            nulls == Some(g.num_rows().max(0) as u64)
+        })
+    };
+    let under = |i: usize, prefix: &[&str]| {
+        let parts = columns[i].path().parts();
+        parts.len() >= prefix.len() && parts.iter().zip(prefix).all(|(a, b)| a == b)
+    };
+    let find = |path: &[&str]| {
+        (0..columns.len())
+            .find(|&i| under(i, path) && columns[i].path().parts().len() == path.len())
+    };
+    let mut out = Vec::new();
+    for (prefix, key) in STRUCT_KEYS {
+        let key_path: Vec<&str> = prefix.iter().copied().chain([*key]).collect();
+        if find(&key_path).is_some_and(all_null) {
+            out.extend((0..columns.len()).filter(|&i| under(i, prefix)));
+        }
+    }
+    out.extend(
+        OPTIONAL_SCALARS
+            .iter()
+            .filter_map(|p| find(p))
+            .filter(|&i| all_null(i)),
+    );
+    out
 }
 
 /// Where the rows of one parquet part are and how they are split into read units.
@@ -937,6 +994,11 @@ mod tests {
     use std::sync::Arc;
 
     fn lines(adds: usize) -> String {
+        lines_with(adds, true)
+    }
+
+    /// `adds` adds, and a remove after every 11th when `removes`.
+    fn lines_with(adds: usize, removes: bool) -> String {
         let mut out = String::from(concat!(
             r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#,
             "\n",
@@ -958,7 +1020,7 @@ mod tests {
                 r#"{{"add":{{"path":"f{i}.parquet","partitionValues":{{"p":{pv}}},"size":{i},"modificationTime":1,"dataChange":false,"stats":{stats}}}}}"#
             );
             out.push('\n');
-            if i % 11 == 0 {
+            if removes && i % 11 == 0 {
                 out += &format!(
                     r#"{{"remove":{{"path":"gone{i}.parquet","deletionTimestamp":5,"dataChange":false}}}}"#
                 );
@@ -970,19 +1032,31 @@ mod tests {
 
     /// A checkpoint of `adds` adds written with small pages and `rows_per_group` rows per group.
     fn write(dir: &Path, adds: usize, rows_per_group: usize) -> PathBuf {
+        let name = format!("{rows_per_group}.checkpoint.parquet");
+        write_with(&dir.join(name), &lines(adds), rows_per_group, true)
+    }
+
+    /// A checkpoint at `path` of the actions of `lines`, with or without column statistics.
+    fn write_with(path: &Path, lines: &str, rows_per_group: usize, statistics: bool) -> PathBuf {
+        use parquet::file::properties::EnabledStatistics;
         let schema = Arc::new(crate::commit::checkpoint::schema());
         let mut decoder = arrow_json::ReaderBuilder::new(schema.clone())
-            .with_batch_size(adds * 2)
+            .with_batch_size(lines.len())
             .build_decoder()
             .unwrap();
-        decoder.decode(lines(adds).as_bytes()).unwrap();
+        decoder.decode(lines.as_bytes()).unwrap();
         let batch = decoder.flush().unwrap().unwrap();
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(rows_per_group))
             .set_data_page_row_count_limit(16)
             .set_write_batch_size(16)
+            .set_statistics_enabled(if statistics {
+                EnabledStatistics::Page
+            } else {
+                EnabledStatistics::None
+            })
             .build();
-        let path = dir.join(format!("{rows_per_group}.checkpoint.parquet"));
+        let path = path.to_path_buf();
         let mut writer =
             ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
         writer.write(&batch).unwrap();
@@ -1018,6 +1092,54 @@ mod tests {
         let mut other: Vec<_> = a.other.iter().map(|x| format!("{x:?}")).collect();
         other.sort();
         (adds, other)
+    }
+
+    /// The leaves skipped are exactly those the footer shows null on every row; without null
+    /// counts none are, and either way the same actions are read.
+    #[test]
+    fn only_leaves_null_in_every_group_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let skipped = |path: &Path| {
+            let (meta, _) = open(path, 3).unwrap();
+            let cols = meta.parquet_schema().columns();
+            let found: Vec<String> = never_set_leaves(meta.metadata())
+                .into_iter()
+                .map(|i| cols[i].path().string())
+                .collect();
+            found
+        };
+        let has = |found: &[String], prefix: &str| found.iter().any(|p| p.starts_with(prefix));
+        // Removes in some row groups only (every 11th add; 97 rows per group).
+        let some = write_with(&dir.path().join("some"), &lines_with(600, true), 97, true);
+        let found = skipped(&some);
+        for never in [
+            "add.deletionVector.",
+            "add.baseRowId",
+            "txn.",
+            "domainMetadata.",
+        ] {
+            assert!(has(&found, never), "{never} not skipped: {found:?}");
+        }
+        for set in [
+            "remove.path",
+            "remove.dataChange",
+            "add.path",
+            "metaData.",
+            "protocol.",
+        ] {
+            assert!(!has(&found, set), "{set} skipped: {found:?}");
+        }
+        // No removes at all: the whole remove struct, maps included, is skipped.
+        let none = write_with(&dir.path().join("none"), &lines_with(600, false), 97, true);
+        let found = skipped(&none);
+        assert!(has(&found, "remove.path") && has(&found, "remove.partitionValues"));
+        let read = read_parquet_split(&none, 3, Some(1)).unwrap();
+        assert_eq!((read.adds.len(), read.other.len()), (600, 2));
+        // Without statistics nothing is skipped, and the actions read are the same.
+        let bare = write_with(&dir.path().join("bare"), &lines_with(600, true), 97, false);
+        assert_eq!(skipped(&bare), Vec::<String>::new());
+        let read = |p: &Path| summary(&read_parquet_split(p, 3, Some(2)).unwrap());
+        assert_eq!(read(&bare), read(&some));
     }
 
     #[test]

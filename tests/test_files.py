@@ -88,3 +88,19 @@ def test_unknown_columns_are_refused(tmp_path, bad):
     snap = _table(tmp_path).snapshot()
     with pytest.raises(docc.exceptions.InvalidArgumentError, match="unknown column|list of column names"):
         snap.files(bad)
+
+
+def test_columns_no_file_sets_keep_their_types(tmp_path):
+    """Tags, deletion vectors and row ids no file has are null columns of the same types as when
+    some file has them (the batches of one files() call, and of two tables, concatenate)."""
+    with_dv = _table(tmp_path).snapshot().files()
+    assert with_dv.column("deletion_vector").null_count < with_dv.num_rows
+    schema = pa.schema([("id", pa.int64())])
+    plain = docc.Table.create(str(tmp_path / "plain"), schema)
+    plain.append(pa.table({"id": [1, 2]}, schema=schema))
+    files = plain.snapshot().files()
+    assert files.schema == with_dv.schema
+    for c in ["tags", "deletion_vector", "base_row_id", "default_row_commit_version"]:
+        assert files.column(c).null_count == files.num_rows == 1, c
+    assert files.column("dv_cardinality").to_pylist() == [0]
+    assert pa.concat_tables([files, with_dv]).num_rows == files.num_rows + with_dv.num_rows

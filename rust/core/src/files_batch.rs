@@ -127,6 +127,9 @@ fn slices<'a>(files: &'a [&'a AddFile], n: usize) -> Vec<&'a [&'a AddFile]> {
 /// Builders sized for `n` rows of the selected columns (unselected ones stay empty).
 struct FileBuilders {
     cols: FileColumns,
+    /// Columns built, of those asked for: tags, deletion vectors and row ids are left out (and
+    /// become null arrays, never written) when no file of the slice has any.
+    built: FileColumns,
     rows: usize,
     path: StringBuilder,
     pv: MapBuilder<StringBuilder, StringBuilder>,
@@ -167,8 +170,24 @@ impl FileBuilders {
         };
         let parts = snap.partition_columns.len();
         let pv_entries = rows(COL_PARTITION_VALUES) * parts;
+        let mut built = cols;
+        if files
+            .iter()
+            .all(|f| f.extra.is_none() && f.deletion_vector.is_none())
+        {
+            for c in [
+                COL_TAGS,
+                COL_DELETION_VECTOR,
+                COL_BASE_ROW_ID,
+                COL_DEFAULT_ROW_COMMIT_VERSION,
+            ] {
+                built.0 &= !(1 << c);
+            }
+        }
+        let rows = |name| if built.has(name) { n } else { 0 };
         FileBuilders {
             cols,
+            built,
             rows: n,
             path: text(COL_PATH, |f| f.path.len()),
             pv: MapBuilder::with_capacity(
@@ -196,7 +215,7 @@ impl FileBuilders {
     }
 
     fn push(&mut self, snap: &Snapshot, f: &AddFile) -> Result<()> {
-        let c = self.cols;
+        let c = self.built;
         if c.has(COL_PATH) {
             self.path.append_value(&f.path);
         }
@@ -292,11 +311,17 @@ impl FileBuilders {
             Arc::new(self.base_row_id.finish()),
             Arc::new(self.drcv.finish()),
         ];
+        let rows = self.rows;
         let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = arrays
             .into_iter()
             .enumerate()
             .filter(|(i, _)| self.cols.has(*i))
             .map(|(i, a)| {
+                // A column not built: nulls in zeroed buffers that nothing writes.
+                let a = match self.built.has(i) {
+                    true => a,
+                    false => arrow_array::new_null_array(a.data_type(), rows),
+                };
                 let nullable = i != COL_PATH && i != COL_SIZE;
                 (
                     Field::new(FILE_COLUMNS[i], a.data_type().clone(), nullable),

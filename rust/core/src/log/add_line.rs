@@ -318,6 +318,17 @@ mod tests {
         for other in others {
             assert_eq!(parse(&other), None, "{other}");
         }
+        // Nothing may follow the add object (here without stats, so only the end check decides).
+        let bare = r#"{"add":{"path":"p","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
+        assert!(parse(bare).is_some());
+        let inner = &bare[7..bare.len() - 1];
+        for other in [
+            format!(r#"{{"add":{inner},"txn":{{}}}}"#),
+            format!(r#"{{"add":{inner},"add":{inner}}}"#),
+            format!(r#"{{"add":{inner}}}}}"#),
+        ] {
+            assert_eq!(parse(&other), None, "{other}");
+        }
     }
 
     /// Lines built from pieces, plain and not: whatever the fast path accepts, serde reads the

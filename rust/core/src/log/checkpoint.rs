@@ -180,7 +180,8 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
 }
 
 /// For each struct that is null on a row exactly when this leaf is: the struct's path and the
-/// leaf's name. A required field of an optional struct is null only where the struct is.
+/// leaf's name. The Delta protocol requires the field on every such action (writers may still
+/// mark it optional in parquet), so it is null only where the action is absent.
 const STRUCT_KEYS: &[(&[&str], &str)] = &[
     (&["remove"], "path"),
     (&["txn"], "appId"),
@@ -994,11 +995,12 @@ mod tests {
     use std::sync::Arc;
 
     fn lines(adds: usize) -> String {
-        lines_with(adds, true)
+        lines_with(adds, adds)
     }
 
-    /// `adds` adds, and a remove after every 11th when `removes`.
-    fn lines_with(adds: usize, removes: bool) -> String {
+    /// `adds` adds (the 5th with a base row id), and a remove after every 11th below
+    /// `removes_until`.
+    fn lines_with(adds: usize, removes_until: usize) -> String {
         let mut out = String::from(concat!(
             r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#,
             "\n",
@@ -1016,11 +1018,12 @@ mod tests {
             } else {
                 format!(r#""{{\"numRecords\":{i}}}""#)
             };
+            let row_id = if i == 5 { r#","baseRowId":5"# } else { "" };
             out += &format!(
-                r#"{{"add":{{"path":"f{i}.parquet","partitionValues":{{"p":{pv}}},"size":{i},"modificationTime":1,"dataChange":false,"stats":{stats}}}}}"#
+                r#"{{"add":{{"path":"f{i}.parquet","partitionValues":{{"p":{pv}}},"size":{i},"modificationTime":1,"dataChange":false,"stats":{stats}{row_id}}}}}"#
             );
             out.push('\n');
-            if removes && i % 11 == 0 {
+            if i < removes_until && i % 11 == 0 {
                 out += &format!(
                     r#"{{"remove":{{"path":"gone{i}.parquet","deletionTimestamp":5,"dataChange":false}}}}"#
                 );
@@ -1068,7 +1071,13 @@ mod tests {
     fn summary(
         a: &Actions,
     ) -> (
-        Vec<(String, Vec<(String, Option<String>)>, i64, Option<String>)>,
+        Vec<(
+            String,
+            Vec<(String, Option<String>)>,
+            i64,
+            Option<String>,
+            Option<i64>,
+        )>,
         Vec<String>,
     ) {
         let mut adds: Vec<_> = a
@@ -1085,6 +1094,7 @@ mod tests {
                     pv,
                     f.size,
                     f.stats_text().unwrap().map(|s| s.into_owned()),
+                    f.base_row_id(),
                 )
             })
             .collect();
@@ -1109,12 +1119,12 @@ mod tests {
             found
         };
         let has = |found: &[String], prefix: &str| found.iter().any(|p| p.starts_with(prefix));
-        // Removes in some row groups only (every 11th add; 97 rows per group).
-        let some = write_with(&dir.path().join("some"), &lines_with(600, true), 97, true);
+        // Removes in the first row group only (97 rows per group), a row id on one add.
+        let some = write_with(&dir.path().join("some"), &lines_with(600, 80), 97, true);
         let found = skipped(&some);
         for never in [
             "add.deletionVector.",
-            "add.baseRowId",
+            "add.defaultRowCommitVersion",
             "txn.",
             "domainMetadata.",
         ] {
@@ -1124,22 +1134,26 @@ mod tests {
             "remove.path",
             "remove.dataChange",
             "add.path",
+            "add.baseRowId",
             "metaData.",
             "protocol.",
         ] {
             assert!(!has(&found, set), "{set} skipped: {found:?}");
         }
         // No removes at all: the whole remove struct, maps included, is skipped.
-        let none = write_with(&dir.path().join("none"), &lines_with(600, false), 97, true);
+        let none = write_with(&dir.path().join("none"), &lines_with(600, 0), 97, true);
         let found = skipped(&none);
         assert!(has(&found, "remove.path") && has(&found, "remove.partitionValues"));
         let read = read_parquet_split(&none, 3, Some(1)).unwrap();
         assert_eq!((read.adds.len(), read.other.len()), (600, 2));
         // Without statistics nothing is skipped, and the actions read are the same.
-        let bare = write_with(&dir.path().join("bare"), &lines_with(600, true), 97, false);
+        let bare = write_with(&dir.path().join("bare"), &lines_with(600, 80), 97, false);
         assert_eq!(skipped(&bare), Vec::<String>::new());
         let read = |p: &Path| summary(&read_parquet_split(p, 3, Some(2)).unwrap());
-        assert_eq!(read(&bare), read(&some));
+        let (adds, other) = read(&some);
+        assert_eq!((adds.len(), other.len()), (600, 2 + 80usize.div_ceil(11)));
+        assert_eq!(adds.iter().filter(|a| a.4 == Some(5)).count(), 1);
+        assert_eq!(read(&bare), (adds, other));
     }
 
     #[test]

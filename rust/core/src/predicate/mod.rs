@@ -563,6 +563,11 @@ mod tests {
                     f.stats
                 );
             }
+            // The streamed selection (tuple first, then stats) keeps the same files.
+            let want: Vec<usize> = (0..files.len())
+                .filter(|&i| p.file_may_match(&files[i], true))
+                .collect();
+            assert_eq!(select_files(&p, &files), want, "{text}");
         }
     }
 

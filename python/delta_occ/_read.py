@@ -165,6 +165,4 @@ def read_snapshot(
         if expression is not None:
             table = table.filter(_rows.mask(table, expression)).select(out_columns)
         tables.append(table)
-    if not tables:
-        return result_schema.empty_table()
     return pa.concat_tables(tables)

@@ -125,7 +125,10 @@ def widens(data: Any, table: Any) -> bool:
     cannot hold) widens to nothing."""
     if data is None or table is None:
         return False
-    return _core.type_writable_as(json.dumps(data), json.dumps(table))
+    try:
+        return _core.type_writable_as(json.dumps(data), json.dumps(table))
+    except InvalidArgumentError:
+        return False  # a type the core does not parse (a negative decimal scale) widens to nothing
 
 
 def delta_type_of(t: pa.DataType) -> Any:

@@ -407,12 +407,6 @@ pub fn repeated(ty: &ArrowType, v: Scalar, n: usize) -> Result<ArrayRef> {
     Ok(builder.finish())
 }
 
-/// One typed column per partition column (logical names), one row per file of `files_batch`.
-pub fn partition_batch(snap: &Snapshot) -> Result<RecordBatch> {
-    let all: Vec<&AddFile> = snap.files().iter().collect();
-    partition_batch_of(snap, &all)
-}
-
 /// The typed partition values of `files`, in their order.
 pub fn partition_batch_of(snap: &Snapshot, files: &[&AddFile]) -> Result<RecordBatch> {
     let mut fields = Vec::new();

@@ -111,8 +111,8 @@ fn types(o: &DataType, n: &DataType, column_mapping: bool, path: &str) -> Result
 
 /// Whether values of type `data` may be written to a column of type `table` unchanged (schema
 /// enforcement, docs/guide.md "Policies"): the same type, NULLs (`void`), or one of Delta's type
-/// widenings. Nested types need the same field names (any case) in the same order and writable
-/// children; nullability is checked on the values, not here.
+/// widenings. Nested types need the same field names (any case, Unicode lowercase) in the same
+/// order and writable children; nullability is checked on the values, not here.
 pub fn writable_as(data: &DataType, table: &DataType) -> bool {
     use DataType::{Array, Map, Primitive, Struct};
     if data == table || matches!(data, Primitive(p) if p == "void") {
@@ -124,7 +124,8 @@ pub fn writable_as(data: &DataType, table: &DataType) -> bool {
         (Struct(a), Struct(b)) => {
             a.fields.len() == b.fields.len()
                 && a.fields.iter().zip(&b.fields).all(|(x, y)| {
-                    x.name.eq_ignore_ascii_case(&y.name) && writable_as(&x.data_type, &y.data_type)
+                    x.name.to_lowercase() == y.name.to_lowercase()
+                        && writable_as(&x.data_type, &y.data_type)
                 })
         }
         _ => widens(data, table),
@@ -224,6 +225,7 @@ mod tests {
             (arr(r#""integer""#), arr(r#""long""#), true),
             (arr(r#""long""#), arr(r#""integer""#), false),
             (st("A", r#""integer""#), st("a", r#""long""#), true),
+            (st("É", r#""integer""#), st("é", r#""integer""#), true),
             (st("a", r#""integer""#), st("b", r#""integer""#), false),
             (arr(r#""integer""#), r#""integer""#.to_string(), false),
         ])

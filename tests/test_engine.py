@@ -733,6 +733,54 @@ def test_optimize_removes_deleted_rows_physically(table, layout, where):
     assert_rows(path, live, dv=True)
 
 
+def _reference_bins(files, target):
+    """OPTIMIZE's bin-packing as the engine ran it in Python before the core took it over (the
+    reference model): per partition in order of first appearance, files below ``target`` bytes or
+    with a DV, packed in order into bins closing at ``target`` bytes; lone files without a DV
+    dropped."""
+    groups: dict = {}
+    for f in files:
+        groups.setdefault(tuple(f["partition_values"] or []), []).append(f)
+    bins = []
+    for members in groups.values():
+        current, size = [], 0
+        for f in (f for f in members if f["size"] < target or (f["dv_cardinality"] or 0) > 0):
+            current.append(f)
+            size += f["size"]
+            if size >= target:
+                bins.append(current)
+                current, size = [], 0
+        if current:
+            bins.append(current)
+    return [[f["path"] for f in b] for b in bins if len(b) > 1 or (b[0]["dv_cardinality"] or 0) > 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compaction_bins_follow_the_reference_packing(tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    schema = pa.schema([("p", pa.string()), ("x", pa.int64())])
+    t = docc.Table.create(str(tmp_path / "t"), schema, partition_by=["p"] if seed % 2 else None,
+                          properties={"delta.enableDeletionVectors": str(seed < 4).lower()})
+    for _ in range(12):
+        n = rng.randint(1, 300)
+        t.append(pa.table({"p": [rng.choice("abc")] * n, "x": [rng.randint(0, 999) for _ in range(n)]}, schema=schema))
+    t.delete("x < 50")
+    snap = t.snapshot()
+    files = snap.files(["path", "partition_values", "size", "dv_cardinality"]).to_pylist()
+    sizes = sorted(f["size"] for f in files)
+    assert seed >= 4 or any(f["dv_cardinality"] for f in files)
+    subset = sorted(rng.sample(range(len(files)), len(files) // 2))
+    for target in [sizes[0], sizes[len(sizes) // 2], sizes[-1] + 1, sum(sizes)]:
+        got = [[files[i]["path"] for i in b] for b in snap._h.compaction_bins(None, target)]
+        assert got == _reference_bins(files, target), target
+        got = [[files[i]["path"] for i in b] for b in snap._h.compaction_bins(subset, target)]
+        assert got == _reference_bins([files[i] for i in subset], target), target
+    with pytest.raises(exc.InvalidArgumentError, match=f"index {len(files)} is out of range"):
+        snap._h.compaction_bins([0, len(files)], 10)
+
+
 @pytest.mark.parametrize("layout", ["p", "p-dv"])
 def test_optimize_where_limits_to_partition(table, layout):
     t, path, rows = _small_files_table(table, layout)

@@ -183,6 +183,11 @@ class SnapshotHandle:
     def files(self, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
         """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch);
         only the named columns when given."""
+    def compaction_bins(self, indices: Optional[List[int]], target: int) -> List[List[int]]:
+        """OPTIMIZE's bins, as indices into ``files()``, among the files at ``indices`` (all when
+        None): per partition in order of first appearance, the files below ``target`` bytes and
+        those with a deletion vector, packed in order into bins that close at ``target`` bytes;
+        a bin of one file without a DV is left out. GIL released."""
     def partition_values(self, indices: Optional[List[int]] = None) -> Tuple[object, object]:
         """Arrow PyCapsules of the typed partition values of the live files at ``indices``
         (positions in ``files()``, in that order; all files when None). An index out of range

@@ -538,42 +538,23 @@ def provenance_tag(inputs: List[Tuple[dict, int]]) -> str:
     return json.dumps(out)
 
 
-def plan_bins(files: List[dict], target: int) -> List[List[dict]]:
-    """Bin-packing: per partition, the small files (and files with DVs) in bins of about
-    ``target`` bytes; a bin of one file without a DV is left alone."""
-    groups: Dict[Any, List[dict]] = {}
-    for f in files:
-        key = tuple(f["partition_values"] or [])  # a map column: (key, value) pairs
-        groups.setdefault(key, []).append(f)
-    bins: List[List[dict]] = []
-    for members in groups.values():
-        small = [f for f in members if f["size"] < target or (f["dv_cardinality"] or 0) > 0]
-        current: List[dict] = []
-        size = 0
-        for f in small:
-            current.append(f)
-            size += f["size"]
-            if size >= target:
-                bins.append(current)
-                current, size = [], 0
-        if current:
-            bins.append(current)
-    return [b for b in bins if len(b) > 1 or (b[0]["dv_cardinality"] or 0) > 0]
-
-
 def compaction_bins(txn: Any, where: Optional[str], target: int) -> List[List[Dict[str, Any]]]:
     """OPTIMIZE's bins among the live files ``where`` selects. Only the inputs it compacts are
     recorded as read (§4 rule 5; §8 scenario 15): files it looked at and left alone, or an
     OPTIMIZE that found nothing to do, must not make it conflict."""
     snap = txn.snapshot
     # No stats: bin-packing and the provenance tag need these alone.
-    candidates = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
+    selected = None
     if where is not None:
         if not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
         selected, _ = snap._h.prune(where)
-        candidates = candidates.take(pa.array(selected, pa.int64()))
-    bins = plan_bins(candidates.to_pylist(), target)
+    # The core packs the bins; only the files in them come to Python.
+    by_bin = snap._h.compaction_bins(selected, target)
+    chosen = [i for b in by_bin for i in b]
+    files = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
+    rows = iter(files.take(pa.array(chosen, pa.int64())).to_pylist())
+    bins = [[next(rows) for _ in b] for b in by_bin]
     txn.record_files_read([f["path"] for b in bins for f in b])
     return bins
 

@@ -7,6 +7,7 @@
 //! Delta knowledge in it can move without breaking them.
 
 mod commit;
+mod compaction;
 mod conflict;
 mod data_file;
 mod error;
@@ -66,6 +67,7 @@ pub use commit::committer::{
 pub use transaction::{Transaction, TxnOptions, TxnState};
 
 // Read predicates and file skipping.
+pub use compaction::plan_bins;
 pub use predicate::{select_files, Predicate};
 
 // Rules the Python engine applies to data files exactly as the core does.

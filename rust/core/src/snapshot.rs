@@ -123,18 +123,20 @@ impl Snapshot {
         let Some(indices) = indices else {
             return Ok(files.iter().collect());
         };
-        indices
-            .iter()
-            .map(|&i| {
-                files.get(i).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "file index {i} is out of range: version {} has {} live files",
-                        self.version(),
-                        files.len()
-                    ))
-                })
-            })
-            .collect()
+        self.check_indices(indices)?;
+        Ok(indices.iter().map(|&i| &files[i]).collect())
+    }
+
+    /// An error naming the first of `indices` that is not a position in [`Snapshot::files`].
+    pub fn check_indices(&self, indices: &[usize]) -> Result<()> {
+        let n = self.files().len();
+        match indices.iter().find(|&&i| i >= n) {
+            Some(i) => Err(Error::invalid(format!(
+                "file index {i} is out of range: version {} has {n} live files",
+                self.version()
+            ))),
+            None => Ok(()),
+        }
     }
 
     pub fn isolation_level(&self) -> Result<IsolationLevel> {

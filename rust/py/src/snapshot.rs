@@ -127,6 +127,18 @@ impl SnapshotHandle {
         batches_to_capsules(py, batches)
     }
 
+    /// OPTIMIZE's bins (indices into `files()`) among the files at `indices` (all when None).
+    #[pyo3(signature = (indices, target))]
+    fn compaction_bins(
+        &self,
+        py: Python<'_>,
+        indices: Option<Vec<usize>>,
+        target: i64,
+    ) -> PyResult<Vec<Vec<usize>>> {
+        py.detach(|| delta_occ_core::plan_bins(&self.inner, indices.as_deref(), target))
+            .py_err()
+    }
+
     /// The typed partition values of the live files at `indices` (all when None).
     #[pyo3(signature = (indices=None))]
     fn partition_values<'py>(

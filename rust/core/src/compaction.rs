@@ -18,16 +18,12 @@ pub fn plan_bins(
     target: i64,
 ) -> Result<Vec<Vec<usize>>> {
     let files = snap.files();
-    let all: Vec<usize>;
-    let candidates = match candidates {
-        Some(c) => {
-            snap.check_indices(c)?;
-            c
-        }
-        None => {
-            all = (0..files.len()).collect();
-            &all
-        }
+    if let Some(c) = candidates {
+        snap.check_indices(c)?;
+    }
+    let candidates: Box<dyn Iterator<Item = usize>> = match candidates {
+        Some(c) => Box::new(c.iter().copied()),
+        None => Box::new(0..files.len()),
     };
     // Partitions in order of first appearance among all candidates, keyed by the raw values in
     // partition-column order (the log's own order may differ between writers); a shared tuple is
@@ -35,7 +31,7 @@ pub fn plan_bins(
     let mut by_tuple: HashMap<usize, usize> = HashMap::new();
     let mut by_values: HashMap<Vec<Option<&str>>, usize> = HashMap::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
-    for &i in candidates {
+    for i in candidates {
         let f = &files[i];
         let g = *by_tuple.entry(f.partition_values.id()).or_insert_with(|| {
             let key = snap

@@ -47,6 +47,14 @@ const COL_DV_CARDINALITY: usize = 9;
 const COL_BASE_ROW_ID: usize = 10;
 const COL_DEFAULT_ROW_COMMIT_VERSION: usize = 11;
 
+/// Columns most tables never set: built only for a slice where some file has one.
+const SPARSE: &[usize] = &[
+    COL_TAGS,
+    COL_DELETION_VECTOR,
+    COL_BASE_ROW_ID,
+    COL_DEFAULT_ROW_COMMIT_VERSION,
+];
+
 /// Which of [`FILE_COLUMNS`] to build (the others cost nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileColumns(u16);
@@ -76,6 +84,10 @@ impl FileColumns {
 
     fn has(self, i: usize) -> bool {
         self.0 & (1 << i) != 0
+    }
+
+    fn without(self, cols: &[usize]) -> Self {
+        FileColumns(cols.iter().fold(self.0, |m, &c| m & !(1 << c)))
     }
 }
 
@@ -158,10 +170,15 @@ struct DvBuilders {
 impl FileBuilders {
     fn new(snap: &Snapshot, files: &[&AddFile], cols: FileColumns) -> Self {
         let n = files.len();
-        let rows = |name| if cols.has(name) { n } else { 0 };
+        // Tags, DVs and row ids are left unbuilt when no file of the slice has any.
+        let sparse = files
+            .iter()
+            .all(|f| f.extra.is_none() && f.deletion_vector.is_none());
+        let built = if sparse { cols.without(SPARSE) } else { cols };
+        let rows = |name| if built.has(name) { n } else { 0 };
         // Text columns sized from what the files hold, so that no buffer grows (and is copied).
         let text = |name, len: fn(&AddFile) -> usize| {
-            let bytes = if cols.has(name) {
+            let bytes = if built.has(name) {
                 files.iter().map(|f| len(f)).sum()
             } else {
                 0
@@ -170,21 +187,6 @@ impl FileBuilders {
         };
         let parts = snap.partition_columns.len();
         let pv_entries = rows(COL_PARTITION_VALUES) * parts;
-        let mut built = cols;
-        if files
-            .iter()
-            .all(|f| f.extra.is_none() && f.deletion_vector.is_none())
-        {
-            for c in [
-                COL_TAGS,
-                COL_DELETION_VECTOR,
-                COL_BASE_ROW_ID,
-                COL_DEFAULT_ROW_COMMIT_VERSION,
-            ] {
-                built.0 &= !(1 << c);
-            }
-        }
-        let rows = |name| if built.has(name) { n } else { 0 };
         FileBuilders {
             cols,
             built,

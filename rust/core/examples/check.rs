@@ -15,7 +15,7 @@ fn main() {
         "data" => ("x > 1000000000", true),
         other => panic!("unknown case {other}"),
     };
-    let table = delta_occ_core::Table::open(&path).expect("open");
+    let table = delta_occ_core::Table::open(&path, &Default::default()).expect("open");
     let snap = table.snapshot(Some(0)).expect("version 0");
     let mut txn = Transaction::begin(
         snap,

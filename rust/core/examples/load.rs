@@ -18,7 +18,7 @@ fn main() {
     let rounds: usize = args.next().map(|r| r.parse().expect("rounds")).unwrap_or(3);
     for _ in 0..rounds {
         let t0 = Instant::now();
-        let table = delta_occ_core::Table::open(&path).expect("open");
+        let table = delta_occ_core::Table::open(&path, &Default::default()).expect("open");
         let t1 = Instant::now();
         let snap = table.latest();
         let files = snap.files().len();
@@ -50,7 +50,7 @@ pub fn phases(path: &str) {
     let t0 = Instant::now();
     let bytes = std::fs::read(&p).unwrap();
     let t1 = Instant::now();
-    let actions = parse_actions(&bytes, &p, Some(0)).unwrap();
+    let actions = parse_actions(&bytes, p.display(), Some(0)).unwrap();
     let t2 = Instant::now();
     drop(bytes);
     let mut s = LogState::new();

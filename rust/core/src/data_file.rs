@@ -2,9 +2,6 @@
 //! ([`crate::schema::file_column_index`]): the embedded engine's reads and the row-level conflict
 //! checker find a table column in a file the same way, through the same reader.
 
-use std::fs::File;
-use std::path::Path;
-
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -18,6 +15,7 @@ use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::{Error, Result};
 use crate::schema::file_column_index;
+use crate::storage::{FileReader, Location};
 
 /// The columns read from one file.
 pub struct FileColumns {
@@ -32,9 +30,9 @@ pub struct FileColumns {
 }
 
 /// The columns `wanted` (physical name, field id) of the parquet file at `path`.
-pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileColumns> {
-    let f = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
+pub fn read_columns(path: &Location, wanted: &[(&str, Option<i64>)]) -> Result<FileColumns> {
+    let f = path.open().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound if crate::storage::problem_of(&e).is_none() => {
             Error::corrupt(path, None, "data file referenced by the log does not exist")
         }
         _ => Error::io(path, e),
@@ -75,6 +73,7 @@ pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileC
         None => meta,
     };
     let arrow_schema = meta.schema().clone();
+    prefetch_roots(&f, &meta, &roots).map_err(|e| Error::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let batches: Vec<RecordBatch> = builder
@@ -107,6 +106,34 @@ pub fn read_columns(path: &Path, wanted: &[(&str, Option<i64>)]) -> Result<FileC
         rows,
         undecodable: None,
     })
+}
+
+/// Fetch (from an object store) the column chunks of the root columns `roots` in every row group:
+/// a few requests instead of two per page.
+fn prefetch_roots(
+    f: &FileReader,
+    meta: &ArrowReaderMetadata,
+    roots: &[usize],
+) -> std::io::Result<()> {
+    if f.is_local() {
+        return Ok(());
+    }
+    let descr = meta.parquet_schema();
+    let leaves: Vec<usize> = (0..descr.num_columns())
+        .filter(|&l| roots.contains(&descr.get_column_root_idx(l)))
+        .collect();
+    let ranges: Vec<std::ops::Range<u64>> = meta
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|g| {
+            leaves.iter().map(move |&l| {
+                let (start, len) = g.column(l).byte_range();
+                start..start + len
+            })
+        })
+        .collect();
+    f.prefetch(&ranges)
 }
 
 /// The INT96 columns among the roots read. parquet-rs decodes INT96 as nanoseconds, which
@@ -159,6 +186,6 @@ impl Int96 {
     }
 }
 
-pub(crate) fn parquet_error(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::invalid(format!("cannot read data file {}: {e}", path.display()))
+pub(crate) fn parquet_error(path: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("cannot read data file {path}: {e}"))
 }

@@ -2,7 +2,6 @@
 //! Python binding maps each variant, and each conflict kind, to one exception class.
 
 use std::fmt;
-use std::path::Path;
 
 use crate::isolation::IsolationLevel;
 
@@ -34,6 +33,40 @@ impl PredicateProblem {
         match self {
             PredicateProblem::Evaluation => "cannot evaluate: ",
             _ => "",
+        }
+    }
+}
+
+/// What is wrong with a table's storage, beyond an I/O error that retrying may cure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageProblem {
+    /// A scheme delta-occ does not write to (`dbfs:`, `hdfs://`, ...).
+    UnsupportedScheme,
+    /// A location that is not a valid path or URI.
+    InvalidLocation,
+    /// Storage options the store does not accept (an unknown key, a bad value).
+    InvalidOptions,
+    /// The store does not honour conditional creates: commits could overwrite each other.
+    NoConditionalWrites,
+    /// The bucket or container does not exist.
+    BucketNotFound,
+    /// The credentials were refused (a wrong or expired key).
+    Unauthenticated,
+    /// The credentials are valid but may not do this (a read-only key).
+    PermissionDenied,
+}
+
+impl StorageProblem {
+    /// The name the binding gives Python (`StorageError.problem`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageProblem::UnsupportedScheme => "unsupported_scheme",
+            StorageProblem::InvalidLocation => "invalid_location",
+            StorageProblem::InvalidOptions => "invalid_options",
+            StorageProblem::NoConditionalWrites => "no_conditional_writes",
+            StorageProblem::BucketNotFound => "bucket_not_found",
+            StorageProblem::Unauthenticated => "unauthenticated",
+            StorageProblem::PermissionDenied => "permission_denied",
         }
     }
 }
@@ -70,6 +103,24 @@ pub enum Error {
 
     #[error("deletion vector error in {file}: {message}")]
     DeletionVector { file: String, message: String },
+
+    /// A table's storage refused the work for a reason that retrying cannot cure; `message`
+    /// names the location and never holds a secret.
+    #[error("storage error ({}): {message}", problem.name())]
+    Storage {
+        location: String,
+        problem: StorageProblem,
+        message: String,
+    },
+
+    /// A commit whose outcome could not be learned: it may or may not have landed at
+    /// `version`. The files it references are kept.
+    #[error("the outcome of the commit to {table} at version {version} is unknown: {reason}. Its files are kept; read the table to see whether it landed")]
+    CommitOutcomeUnknown {
+        table: String,
+        version: i64,
+        reason: String,
+    },
 
     #[error("I/O error on {path}: {source}")]
     Io {
@@ -117,20 +168,65 @@ fn version_suffix(v: Option<i64>) -> String {
 }
 
 impl Error {
-    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
+    /// An I/O error on `path`; one that carries a storage problem (a missing bucket, refused
+    /// credentials, ...) becomes [`Error::Storage`].
+    pub fn io(path: impl fmt::Display, source: std::io::Error) -> Self {
+        if let Some((problem, message)) = crate::storage::problem_of(&source) {
+            return Error::Storage {
+                location: path.to_string(),
+                problem,
+                message: message.to_string(),
+            };
+        }
         Error::Io {
-            path: path.as_ref().display().to_string(),
+            path: path.to_string(),
             source,
         }
     }
 
+    pub(crate) fn from_fault(location: &str, fault: crate::storage::StorageFault) -> Self {
+        match fault.problem {
+            Some(problem) => Error::Storage {
+                location: location.to_string(),
+                problem,
+                message: fault.message,
+            },
+            None => Error::Io {
+                path: location.to_string(),
+                source: std::io::Error::other(fault.message),
+            },
+        }
+    }
+
+    /// Whether retrying cannot cure this error: a storage problem, or an I/O error such as a
+    /// permission problem or a full disk.
+    pub fn is_permanent(&self) -> bool {
+        use std::io::ErrorKind as K;
+        match self {
+            Error::Storage { .. } => true,
+            Error::Io { source, .. } => matches!(
+                source.kind(),
+                K::PermissionDenied
+                    | K::ReadOnlyFilesystem
+                    | K::StorageFull
+                    | K::QuotaExceeded
+                    | K::FileTooLarge
+                    | K::NotADirectory
+                    | K::IsADirectory
+                    | K::InvalidInput
+                    | K::Unsupported
+            ),
+            _ => false,
+        }
+    }
+
     pub fn corrupt(
-        file: impl AsRef<Path>,
+        file: impl fmt::Display,
         version: Option<i64>,
         message: impl Into<String>,
     ) -> Self {
         Error::CorruptLog {
-            file: file.as_ref().display().to_string(),
+            file: file.to_string(),
             version,
             message: message.into(),
         }

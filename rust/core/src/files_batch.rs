@@ -513,10 +513,8 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
     let mut num_records = Int64Builder::with_capacity(n);
     let mut dv_cardinality = Int64Builder::with_capacity(n);
     for (i, f) in files.iter().enumerate() {
-        let data = snap.data_path(f)?;
-        let data = data
-            .to_str()
-            .ok_or_else(|| Error::invalid(format!("data path {} is not UTF-8", data.display())))?;
+        let data = snap.data_path(f)?.to_string();
+        let data = data.as_str();
         file.append_value(
             i32::try_from(i)
                 .map_err(|_| Error::invalid("more than 2^31 files in one scan plan"))?,

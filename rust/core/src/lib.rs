@@ -24,6 +24,7 @@ mod schema;
 mod schema_change;
 mod snapshot;
 mod stats;
+mod storage;
 mod table;
 mod transaction;
 mod uri;
@@ -46,7 +47,10 @@ pub mod files_batch;
 pub mod rowexpr;
 
 // Errors: the one error type, and the write conflict (concurrency.md §6) it carries.
-pub use error::{Conflict, ConflictKind, Error, PredicateProblem, Result};
+pub use error::{Conflict, ConflictKind, Error, PredicateProblem, Result, StorageProblem};
+
+// Storage: where a table's files live (a local disk, S3, Azure, GCS).
+pub use storage::{Entry, FileReader, Location, Storage};
 
 // Tables and their snapshots.
 pub use isolation::IsolationLevel;
@@ -72,10 +76,10 @@ pub use predicate::{select_files, Predicate};
 
 // Rules the Python engine applies to data files exactly as the core does.
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};
-pub use parquet_stats::footer_stats;
+pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
 pub use schema::file_column_index;
 pub use schema_change::type_writable_as;
-pub use uri::spark_file_key;
+pub use uri::{hadoop_path, spark_file_key};
 
 // Internals the timing examples (rust/core/examples) drive directly.
 pub use conflict::{check_all, TxnView};

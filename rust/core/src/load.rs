@@ -3,7 +3,6 @@
 //! commits. The table handle (open, refresh, time travel) and the committer (the snapshot a
 //! checkpoint is written from) both load through here.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -14,6 +13,7 @@ use crate::log::segment::{self, log_dir, Listing};
 use crate::log::{checkpoint, json as json_log};
 use crate::parallel;
 use crate::snapshot::Snapshot;
+use crate::storage::Location;
 
 /// Commits parsed concurrently before being applied, to bound peak memory.
 const COMMIT_BATCH: usize = 64;
@@ -29,13 +29,42 @@ pub(crate) enum Forward {
     Gap,
 }
 
-/// Replay the log up to `version` (latest when `None`).
-pub fn snapshot(root: &Path, version: Option<i64>) -> Result<Snapshot> {
+/// Replay the log up to `version` (latest when `None`). The latest version lists the log from
+/// the checkpoint `_last_checkpoint` names (an object store lists only from there), and from the
+/// start when that does not reconstruct the table.
+pub fn snapshot(root: &Location, version: Option<i64>) -> Result<Snapshot> {
+    if version.is_none() {
+        if let Some(hint) = last_checkpoint(root) {
+            let listing = segment::list(root, hint)?;
+            let covered = listing
+                .complete_checkpoints()
+                .iter()
+                .any(|c| c.version >= hint);
+            if covered {
+                return load_from_listing(root, &listing, None);
+            }
+        }
+    }
     let listing = segment::list(root, 0)?;
     load_from_listing(root, &listing, version)
 }
 
-fn load_from_listing(root: &Path, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
+/// The version `_last_checkpoint` names, when it can be read (it is only a hint: a missing or
+/// unreadable one means listing the whole log).
+fn last_checkpoint(root: &Location) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Last {
+        version: i64,
+    }
+    let bytes = segment::log_dir(root)
+        .join("_last_checkpoint")
+        .read()
+        .ok()?;
+    let last: Last = serde_json::from_slice(&bytes).ok()?;
+    (last.version > 0).then_some(last.version)
+}
+
+fn load_from_listing(root: &Location, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
     let seg = listing.segment(root, version)?;
     let mut state = LogState::new();
     if let Some(cp) = &seg.checkpoint {
@@ -85,7 +114,7 @@ fn apply_commits(state: &mut LogState, commits: &[LogFile]) -> Result<()> {
             .take_while(|f| f.size <= LARGE_COMMIT)
             .count();
         let (batch, tail) = rest.split_at(n);
-        let parsed = parallel::map(batch, |f| json_log::read_commit(&f.path, f.version));
+        let parsed = json_log::read_commits(&paths(batch));
         for (f, actions) in batch.iter().zip(parsed) {
             state.apply_commit(f.version, actions?);
         }
@@ -97,7 +126,7 @@ fn apply_commits(state: &mut LogState, commits: &[LogFile]) -> Result<()> {
 /// The snapshot at `version` (`latest` when `None`), given the latest known snapshot of the table
 /// at `root`: a newer version is reached by applying only the commits after `latest`.
 pub(crate) fn snapshot_from(
-    root: &Path,
+    root: &Location,
     latest: &Arc<Snapshot>,
     version: Option<i64>,
 ) -> Result<Arc<Snapshot>> {
@@ -105,7 +134,7 @@ pub(crate) fn snapshot_from(
         None => Ok(latest.clone()),
         Some(v) if v == latest.version() => Ok(latest.clone()),
         Some(v) if v > latest.version() => {
-            let table = root.display().to_string();
+            let table = root.to_string();
             let beyond = |newest: i64| Error::VersionNotFound {
                 table: table.clone(),
                 version: v,
@@ -129,7 +158,7 @@ pub(crate) fn snapshot_from(
 /// Bring `latest` to the newest commit, reading only the commits after it. When nobody else
 /// holds it (no reader, no transaction) and the new commits are few and small, it advances in
 /// place: a million live files took 0.04-0.4 s to copy. On failure `latest` is as it was.
-pub(crate) fn refresh(root: &Path, latest: &mut Arc<Snapshot>) -> Result<()> {
+pub(crate) fn refresh(root: &Location, latest: &mut Arc<Snapshot>) -> Result<()> {
     let commits = match commits_after(root, latest.version(), None)? {
         Ok(commits) => commits,
         Err(Forward::Current) => return Ok(()),
@@ -151,8 +180,8 @@ pub(crate) fn refresh(root: &Path, latest: &mut Arc<Snapshot>) -> Result<()> {
 
 /// Apply `commits` to `snap` itself. Atomic: they are read, and the resulting protocol, metadata
 /// and schema checked, before any is applied.
-fn advance_in_place(root: &Path, snap: &mut Snapshot, commits: &[LogFile]) -> Result<()> {
-    let parsed = parallel::map(commits, |f| json_log::read_commit(&f.path, f.version))
+fn advance_in_place(root: &Location, snap: &mut Snapshot, commits: &[LogFile]) -> Result<()> {
+    let parsed = json_log::read_commits(&paths(commits))
         .into_iter()
         .collect::<Result<Vec<_>>>()?;
     let mut view = LogState::new();
@@ -178,7 +207,7 @@ fn advance_in_place(root: &Path, snap: &mut Snapshot, commits: &[LogFile]) -> Re
 
 /// Apply the commits after the latest known version `latest` (up to `upto`, or all) to a copy of its
 /// state, listing and reading only those commits.
-pub(crate) fn forward(root: &Path, latest: &Snapshot, upto: Option<i64>) -> Result<Forward> {
+pub(crate) fn forward(root: &Location, latest: &Snapshot, upto: Option<i64>) -> Result<Forward> {
     Ok(match commits_after(root, latest.version(), upto)? {
         Ok(commits) => Forward::Advanced(apply_to_copy(root, latest, &commits)?),
         Err(why) => why,
@@ -188,7 +217,7 @@ pub(crate) fn forward(root: &Path, latest: &Snapshot, upto: Option<i64>) -> Resu
 /// The commits after version `latest` up to `upto` (or the newest), in order; or why there are
 /// none to apply (never `Forward::Advanced`).
 fn commits_after(
-    root: &Path,
+    root: &Location,
     latest: i64,
     upto: Option<i64>,
 ) -> Result<std::result::Result<Vec<LogFile>, Forward>> {
@@ -211,7 +240,15 @@ fn commits_after(
         .collect()))
 }
 
-fn apply_to_copy(root: &Path, latest: &Snapshot, commits: &[LogFile]) -> Result<Snapshot> {
+/// `(version, location)` of each commit file.
+fn paths(commits: &[LogFile]) -> Vec<(i64, Location)> {
+    commits
+        .iter()
+        .map(|f| (f.version, f.path.clone()))
+        .collect()
+}
+
+fn apply_to_copy(root: &Location, latest: &Snapshot, commits: &[LogFile]) -> Result<Snapshot> {
     let mut state = latest.state.clone();
     apply_commits(&mut state, commits)?;
     Snapshot::from_state(root, state)

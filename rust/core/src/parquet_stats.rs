@@ -8,9 +8,6 @@
 //! a longer or inexact max is left out. Timestamps are written at millisecond precision (the max is
 //! truncated like the embedded writer's; the checker widens timestamp maxima).
 
-use std::fs::File;
-use std::path::Path;
-
 use chrono::{DateTime, NaiveDate};
 use parquet::basic::{ColumnOrder, ConvertedType, LogicalType, TimeUnit, Type as Physical};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
@@ -19,23 +16,34 @@ use parquet::schema::types::ColumnDescriptor;
 use serde_json::{Map, Number, Value};
 
 use crate::error::{Error, Result};
+use crate::storage::Location;
 
 /// Delta truncates string statistics to this many characters.
 const STRING_PREFIX: usize = 32;
 
 /// `(stats JSON, number of rows)` of the parquet file at `path`.
-pub fn footer_stats(path: &Path) -> Result<(String, i64)> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+pub fn footer_stats(path: &Location) -> Result<(String, i64)> {
+    // One request on an object store: opening fetches the file's tail, which holds the footer.
+    let file = path.open().map_err(|e| Error::io(path, e))?;
+    footer_stats_of(&file, path)
+}
+
+/// [`footer_stats`] of a parquet file held in memory (just written, not stored yet).
+pub fn footer_stats_of_bytes(bytes: Vec<u8>) -> Result<(String, i64)> {
+    footer_stats_of(&bytes::Bytes::from(bytes), "<parquet bytes>")
+}
+
+fn footer_stats_of<R: parquet::file::reader::ChunkReader>(
+    file: &R,
+    name: impl std::fmt::Display,
+) -> Result<(String, i64)> {
     let unreadable = |e: &dyn std::fmt::Display| {
-        Error::invalid(format!(
-            "{}: not a readable parquet footer: {e}",
-            path.display()
-        ))
+        Error::invalid(format!("{name}: not a readable parquet footer: {e}"))
     };
     crate::error::no_panic(
         || {
             let meta = ParquetMetaDataReader::new()
-                .parse_and_finish(&file)
+                .parse_and_finish(file)
                 .map_err(|e| unreadable(&e))?;
             Ok(stats_of(&meta))
         },
@@ -301,7 +309,7 @@ mod tests {
 
     fn stats(batch: RecordBatch, rows_per_group: usize) -> Value {
         let f = write(&[batch], rows_per_group);
-        let (text, _) = footer_stats(f.path()).unwrap();
+        let (text, _) = footer_stats(&Location::local(f.path())).unwrap();
         serde_json::from_str(&text).unwrap()
     }
 
@@ -415,7 +423,9 @@ mod tests {
     fn not_parquet_is_a_clear_error() {
         let f = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(f.path(), b"not parquet at all").unwrap();
-        let e = footer_stats(f.path()).unwrap_err().to_string();
+        let e = footer_stats(&Location::local(f.path()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a readable parquet footer"), "{e}");
     }
 }

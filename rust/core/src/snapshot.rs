@@ -1,7 +1,5 @@
 //! A validated, immutable view of the table at one version.
 
-use std::path::{Path, PathBuf};
-
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
@@ -10,6 +8,7 @@ use crate::log::replay::LogState;
 use crate::partition::{self, Scalar};
 use crate::protocol;
 use crate::schema::{ColumnMappingMode, DataType, StructType};
+use crate::storage::Location;
 
 #[derive(Debug, Clone)]
 pub struct PartitionColumn {
@@ -20,7 +19,7 @@ pub struct PartitionColumn {
 
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub root: PathBuf,
+    pub root: Location,
     pub state: LogState,
     pub schema: StructType,
     pub mapping: ColumnMappingMode,
@@ -28,8 +27,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn from_state(root: &Path, state: LogState) -> Result<Self> {
-        let table = root.display().to_string();
+    pub fn from_state(root: &Location, state: LogState) -> Result<Self> {
+        let table = root.to_string();
         let log = root.join("_delta_log");
         let protocol = state.protocol.as_ref().ok_or_else(|| {
             Error::corrupt(
@@ -75,7 +74,7 @@ impl Snapshot {
             });
         }
         Ok(Snapshot {
-            root: root.to_path_buf(),
+            root: root.clone(),
             state,
             schema,
             mapping,
@@ -165,7 +164,7 @@ impl Snapshot {
         let file = self.file(path).ok_or_else(|| {
             Error::invalid(format!(
                 "{path:?} is not a live file of {} at version {}",
-                self.root.display(),
+                self.root,
                 self.version()
             ))
         })?;
@@ -212,8 +211,8 @@ impl Snapshot {
         })
     }
 
-    pub fn data_path(&self, file: &AddFile) -> Result<PathBuf> {
-        crate::uri::resolve_data_path(&self.root, &file.path).map_err(|m| {
+    pub fn data_path(&self, file: &AddFile) -> Result<Location> {
+        self.root.resolve(&file.path).map_err(|m| {
             Error::corrupt(
                 self.root.join("_delta_log"),
                 Some(self.version()),

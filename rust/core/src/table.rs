@@ -1,7 +1,6 @@
 //! Opening, refreshing, time travel, history and creation of a table.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -16,32 +15,40 @@ use crate::log::segment;
 use crate::parallel;
 use crate::schema::{assign_column_mapping, check_columns, ColumnMappingMode, StructType};
 use crate::snapshot::Snapshot;
+use crate::storage::Location;
 use crate::transaction::Transaction;
 
 #[derive(Debug, Clone)]
 pub struct Table {
-    root: PathBuf,
+    root: Location,
     latest: Arc<Snapshot>,
 }
 
-pub fn resolve_location(location: &str) -> Result<PathBuf> {
-    crate::uri::to_local_path(location).map_err(Error::invalid)
-}
-
 impl Table {
-    pub fn open(location: &str) -> Result<Self> {
-        let root = resolve_location(location)?;
-        if !root.is_dir() {
-            return Err(Error::TableNotFound {
-                path: root.display().to_string(),
-                reason: "the directory does not exist".into(),
-            });
+    /// Open the table at `location` (a local path, a `file:` URI or an object-store URI) with
+    /// `storage_options` (deltalake's key names; ignored for local paths).
+    pub fn open(location: &str, storage_options: &BTreeMap<String, String>) -> Result<Self> {
+        let root = Location::parse(location, storage_options)?;
+        if let Some(dir) = root.local_path() {
+            let reason = if dir.is_file() {
+                "it is a file, not a table directory"
+            } else if !dir.is_dir() {
+                "the directory does not exist"
+            } else {
+                ""
+            };
+            if !reason.is_empty() {
+                return Err(Error::TableNotFound {
+                    path: root.to_string(),
+                    reason: reason.into(),
+                });
+            }
         }
         let latest = Arc::new(load::snapshot(&root, None)?);
         Ok(Table { root, latest })
     }
 
-    pub fn root(&self) -> &Path {
+    pub fn root(&self) -> &Location {
         &self.root
     }
 
@@ -80,9 +87,22 @@ impl Table {
         if let Some(l) = limit {
             versions.truncate(l);
         }
-        let infos = parallel::map(&versions, |f| {
-            json_log::read_commit_info(&f.path, f.version)
-        });
+        let infos = if versions.iter().all(|f| f.path.is_local()) {
+            parallel::map(&versions, |f| {
+                json_log::read_commit_info(&f.path, f.version)
+            })
+        } else {
+            // From an object store: fetched concurrently, then only the commitInfo line parsed.
+            let locations: Vec<&Location> = versions.iter().map(|f| &f.path).collect();
+            Location::read_many(&locations)
+                .into_iter()
+                .zip(&versions)
+                .map(|(bytes, f)| {
+                    let bytes = bytes.map_err(|e| Error::io(&f.path, e))?;
+                    json_log::commit_info_of(&bytes, &f.path, f.version)
+                })
+                .collect()
+        };
         versions
             .iter()
             .zip(infos)
@@ -93,6 +113,7 @@ impl Table {
     /// Create a table: commit version 0 with commitInfo, protocol and metaData.
     pub fn create(
         location: &str,
+        storage_options: &BTreeMap<String, String>,
         schema_string: &str,
         partition_by: Vec<String>,
         properties: BTreeMap<String, String>,
@@ -100,6 +121,7 @@ impl Table {
     ) -> Result<Self> {
         let mut txn = begin_create(
             location,
+            storage_options,
             schema_string,
             partition_by.clone(),
             properties.clone(),
@@ -117,7 +139,7 @@ impl Table {
             ),
         ]);
         committer::commit(&mut txn, "CREATE TABLE", &params, &CommitOptions::default())?;
-        let root = txn.root().to_path_buf();
+        let root = txn.root().clone();
         let latest = Arc::new(load::snapshot(&root, None)?);
         Ok(Table { root, latest })
     }
@@ -135,19 +157,32 @@ impl Table {
 /// created the table first raises ProtocolChangedException with the empty-directory hint.
 pub fn begin_create(
     location: &str,
+    storage_options: &BTreeMap<String, String>,
     schema_string: &str,
     partition_by: Vec<String>,
     properties: BTreeMap<String, String>,
     name: Option<String>,
 ) -> Result<Transaction> {
-    let root = resolve_location(location)?;
-    if let Ok(listing) = segment::list(&root, 0) {
-        if let Some(v) = listing.latest_version() {
-            return Err(Error::TableAlreadyExists {
-                path: root.display().to_string(),
-                found: format!("version {v}"),
-            });
+    let root = Location::parse(location, storage_options)?;
+    if let Some(dir) = root.local_path() {
+        if dir.is_file() {
+            return Err(Error::invalid(format!(
+                "cannot create a table at {root}: it is a file, not a directory"
+            )));
         }
+    }
+    match segment::list(&root, 0) {
+        Ok(listing) => {
+            if let Some(v) = listing.latest_version() {
+                return Err(Error::TableAlreadyExists {
+                    path: root.to_string(),
+                    found: format!("version {v}"),
+                });
+            }
+        }
+        // A missing bucket, refused credentials: say so now, before anything is planned.
+        Err(e @ Error::Storage { .. }) => return Err(e),
+        Err(_) => {}
     }
     let (schema_value, properties) = prepare_schema(schema_string, properties)?;
     let schema_string = schema_value.to_string();
@@ -168,7 +203,9 @@ pub fn begin_create(
         created_time: Some(chrono::Utc::now().timestamp_millis()),
         configuration: properties,
     };
-    std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    if let Some(dir) = root.local_path() {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&root, e))?;
+    }
     Transaction::begin_create(&root, metadata, protocol)
 }
 
@@ -213,8 +250,9 @@ mod tests {
     const SCHEMA: &str =
         r#"{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
 
-    fn commit(dir: &Path, version: i64, lines: &[String]) {
+    fn commit(dir: &std::path::Path, version: i64, lines: &[String]) {
         let path = dir.join(format!("_delta_log/{version:020}.json"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
 
@@ -242,6 +280,7 @@ mod tests {
         let root = dir.path();
         let mut t = Table::create(
             root.to_str().unwrap(),
+            &Default::default(),
             SCHEMA,
             vec![],
             Default::default(),
@@ -262,7 +301,9 @@ mod tests {
                 > 16 << 20
         );
         t.refresh().unwrap();
-        let fresh = Table::open(root.to_str().unwrap()).unwrap().latest();
+        let fresh = Table::open(root.to_str().unwrap(), &Default::default())
+            .unwrap()
+            .latest();
         assert_eq!(t.latest().files().len(), 45_001);
         assert_eq!(paths(&t.latest()), paths(&fresh));
         assert!(
@@ -279,6 +320,7 @@ mod tests {
         let root = dir.path();
         let mut t = Table::create(
             root.to_str().unwrap(),
+            &Default::default(),
             SCHEMA,
             vec![],
             Default::default(),
@@ -296,7 +338,9 @@ mod tests {
         );
         commit(root, 2, &[remove("a"), add("c"), metadata]);
         assert_eq!(t.refresh().unwrap(), 2);
-        let fresh = Table::open(root.to_str().unwrap()).unwrap().latest();
+        let fresh = Table::open(root.to_str().unwrap(), &Default::default())
+            .unwrap()
+            .latest();
         assert_eq!(paths(&t.latest()), paths(&fresh));
         assert_eq!(paths(&fresh), ["b", "c"]);
         assert_eq!(t.latest().schema.fields.len(), 2);

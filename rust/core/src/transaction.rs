@@ -2,7 +2,6 @@
 //! staged actions. [`crate::commit::committer`] validates and commits it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::conflict::ReadSet;
@@ -17,6 +16,7 @@ use crate::protocol;
 use crate::schema::{self, ColumnMappingMode, StructType};
 use crate::schema_change::Refusal;
 use crate::snapshot::Snapshot;
+use crate::storage::Location;
 
 #[derive(Debug, Clone)]
 pub struct TxnOptions {
@@ -47,7 +47,7 @@ pub enum TxnState {
 
 #[derive(Debug)]
 pub struct Transaction {
-    pub(crate) root: PathBuf,
+    pub(crate) root: Location,
     /// `None` when this transaction creates the table (read version -1).
     pub(crate) snapshot: Option<Arc<Snapshot>>,
     pub read_version: i64,
@@ -96,7 +96,7 @@ impl Transaction {
     }
 
     fn new(
-        root: PathBuf,
+        root: Location,
         read_version: i64,
         snapshot: Option<Arc<Snapshot>>,
         level: IsolationLevel,
@@ -123,15 +123,15 @@ impl Transaction {
 
     /// A transaction that creates the table: it read "no table" (version -1) and stages the
     /// protocol and metadata of version 0.
-    pub fn begin_create(root: &Path, metadata: Metadata, protocol: Protocol) -> Result<Self> {
+    pub fn begin_create(root: &Location, metadata: Metadata, protocol: Protocol) -> Result<Self> {
         let level = IsolationLevel::of_table(&metadata.configuration)?;
-        let mut txn = Self::new(root.to_path_buf(), -1, None, level, TxnOptions::default());
+        let mut txn = Self::new(root.clone(), -1, None, level, TxnOptions::default());
         txn.metadata = Some(metadata);
         txn.protocol = Some(protocol);
         Ok(txn)
     }
 
-    pub fn root(&self) -> &Path {
+    pub fn root(&self) -> &Location {
         &self.root
     }
 
@@ -327,7 +327,7 @@ impl Transaction {
         let f = snap.file(path).ok_or_else(|| {
             Error::invalid(format!(
                 "remove_file({path:?}): not a live file of {} at version {}",
-                self.root.display(),
+                self.root,
                 snap.version()
             ))
         })?;
@@ -348,13 +348,13 @@ impl Transaction {
         if !snap.deletion_vectors_enabled() {
             return Err(Error::invalid(format!(
                 "delete_rows needs deletion vectors: {} does not have delta.enableDeletionVectors=true with the deletionVectors feature",
-                self.root.display()
+                self.root
             )));
         }
         let f = snap.file(path).ok_or_else(|| {
             Error::invalid(format!(
                 "delete_rows({path:?}): not a live file of {} at version {}",
-                self.root.display(),
+                self.root,
                 snap.version()
             ))
         })?;
@@ -457,7 +457,7 @@ impl Transaction {
                     != Some(v.to_ascii_lowercase())
             {
                 return Err(Error::UnsupportedFeature {
-                    table: self.root.display().to_string(),
+                    table: self.root.to_string(),
                     version: Some(self.read_version),
                     what: "table property change".into(),
                     detail:
@@ -500,11 +500,10 @@ impl Transaction {
             |r| match r {
                 Refusal::Invalid(why) => Error::invalid(format!(
                     "set_schema on {} (version {}): {why}",
-                    self.root.display(),
-                    self.read_version
+                    self.root, self.read_version
                 )),
                 Refusal::Unsupported(why) => Error::UnsupportedFeature {
-                    table: self.root.display().to_string(),
+                    table: self.root.to_string(),
                     version: Some(self.read_version),
                     what: "schema change".into(),
                     detail: why,
@@ -553,7 +552,7 @@ impl Transaction {
                 current.min_writer_version
             )));
         }
-        protocol::check_writable(&p, &self.root.display().to_string(), self.read_version + 1)?;
+        protocol::check_writable(&p, &self.root.to_string(), self.read_version + 1)?;
         self.protocol = Some(p);
         Ok(())
     }
@@ -579,34 +578,32 @@ impl Transaction {
     }
 }
 
-/// A data path relative to the table root, without URI encoding.
-fn relative_data_path(root: &Path, path: &str) -> Result<String> {
+/// A data path relative to the table root, without URI encoding: a relative path as given, or
+/// an absolute path or URI inside the table's directory.
+fn relative_data_path(root: &Location, path: &str) -> Result<String> {
     let bad = |why: &str| Error::invalid(format!("add_file({path:?}): {why}"));
     if path.is_empty() {
         return Err(bad("the path is empty"));
     }
-    let local = if path.starts_with("file:") {
-        crate::uri::to_local_path(path).map_err(|m| bad(&m))?
-    } else {
-        PathBuf::from(path)
-    };
-    let rel = if local.is_absolute() {
-        local
-            .strip_prefix(root)
-            .map_err(|_| {
+    let absolute = path.contains("://") || path.starts_with("file:") || path.starts_with('/');
+    let text = if absolute {
+        let key = root.storage().key_of(path).map_err(|m| bad(&m))?;
+        let inside = if root.key().is_empty() {
+            Some(key.as_str())
+        } else {
+            key.strip_prefix(root.key())
+                .and_then(|r| r.strip_prefix('/'))
+        };
+        inside
+            .ok_or_else(|| {
                 bad(&format!(
-                    "the file must be inside the table directory {}",
-                    root.display()
+                    "the file must be inside the table directory {root}"
                 ))
             })?
-            .to_path_buf()
+            .to_string()
     } else {
-        local
+        path.to_string()
     };
-    let text = rel
-        .to_str()
-        .ok_or_else(|| bad("the path is not UTF-8"))?
-        .to_string();
     if text.split('/').any(|c| c == "..") {
         return Err(bad("the path must not contain '..'"));
     }

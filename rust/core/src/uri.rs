@@ -1,50 +1,19 @@
-//! Paths in the log are RFC 2396 URI-encoded; table locations may be `file://` URIs.
+//! Paths in the log are RFC 2396 URI-encoded (resolving them against a table is
+//! [`crate::storage::Location::resolve`]); the keys Spark gives local files.
 
-use std::path::{Path, PathBuf};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
-
-/// Turn a local path or `file:` URI into a path. Other schemes are not supported yet.
-pub fn to_local_path(location: &str) -> Result<PathBuf, String> {
-    if let Some(rest) = location.strip_prefix("file://") {
-        // file:///abs/path or file://localhost/abs/path
-        let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-        return Ok(PathBuf::from(decode(rest)?));
+/// The path Hadoop (Spark) reads and writes a file at, given its URI as the core shows it (a local
+/// path, or `s3://...`, `abfss://...`, `gs://...`): local files as `file://` URIs, S3 through the
+/// `s3a` connector.
+pub fn hadoop_path(uri: &str) -> String {
+    if uri.starts_with('/') {
+        return format!("file://{uri}");
     }
-    if let Some(rest) = location.strip_prefix("file:") {
-        return Ok(PathBuf::from(decode(rest)?));
+    match uri.split_once("://") {
+        Some(("s3", rest)) => format!("s3a://{rest}"),
+        _ => uri.to_string(),
     }
-    if let Some((scheme, _)) = location.split_once("://") {
-        if !scheme.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        {
-            return Err(format!(
-                "'{scheme}://' locations are not supported yet (local paths and file:// only)"
-            ));
-        }
-    }
-    Ok(PathBuf::from(location))
-}
-
-fn decode(s: &str) -> Result<String, String> {
-    percent_decode_str(s)
-        .decode_utf8()
-        .map(|c| c.into_owned())
-        .map_err(|e| format!("{s:?} is not UTF-8 after decoding: {e}"))
-}
-
-/// Resolve an `add.path` against the table root: decode exactly once; absolute URIs stand alone.
-pub fn resolve_data_path(root: &Path, log_path: &str) -> Result<PathBuf, String> {
-    if log_path.contains("://") || log_path.starts_with("file:") {
-        return to_local_path(log_path);
-    }
-    let decoded = decode(log_path)?;
-    if decoded.starts_with('/') {
-        return Ok(PathBuf::from(decoded));
-    }
-    Ok(root.join(decoded))
 }
 
 /// Characters escaped when writing a relative path into the log (what Hadoop's Path.toUri does for
@@ -76,10 +45,25 @@ pub fn encode_log_path(relative: &str) -> String {
 /// `[]{}`, ...); other characters stay, except Unicode space separators and controls. Escapes are
 /// the UTF-8 bytes in upper-case hex. A wrong key silently resurrects deleted rows, so the Spark
 /// layer checks every key it joins on.
+///
+/// An object-store URI (`s3://bucket/key`) gets the same quoting of its path, under the scheme
+/// Hadoop reads it with (`s3a` for `s3`).
 pub fn spark_file_key(path: &str) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(path.len() + 8);
-    out.push_str("file:");
+    let path = match path.split_once("://") {
+        Some((scheme, rest)) if !path.starts_with('/') => {
+            let (authority, key) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            out.push_str(if scheme == "s3" { "s3a" } else { scheme });
+            out.push_str("://");
+            out.push_str(authority);
+            key
+        }
+        _ => {
+            out.push_str("file:");
+            path
+        }
+    };
     for c in path.chars() {
         if kept_in_java_uri_path(c) {
             out.push(c);
@@ -109,18 +93,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn decode_once() {
-        // golden delta-rs/delta-0.8.0-special-partition: log path x=A%252FA → directory x=A%2FA
-        assert_eq!(
-            resolve_data_path(Path::new("/t"), "x=A%252FA/p.parquet").unwrap(),
-            PathBuf::from("/t/x=A%2FA/p.parquet")
-        );
-        assert_eq!(
-            to_local_path("file:///a%20b/").unwrap(),
-            PathBuf::from("/a b/")
-        );
-        assert_eq!(to_local_path("file:/a/b").unwrap(), PathBuf::from("/a/b"));
-        assert!(to_local_path("s3://bucket/x").is_err());
+    fn hadoop_paths() {
+        assert_eq!(hadoop_path("/t/a b/f"), "file:///t/a b/f");
+        assert_eq!(hadoop_path("s3://b/t/f"), "s3a://b/t/f");
+        assert_eq!(hadoop_path("s3a://b/t/f"), "s3a://b/t/f");
+        assert_eq!(hadoop_path("gs://b/t"), "gs://b/t");
+    }
+
+    #[test]
+    fn encode_once() {
         assert_eq!(
             encode_log_path("x=A%2FA/a b.parquet"),
             "x=A%252FA/a%20b.parquet"

@@ -3,7 +3,6 @@
 //! bounded attempts, a time budget, and exponential backoff with jitter.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +20,7 @@ use crate::log::path::commit_path;
 use crate::log::segment::{self, log_dir};
 use crate::protocol::{self, is_true};
 use crate::snapshot::Snapshot;
+use crate::storage::Location;
 use crate::transaction::{Transaction, TxnState};
 
 /// `commitInfo.engineInfo` of every commit delta-occ writes.
@@ -124,7 +124,7 @@ struct Materialized {
     removes: Vec<RemoveFile>,
     metrics: BTreeMap<String, String>,
     /// The DV file this materialization wrote (referenced only if its attempt lands).
-    dv_file: Option<PathBuf>,
+    dv_file: Option<Location>,
 }
 
 pub fn commit(
@@ -159,18 +159,23 @@ fn run(
     parameters: &BTreeMap<String, String>,
     opts: &CommitOptions,
 ) -> Result<CommitResult> {
-    let mut written: Vec<PathBuf> = Vec::new();
+    let mut written: Vec<Location> = Vec::new();
     let result = run_attempts(txn, operation, parameters, opts, &mut written);
-    let keep = result.as_ref().ok().and_then(|r| r.dv_file.clone());
-    for f in written.iter().filter(|f| Some(*f) != keep.as_ref()) {
-        let _ = std::fs::remove_file(f);
+    let keep: Vec<&Location> = match &result {
+        Ok(r) => r.dv_file.iter().collect(),
+        // Any attempt may have landed: keep every DV file.
+        Err(Error::CommitOutcomeUnknown { .. }) => written.iter().collect(),
+        Err(_) => Vec::new(),
+    };
+    for f in written.iter().filter(|f| !keep.contains(f)) {
+        let _ = f.delete();
     }
     result.map(|r| r.result)
 }
 
 struct Landed {
     result: CommitResult,
-    dv_file: Option<PathBuf>,
+    dv_file: Option<Location>,
 }
 
 fn run_attempts(
@@ -178,9 +183,9 @@ fn run_attempts(
     operation: &str,
     parameters: &BTreeMap<String, String>,
     opts: &CommitOptions,
-    written: &mut Vec<PathBuf>,
+    written: &mut Vec<Location>,
 ) -> Result<Landed> {
-    let table = txn.root.display().to_string();
+    let table = txn.root.to_string();
     let prepared = prepare(txn)?;
     let dir = log_dir(&txn.root);
     let started = Instant::now();
@@ -249,14 +254,23 @@ fn run_attempts(
         let landed = match log_store::put_if_absent(&dir, attempt_version, &bytes) {
             Ok(true) => true,
             Ok(false) => false,
+            // The store refused the request itself (no bucket, refused credentials, no
+            // conditional creates): nothing was published.
+            Err(e @ Error::Storage { .. }) => return Err(e),
             // The outcome is unknown: look before retrying, never write the commit twice.
-            Err(e) => match landed_txn_id(&dir, attempt_version) {
-                Some(Some(id)) if id == prepared.txn_id => true,
-                Some(_) => false,
+            Err(e) => match outcome(
+                &dir,
+                attempt_version,
+                &prepared.txn_id,
+                opts,
+                started,
+                &table,
+            )? {
+                Some(ours) => ours,
                 None => {
                     // Nothing was published. A permission, read-only or full-disk error will not
                     // go away by retrying: say so now, not after max_attempts back-offs.
-                    if matches!(&e, Error::Io { source, .. } if log_store::is_permanent(source)) {
+                    if e.is_permanent() {
                         return Err(e);
                     }
                     if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
@@ -474,7 +488,7 @@ pub struct Validation {
 /// Read every commit after the transaction's read version (through `through`, or the latest)
 /// and run the checks against them in order; `Err` is the conflict a commit would hit.
 pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
-    let table = txn.root.display().to_string();
+    let table = txn.root.to_string();
     let prepared = prepare(txn)?;
     let started = Instant::now();
     let winners = read_winners(txn, txn.read_version + 1, through)?;
@@ -530,14 +544,24 @@ fn read_winners(txn: &Transaction, from: i64, through: Option<i64>) -> Result<Ve
             .predicates
             .iter()
             .any(|p| p.has_data_conjuncts);
-    let read = |(v, p): &(i64, std::path::PathBuf)| {
-        let mut w = WinningCommit::from_actions(*v, crate::log::json::read_commit(p, *v)?);
+    let winner = |v: i64, actions| {
+        let mut w = WinningCommit::from_actions(v, actions);
         if stats_read {
             w.unescape_stats();
         }
-        Ok(w)
+        w
     };
-    crate::parallel::map(&files, read).into_iter().collect()
+    if files.iter().all(|(_, p)| p.is_local()) {
+        let read = |(v, p): &(i64, Location)| Ok(winner(*v, crate::log::json::read_commit(p, *v)?));
+        return crate::parallel::map(&files, read).into_iter().collect();
+    }
+    // From an object store: every winner fetched concurrently, each once.
+    let parsed = crate::log::json::read_commits(&files);
+    files
+        .iter()
+        .zip(parsed)
+        .map(|((v, _), actions)| Ok(winner(*v, actions?)))
+        .collect()
 }
 
 fn give_up(
@@ -573,18 +597,50 @@ fn backoff(opts: &CommitOptions, attempt: u32, table: &str) -> Result<()> {
     }
 }
 
-/// `None` if the commit file is absent; `Some(txnId)` (possibly `None`) if present.
-fn landed_txn_id(dir: &Path, version: i64) -> Option<Option<String>> {
-    let path = commit_path(dir, version);
-    if !path.exists() {
-        return None;
+/// After a put whose outcome is unknown: `None` if commit `version` is absent, `Some(true)` if it
+/// is this transaction's (`txn_id`), `Some(false)` if another writer's. Reading it is retried
+/// while the commit's time budget lasts (and for at least [`RESOLVE_AT_LEAST`]); if it still
+/// cannot be read, the outcome stays unknown and the error says so (the caller then keeps every
+/// file the commit references).
+fn outcome(
+    dir: &Location,
+    version: i64,
+    txn_id: &str,
+    opts: &CommitOptions,
+    started: Instant,
+    table: &str,
+) -> Result<Option<bool>> {
+    let until = (started + opts.time_budget).max(Instant::now() + RESOLVE_AT_LEAST);
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        let read = (|| -> Result<Option<bool>> {
+            let path = commit_path(dir, version);
+            if !path.exists().map_err(|e| Error::io(&path, e))? {
+                return Ok(None);
+            }
+            let w = WinningCommit::read(dir, version)?;
+            Ok(Some(w.txn_id.as_deref() == Some(txn_id)))
+        })();
+        match read {
+            Ok(found) => return Ok(found),
+            Err(e) if Instant::now() >= until => {
+                return Err(Error::CommitOutcomeUnknown {
+                    table: table.to_string(),
+                    version,
+                    reason: format!("reading the commit back failed {tries} time(s), last: {e}"),
+                })
+            }
+            Err(_) => std::thread::sleep(
+                opts.backoff_max
+                    .min(opts.backoff_base.saturating_mul(1 << tries.min(16))),
+            ),
+        }
     }
-    Some(
-        WinningCommit::read(dir, version)
-            .ok()
-            .and_then(|w| w.txn_id),
-    )
 }
+
+/// Time given to learning the outcome of an unknown put, even past the commit's time budget.
+const RESOLVE_AT_LEAST: Duration = Duration::from_secs(30);
 
 fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
     let Some(snap) = &txn.snapshot else {
@@ -605,7 +661,7 @@ fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
 }
 
 fn prepare(txn: &Transaction) -> Result<Prepared> {
-    let table = txn.root.display().to_string();
+    let table = txn.root.to_string();
     let snap = txn.snapshot.as_deref();
     let protocol_now = txn
         .protocol
@@ -706,7 +762,7 @@ fn prepare(txn: &Transaction) -> Result<Prepared> {
 
 /// The file actions of an attempt. One DV file holds the new DV of every file with staged row
 /// deletions (`remove(F, oldDv)` + `add(F, newDv)`) and of added files that carry deletions.
-fn materialize(root: &Path, st: &Staged) -> Result<Materialized> {
+fn materialize(root: &Location, st: &Staged) -> Result<Materialized> {
     let mut adds = st.adds.clone();
     let mut removes = st.removes.clone();
     let mut metrics = BTreeMap::new();
@@ -1006,12 +1062,20 @@ mod tests {
 
     const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"p","type":"integer","nullable":true,"metadata":{}},{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
 
-    fn table(dir: &Path, props: &[(&str, &str)]) -> Table {
+    fn table(dir: &std::path::Path, props: &[(&str, &str)]) -> Table {
         let props = props
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Table::create(dir.to_str().unwrap(), SCHEMA, vec!["p".into()], props, None).unwrap()
+        Table::create(
+            dir.to_str().unwrap(),
+            &Default::default(),
+            SCHEMA,
+            vec!["p".into()],
+            props,
+            None,
+        )
+        .unwrap()
     }
 
     fn begin(t: &mut Table) -> Transaction {
@@ -1120,10 +1184,10 @@ mod tests {
         assert!(lc.contains("\"version\":6"), "{lc}");
         // Replay from the checkpoint alone must give the same files as the JSON commits.
         for v in [3, 6, 7] {
-            let from_cp = load::snapshot(dir.path(), Some(v)).unwrap();
+            let from_cp = load::snapshot(&Location::local(dir.path()), Some(v)).unwrap();
             assert_eq!(from_cp.files().len(), v as usize);
         }
-        let cp6 = load::snapshot(dir.path(), Some(6)).unwrap();
+        let cp6 = load::snapshot(&Location::local(dir.path()), Some(6)).unwrap();
         assert_eq!(cp6.state.checkpoint_version, Some(6));
     }
 }

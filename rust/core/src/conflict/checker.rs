@@ -375,7 +375,6 @@ pub(crate) fn check_deletes_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     use crate::log::json;
     use crate::schema::{ColumnMappingMode, StructType};
@@ -405,7 +404,7 @@ mod tests {
         }
         WinningCommit::from_actions(
             version,
-            json::parse_actions(text.as_bytes(), Path::new("t.json"), Some(version)).unwrap(),
+            json::parse_actions(text.as_bytes(), "t.json", Some(version)).unwrap(),
         )
     }
 

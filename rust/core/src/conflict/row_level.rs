@@ -6,7 +6,8 @@
 //! the compacted output.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
+
+use crate::storage::Location;
 use std::time::Instant;
 
 use crate::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
@@ -122,7 +123,7 @@ impl Rebase<'_> {
 }
 
 pub struct RowContext<'a> {
-    pub root: &'a Path,
+    pub root: &'a Location,
     /// Row-level decisions (§4 rules 1–4); `false` keeps file-level checks (rule 5 still applies
     /// on a DV table).
     pub exact: bool,
@@ -243,7 +244,7 @@ fn remap(bin: &Bin, k: usize, input_dv: &DeletionBitmap, rows: &DeletionBitmap) 
 }
 
 pub(crate) fn read_dv(
-    root: &Path,
+    root: &Location,
     d: Option<&crate::dv::DeletionVectorDescriptor>,
 ) -> Result<DeletionBitmap> {
     match d {

@@ -4,8 +4,6 @@
 //! uses (a row matches only when the predicate is TRUE).
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
@@ -21,21 +19,22 @@ use crate::partition::Scalar;
 use crate::predicate::{eval, ColumnRef, Predicate};
 use crate::rowexpr::RowExpr;
 use crate::schema;
+use crate::storage::Location;
 
 /// Number of physical rows in a data file: from its stats, else from the parquet footer.
-pub fn physical_rows(root: &Path, file: &AddFile) -> Result<u64> {
+pub fn physical_rows(root: &Location, file: &AddFile) -> Result<u64> {
     // numRecords counts physical rows, whatever the file's DV deletes.
     if let Some(n) = file.num_records()? {
         return Ok(n as u64);
     }
     let path = data_path(root, file)?;
-    let f = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let f = path.open().map_err(|e| Error::io(&path, e))?;
     let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| parquet_error(&path, e))?;
     Ok(b.metadata().file_metadata().num_rows() as u64)
 }
 
-fn data_path(root: &Path, file: &AddFile) -> Result<std::path::PathBuf> {
-    crate::uri::resolve_data_path(root, &file.path)
+fn data_path(root: &Location, file: &AddFile) -> Result<Location> {
+    root.resolve(&file.path)
         .map_err(|m| Error::invalid(format!("data file {}: {m}", file.path)))
 }
 
@@ -53,7 +52,7 @@ pub struct ColumnCache {
 /// Rows are evaluated by the one row evaluator ([`crate::rowexpr`]), as DML evaluates them, on
 /// the positions only: a value elsewhere in the file can neither match nor fail the evaluation.
 pub fn matching_rows(
-    root: &Path,
+    root: &Location,
     file: &AddFile,
     predicates: &[&Predicate],
     positions: &DeletionBitmap,
@@ -103,7 +102,7 @@ pub fn matching_rows(
         } else {
             match data.iter().find(|(n, _)| *n == c.physical) {
                 Some((_, a)) => arrow_select::take::take(a.as_ref(), &take, None)
-                    .map_err(|e| parquet_error(Path::new(&*file.path), e))?,
+                    .map_err(|e| parquet_error(&*file.path, e))?,
                 None => new_null_array(&ty, picked.len()), // a column the file lacks is NULL
             }
         };
@@ -115,7 +114,7 @@ pub fn matching_rows(
         arrays,
         &RecordBatchOptions::new().with_row_count(Some(picked.len())),
     )
-    .map_err(|e| parquet_error(Path::new(&*file.path), e))?;
+    .map_err(|e| parquet_error(&*file.path, e))?;
     let mut out = DeletionBitmap::default();
     for e in &exprs {
         let mask = e.mask(&batch)?;
@@ -152,7 +151,7 @@ pub fn live_rows(n: u64, deleted: &DeletionBitmap) -> DeletionBitmap {
 }
 
 fn cached_columns(
-    root: &Path,
+    root: &Location,
     file: &AddFile,
     columns: &[&ColumnRef],
     cache: &ColumnCache,
@@ -181,7 +180,7 @@ fn cached_columns(
 
 /// Whole columns (by physical name) of a data file; absent columns are left out (all NULL).
 fn read_columns(
-    root: &Path,
+    root: &Location,
     file: &AddFile,
     columns: &[&ColumnRef],
 ) -> Result<Vec<(String, ArrayRef)>> {
@@ -194,8 +193,7 @@ fn read_columns(
     if let Some(why) = read.undecodable {
         // Rows judged on values decoded otherwise than the engine's could miss a conflict.
         return Err(Error::invalid(format!(
-            "row-level check cannot read {}: {why}",
-            path.display()
+            "row-level check cannot read {path}: {why}"
         )));
     }
     Ok(columns

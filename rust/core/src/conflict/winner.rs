@@ -1,6 +1,6 @@
 //! A commit that landed after the transaction's read version, summarised for the checks.
 
-use std::path::Path;
+use crate::storage::Location;
 
 use serde_json::Value;
 
@@ -34,7 +34,7 @@ pub struct WinningCommit {
 }
 
 impl WinningCommit {
-    pub fn read(log_dir: &Path, version: i64) -> Result<Self> {
+    pub fn read(log_dir: &Location, version: i64) -> Result<Self> {
         let actions = json::read_commit(&commit_path(log_dir, version), version)?;
         Ok(Self::from_actions(version, actions))
     }
@@ -219,8 +219,7 @@ mod tests {
             r#"{"add":{"path":"c","partitionValues":{"p":"1"},"size":1,"modificationTime":0,"dataChange":true}}"#,
             r#"{"add":{"path":"d","partitionValues":{"p":"2"},"size":1,"modificationTime":0,"dataChange":true}}"#,
         ];
-        let actions =
-            json::parse_actions(lines.join("\n").as_bytes(), Path::new("t.json"), Some(1)).unwrap();
+        let actions = json::parse_actions(lines.join("\n").as_bytes(), "t.json", Some(1)).unwrap();
         let w = WinningCommit::from_actions(1, actions);
         let firsts: Vec<&str> = w
             .data_partitions

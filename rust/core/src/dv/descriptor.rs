@@ -1,10 +1,9 @@
 //! DeletionVectorDescriptor: where a DV lives and how to find it (protocol-notes.md §5.2–5.3).
 
-use std::path::{Path, PathBuf};
-
 use serde::{Deserialize, Serialize};
 
 use super::z85;
+use crate::storage::Location;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -23,7 +22,7 @@ pub struct DeletionVectorDescriptor {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DvLocation {
     Inline(Vec<u8>),
-    File { path: PathBuf, offset: u64 },
+    File { path: Location, offset: u64 },
 }
 
 impl DeletionVectorDescriptor {
@@ -40,7 +39,7 @@ impl DeletionVectorDescriptor {
     }
 
     /// Resolve against the table root. Errors are plain text; the caller adds the file context.
-    pub fn location(&self, table_root: &Path) -> Result<DvLocation, String> {
+    pub fn location(&self, table_root: &Location) -> Result<DvLocation, String> {
         let offset = u64::try_from(self.offset.unwrap_or(0))
             .map_err(|_| format!("negative DV offset {:?}", self.offset))?;
         match self.storage_type.as_str() {
@@ -68,15 +67,16 @@ impl DeletionVectorDescriptor {
                 let uuid =
                     uuid::Uuid::from_slice(&z85::decode(encoded)?).map_err(|e| e.to_string())?;
                 let name = format!("deletion_vector_{uuid}.bin");
-                let mut path = table_root.to_path_buf();
-                if !prefix.is_empty() {
-                    path.push(prefix);
-                }
-                path.push(name);
+                let path = if prefix.is_empty() {
+                    table_root.join(&name)
+                } else {
+                    table_root.join(prefix).join(&name)
+                };
                 Ok(DvLocation::File { path, offset })
             }
             "p" => {
-                let path = crate::uri::to_local_path(&self.path_or_inline_dv)
+                let path = table_root
+                    .resolve(&self.path_or_inline_dv)
                     .map_err(|e| format!("absolute DV path {:?}: {e}", self.path_or_inline_dv))?;
                 Ok(DvLocation::File { path, offset })
             }
@@ -132,13 +132,12 @@ mod tests {
             max_row_index: None,
         };
         assert_eq!(d.unique_id(), "uab^-aqEH.-t@S}K{vb[*k^@4");
-        let loc = d.location(Path::new("/t")).unwrap();
+        let root = Location::local("/t");
+        let loc = d.location(&root).unwrap();
         assert_eq!(
             loc,
             DvLocation::File {
-                path: PathBuf::from(
-                    "/t/ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"
-                ),
+                path: root.join("ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"),
                 offset: 4
             }
         );
@@ -154,11 +153,11 @@ mod tests {
             cardinality: 1,
             max_row_index: None,
         };
-        assert!(d.location(Path::new("/t")).is_err());
+        assert!(d.location(&Location::local("/t")).is_err());
         d.storage_type = "x".into();
-        assert!(d.location(Path::new("/t")).is_err());
+        assert!(d.location(&Location::local("/t")).is_err());
         d.storage_type = "i".into();
         d.path_or_inline_dv = "0000".into();
-        assert!(d.location(Path::new("/t")).is_err());
+        assert!(d.location(&Location::local("/t")).is_err());
     }
 }

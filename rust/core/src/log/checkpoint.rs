@@ -2,8 +2,7 @@
 //! Only the columns replay needs are decoded (`stats_parsed`/`partitionValues_parsed` are skipped).
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -24,6 +23,7 @@ use super::path::{LogFile, LogFileKind};
 use super::segment::CheckpointFiles;
 use crate::dv::DeletionVectorDescriptor;
 use crate::error::{Error, Result};
+use crate::storage::{FileReader, Location};
 
 const TOP_LEVEL: &[&str] = &[
     "add",
@@ -37,13 +37,13 @@ const TOP_LEVEL: &[&str] = &[
 ];
 
 /// All actions of a checkpoint, sidecars expanded.
-pub fn read(log_dir: &Path, cp: &CheckpointFiles) -> Result<Actions> {
+pub fn read(log_dir: &Location, cp: &CheckpointFiles) -> Result<Actions> {
     let parts = crate::parallel::map(&cp.files, |f| read_file(f, cp.version));
     let mut actions = Actions::default();
     for p in parts {
         actions.append(p?);
     }
-    let sidecars: Vec<PathBuf> = actions
+    let sidecars: Vec<Location> = actions
         .other
         .iter()
         .filter_map(|a| match a {
@@ -59,17 +59,15 @@ pub fn read(log_dir: &Path, cp: &CheckpointFiles) -> Result<Actions> {
     Ok(actions)
 }
 
-fn sidecar_path(log_dir: &Path, path: &str) -> PathBuf {
-    match crate::uri::resolve_data_path(&log_dir.join("_sidecars"), path) {
-        Ok(p) => p,
-        Err(_) => log_dir.join("_sidecars").join(path),
-    }
+fn sidecar_path(log_dir: &Location, path: &str) -> Location {
+    let dir = log_dir.join("_sidecars");
+    dir.resolve(path).unwrap_or_else(|_| dir.join(path))
 }
 
 fn read_file(f: &LogFile, version: i64) -> Result<Actions> {
     match f.kind {
         LogFileKind::UuidCheckpoint { json: true } => {
-            let bytes = std::fs::read(&f.path).map_err(|e| Error::io(&f.path, e))?;
+            let bytes = f.path.read().map_err(|e| Error::io(&f.path, e))?;
             super::json::parse_actions(&bytes, &f.path, Some(version))
         }
         _ => read_parquet(&f.path, version),
@@ -90,7 +88,7 @@ struct RowRange {
 /// Read one parquet checkpoint part or sidecar on all cores: whole row groups per thread when
 /// there are enough of them, otherwise each row group split into row ranges (writers such as
 /// delta-rs put a million adds in one row group; the page index lets a range skip other pages).
-pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
+pub fn read_parquet(path: &Location, version: i64) -> Result<Actions> {
     crate::error::no_panic(
         || read_parquet_split(path, version, None),
         |msg| {
@@ -104,8 +102,9 @@ pub fn read_parquet(path: &Path, version: i64) -> Result<Actions> {
 }
 
 /// [`read_parquet`] split over `threads` work units (None: as many as the rows are worth).
-fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Result<Actions> {
-    let (meta, len) = open(path, version)?;
+fn read_parquet_split(path: &Location, version: i64, threads: Option<usize>) -> Result<Actions> {
+    let (file, meta) = open(path, version)?;
+    let len = file.len();
     let groups: Vec<usize> = meta
         .metadata()
         .row_groups()
@@ -143,7 +142,8 @@ fn read_parquet_split(path: &Path, version: i64, threads: Option<usize>) -> Resu
         .map(|(i, _)| i)
         .collect();
     let source = Arc::new(ReadSource {
-        path: path.to_path_buf(),
+        path: path.clone(),
+        file,
         version,
         meta,
         groups,
@@ -237,7 +237,8 @@ fn never_set_leaves(meta: &parquet::file::metadata::ParquetMetaData) -> Vec<usiz
 
 /// Where the rows of one parquet part are and how they are split into read units.
 struct ReadSource {
-    path: PathBuf,
+    path: Location,
+    file: FileReader,
     version: i64,
     meta: ArrowReaderMetadata,
     groups: Vec<usize>,
@@ -248,7 +249,10 @@ impl ReadSource {
     /// A reader of `leaves` over the rows of unit `u`.
     fn reader(&self, u: usize, leaves: &[usize]) -> Result<ParquetRecordBatchReader> {
         let units = &self.units[u];
-        let file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        // Each unit fetches (from an object store) only its own column chunks, in few requests.
+        let file = self.file.view();
+        file.prefetch(&chunk_ranges(&self.meta, &self.groups, units, leaves))
+            .map_err(|e| Error::io(&self.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone());
         let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves.iter().copied());
         let mut builder = builder
@@ -499,9 +503,9 @@ impl DeferredPart {
 }
 
 /// The footer and, when the writer stored one, the offset index (so a row range reads only its pages).
-fn open(path: &Path, version: i64) -> Result<(ArrowReaderMetadata, u64)> {
-    let file = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::corrupt(
+fn open(path: &Location, version: i64) -> Result<(FileReader, ArrowReaderMetadata)> {
+    let file = path.open().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound if crate::storage::problem_of(&e).is_none() => Error::corrupt(
             path,
             Some(version),
             "checkpoint file (or sidecar) is missing",
@@ -509,14 +513,53 @@ fn open(path: &Path, version: i64) -> Result<(ArrowReaderMetadata, u64)> {
         _ => Error::io(path, e),
     })?;
     let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    Ok((
-        ArrowReaderMetadata::load(&file, options).map_err(|e| corrupt(path, version, &e))?,
-        len,
-    ))
+    let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| corrupt(path, version, &e))?;
+    Ok((file, meta))
 }
 
-fn corrupt(path: &Path, version: i64, e: &dyn std::fmt::Display) -> Error {
+/// The byte ranges of the column chunks of `leaves` that `unit` reads: whole chunks, or with an
+/// offset index only the pages holding its rows (and what precedes the first page: the
+/// dictionary).
+fn chunk_ranges(
+    meta: &ArrowReaderMetadata,
+    groups: &[usize],
+    unit: &[RowRange],
+    leaves: &[usize],
+) -> Vec<Range<u64>> {
+    let md = meta.metadata();
+    let mut out = Vec::new();
+    for r in unit {
+        let group = md.row_group(r.group);
+        let whole = r.start == 0 && r.end >= groups[r.group];
+        for &leaf in leaves {
+            let (start, len) = group.column(leaf).byte_range();
+            let page_index = md.page_index_for_row_group(r.group);
+            let pages = page_index
+                .page_locations(leaf)
+                .filter(|p| !p.is_empty() && !whole);
+            let Some(pages) = pages else {
+                out.push(start..start + len);
+                continue;
+            };
+            let first = pages[0].offset as u64;
+            if first > start {
+                out.push(start..first);
+            }
+            for (i, p) in pages.iter().enumerate() {
+                let rows_end = pages
+                    .get(i + 1)
+                    .map_or(groups[r.group], |n| n.first_row_index as usize);
+                if rows_end > r.start && (p.first_row_index as usize) < r.end {
+                    let at = p.offset as u64;
+                    out.push(at..at + p.compressed_page_size as u64);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn corrupt(path: &Location, version: i64, e: &dyn std::fmt::Display) -> Error {
     Error::corrupt(
         path,
         Some(version),
@@ -989,6 +1032,12 @@ fn decode_metadata(s: &StructArray, i: usize) -> Result<Metadata, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
+    use std::path::{Path, PathBuf};
+
+    fn loc(p: &Path) -> Location {
+        Location::local(p)
+    }
     use crate::log::actions::visited_stats;
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
@@ -1110,7 +1159,7 @@ mod tests {
     fn only_leaves_null_in_every_group_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let skipped = |path: &Path| {
-            let (meta, _) = open(path, 3).unwrap();
+            let (_, meta) = open(&loc(path), 3).unwrap();
             let cols = meta.parquet_schema().columns();
             let found: Vec<String> = never_set_leaves(meta.metadata())
                 .into_iter()
@@ -1144,12 +1193,12 @@ mod tests {
         let none = write_with(&dir.path().join("none"), &lines_with(600, 0), 97, true);
         let found = skipped(&none);
         assert!(has(&found, "remove.path") && has(&found, "remove.partitionValues"));
-        let read = read_parquet_split(&none, 3, Some(1)).unwrap();
+        let read = read_parquet_split(&loc(&none), 3, Some(1)).unwrap();
         assert_eq!((read.adds.len(), read.other.len()), (600, 2));
         // Without statistics nothing is skipped, and the actions read are the same.
         let bare = write_with(&dir.path().join("bare"), &lines_with(600, 80), 97, false);
         assert_eq!(skipped(&bare), Vec::<String>::new());
-        let read = |p: &Path| summary(&read_parquet_split(p, 3, Some(2)).unwrap());
+        let read = |p: &Path| summary(&read_parquet_split(&loc(p), 3, Some(2)).unwrap());
         let (adds, other) = read(&some);
         assert_eq!((adds.len(), other.len()), (600, 2 + 80usize.div_ceil(11)));
         assert_eq!(adds.iter().filter(|a| a.4 == Some(5)).count(), 1);
@@ -1161,7 +1210,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for rows_per_group in [1000, 97, 5] {
             let path = write(dir.path(), 600, rows_per_group);
-            let whole = read_parquet_split(&path, 3, Some(1)).unwrap();
+            let whole = read_parquet_split(&loc(&path), 3, Some(1)).unwrap();
             assert_eq!(whole.adds.len(), 600);
             assert_eq!(whole.other.len(), 2 + 600usize.div_ceil(11));
             let by_path = |p: &str| whole.adds.iter().find(|a| &*a.path == p).unwrap();
@@ -1175,7 +1224,7 @@ mod tests {
                 Some(r#"{"numRecords":599}"#)
             );
             for threads in [2, 3, 8] {
-                let split = read_parquet_split(&path, 3, Some(threads)).unwrap();
+                let split = read_parquet_split(&loc(&path), 3, Some(threads)).unwrap();
                 assert_eq!(
                     summary(&split),
                     summary(&whole),
@@ -1189,8 +1238,8 @@ mod tests {
     fn deferred_stats_fail_clearly_when_the_checkpoint_is_gone_or_changed() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), 300, 1000);
-        let gone = read_parquet_split(&path, 3, Some(2)).unwrap();
-        let changed = read_parquet_split(&path, 3, Some(2)).unwrap();
+        let gone = read_parquet_split(&loc(&path), 3, Some(2)).unwrap();
+        let changed = read_parquet_split(&loc(&path), 3, Some(2)).unwrap();
         std::fs::remove_file(&path).unwrap();
         let err = gone.adds[0].stats_text().unwrap_err().to_string();
         assert!(
@@ -1224,7 +1273,7 @@ mod tests {
                 })
                 .collect()
         };
-        let read = || read_parquet_split(&path, 3, Some(2)).unwrap().adds;
+        let read = || read_parquet_split(&loc(&path), 3, Some(2)).unwrap().adds;
         let adds = read();
         assert_eq!(visited_stats(&adds).unwrap(), expected(&adds));
         // Loaded (and kept) by a lookup, then visited from what was kept.

@@ -1,13 +1,13 @@
 //! Data a log reader leaves in its file at load time and reads back, for the whole file, the
 //! first time any of it is needed (the stats text of checkpoints and of large commits).
 
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
+use crate::storage::Location;
 
 pub(crate) struct Deferred<T> {
-    path: PathBuf,
+    path: Location,
     version: i64,
     /// File size when it was first read: another size on the deferred read means the file was
     /// replaced, and what the first read recorded about it no longer holds.
@@ -16,16 +16,16 @@ pub(crate) struct Deferred<T> {
 }
 
 impl<T> Deferred<T> {
-    pub fn new(path: &Path, version: i64, len: u64) -> Self {
+    pub fn new(path: &Location, version: i64, len: u64) -> Self {
         Deferred {
-            path: path.to_path_buf(),
+            path: path.clone(),
             version,
             len,
             loaded: OnceLock::new(),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub fn path(&self) -> &Location {
         &self.path
     }
 
@@ -43,9 +43,10 @@ impl<T> Deferred<T> {
     }
 
     fn unchanged(&self) -> std::result::Result<(), String> {
-        let len = std::fs::metadata(&self.path)
-            .map_err(|e| format!("reading add.stats again: {e}"))?
-            .len();
+        let len = self
+            .path
+            .size()
+            .map_err(|e| format!("reading add.stats again: {e}"))?;
         if len != self.len {
             return Err(format!(
                 "the file changed since it was loaded ({len} bytes, {} before)",

@@ -1,6 +1,6 @@
 //! Newline-delimited JSON commits (and JSON V2 checkpoints).
 
-use std::path::Path;
+use std::fmt::Display;
 use std::sync::{Arc, OnceLock};
 
 use super::actions::{
@@ -11,10 +11,11 @@ use super::add_line;
 use super::deferred::Deferred;
 use super::stats_literal;
 use crate::error::{Error, Result};
+use crate::storage::{FileReader, Location};
 
 /// Parse one commit file's bytes. Large files are split at line boundaries and parsed on scoped
 /// threads (no global pool: safe in forked children).
-pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<Actions> {
+pub fn parse_actions(bytes: &[u8], file: impl Display, version: Option<i64>) -> Result<Actions> {
     let threads = crate::parallel::threads_for(bytes.len(), 4 << 20);
     let chunks = split_lines(bytes, threads);
     let results = crate::parallel::map(&chunks, |c| parse_chunk(c).map_err(PartError::Line));
@@ -30,7 +31,7 @@ pub fn parse_actions(bytes: &[u8], file: &Path, version: Option<i64>) -> Result<
 /// for an error message).
 fn join_parts(
     results: Vec<std::result::Result<(Actions, usize), PartError>>,
-    file: &Path,
+    file: impl Display,
     version: Option<i64>,
 ) -> Result<Vec<Actions>> {
     let mut parts = Vec::with_capacity(results.len());
@@ -43,12 +44,12 @@ fn join_parts(
             }
             Err(PartError::Line(LineError { line: l, message })) => {
                 return Err(Error::corrupt(
-                    file,
+                    &file,
                     version,
                     format!("line {}: {message}", line + l),
                 ));
             }
-            Err(PartError::Io(e)) => return Err(Error::io(file, e)),
+            Err(PartError::Io(e)) => return Err(Error::io(&file, e)),
         }
     }
     Ok(parts)
@@ -168,19 +169,19 @@ const CHUNK: usize = 8 << 20;
 /// Read and parse a large commit file: each thread reads and parses its own byte range of the
 /// file a chunk at a time (so reading is parallel too, and the text is never in memory whole).
 /// Returns the actions in file order, one part per range.
-pub fn read_large_commit(path: &Path, version: i64, size: u64) -> Result<Vec<Actions>> {
+pub fn read_large_commit(path: &Location, version: i64, size: u64) -> Result<Vec<Actions>> {
     let threads = crate::parallel::threads_for(size as usize, 4 << 20);
     read_ranges(path, version, size, threads, CHUNK)
 }
 
 fn read_ranges(
-    path: &Path,
+    path: &Location,
     version: i64,
     size: u64,
     threads: usize,
     chunk: usize,
 ) -> Result<Vec<Actions>> {
-    let file = std::fs::File::open(path).map_err(|e| open_error(path, version, e))?;
+    let file = path.open().map_err(|e| open_error(path, version, e))?;
     let n = threads.max(1) as u64;
     let commit = Arc::new(DeferredCommit {
         stats: Deferred::new(path, version, size),
@@ -202,7 +203,7 @@ enum PartError {
 /// Parse the lines that start in bytes `start..end` of the file (the last one may run past
 /// `end`); returns their actions and number of lines.
 fn parse_range(
-    file: &std::fs::File,
+    file: &FileReader,
     commit: &Arc<DeferredCommit>,
     range: usize,
     start: u64,
@@ -227,14 +228,16 @@ fn parse_range(
     // A range not at a line start leaves that line to the range before.
     let mut skip_partial = start > 0 && {
         let mut b = [0u8];
-        read_at(file, &mut b, start - 1).map_err(PartError::Io)? == 1 && b[0] != b'\n'
+        file.read_at(&mut b, start - 1).map_err(PartError::Io)? == 1 && b[0] != b'\n'
     };
     let newline = |bytes: &[u8]| bytes.iter().position(|&b| b == b'\n');
     loop {
         if buf.len() < len + chunk {
             buf.resize(len + chunk, 0);
         }
-        let got = read_at(file, &mut buf[len..len + chunk], next).map_err(PartError::Io)?;
+        let got = file
+            .read_at(&mut buf[len..len + chunk], next)
+            .map_err(PartError::Io)?;
         len += got;
         next += got as u64;
         let eof = got == 0;
@@ -406,14 +409,14 @@ fn reach(spans: &[(u64, u32)], ks: &[Option<u32>]) -> u64 {
 /// Reads byte spans of a file through a window, for spans in mostly ascending order (the stats
 /// literals of a commit, in file order).
 struct Window {
-    file: std::fs::File,
+    file: FileReader,
     bytes: Vec<u8>,
     at: u64,
 }
 
 impl Window {
-    fn open(path: &Path) -> std::result::Result<Self, String> {
-        let file = std::fs::File::open(path).map_err(|e| again(&e))?;
+    fn open(path: &Location) -> std::result::Result<Self, String> {
+        let file = path.open().map_err(|e| again(&e))?;
         Ok(Window {
             file,
             bytes: Vec::new(),
@@ -432,7 +435,10 @@ impl Window {
         let end = offset + n as u64;
         if offset < self.at || end > self.at + self.bytes.len() as u64 {
             self.bytes.resize((until().max(end) - offset) as usize, 0);
-            let got = read_at(&self.file, &mut self.bytes, offset).map_err(|e| again(&e))?;
+            let got = self
+                .file
+                .read_at(&mut self.bytes, offset)
+                .map_err(|e| again(&e))?;
             self.bytes.truncate(got);
             self.at = offset;
             if got < n {
@@ -476,36 +482,52 @@ impl DeferredCommit {
     }
 }
 
-/// Fill `buf` from `offset` as far as the file allows; returns the bytes read.
-fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+/// Read and parse a commit file.
+pub fn read_commit(path: &Location, version: i64) -> Result<Actions> {
+    let bytes = path.read().map_err(|e| open_error(path, version, e))?;
+    parse_actions(&bytes, path, Some(version))
 }
 
-/// Read and parse a commit file from disk.
-pub fn read_commit(path: &Path, version: i64) -> Result<Actions> {
-    let bytes = std::fs::read(path).map_err(|e| open_error(path, version, e))?;
-    parse_actions(&bytes, path, Some(version))
+/// Read and parse commit files (none of them large), in order: on a local disk each thread reads
+/// and parses its own; from an object store they are fetched concurrently first.
+pub fn read_commits(files: &[(i64, Location)]) -> Vec<Result<Actions>> {
+    if files.iter().all(|(_, p)| p.is_local()) {
+        return crate::parallel::map(files, |(v, p)| read_commit(p, *v));
+    }
+    let locations: Vec<&Location> = files.iter().map(|(_, p)| p).collect();
+    let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> = files
+        .iter()
+        .zip(Location::read_many(&locations))
+        .map(|((v, p), b)| (*v, p, b))
+        .collect();
+    crate::parallel::map(&fetched, |(v, p, bytes)| match bytes {
+        Ok(b) => parse_actions(b, p, Some(*v)),
+        Err(e) => Err(open_error(
+            p,
+            *v,
+            std::io::Error::new(e.kind(), e.to_string()),
+        )),
+    })
 }
 
 /// The commitInfo of a commit file as JSON text (None when it has none), without parsing its
 /// other actions.
-pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<String>> {
+pub(crate) fn read_commit_info(path: &Location, version: i64) -> Result<Option<String>> {
+    let bytes = path.read().map_err(|e| Error::io(path, e))?;
+    commit_info_of(&bytes, path, version)
+}
+
+/// [`read_commit_info`] of a commit's bytes.
+pub(crate) fn commit_info_of(
+    bytes: &[u8],
+    path: &Location,
+    version: i64,
+) -> Result<Option<String>> {
     #[derive(serde::Deserialize)]
     struct Line<'a> {
         #[serde(borrow, rename = "commitInfo", default)]
         commit_info: Option<&'a serde_json::value::RawValue>,
     }
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -526,9 +548,9 @@ pub(crate) fn read_commit_info(path: &Path, version: i64) -> Result<Option<Strin
 
 /// A commit listed in the log segment is gone: the log changed under the reader (corrupt for
 /// this snapshot), unlike other I/O errors.
-fn open_error(path: &Path, version: i64, e: std::io::Error) -> Error {
+fn open_error(path: &Location, version: i64, e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound => Error::corrupt(
+        std::io::ErrorKind::NotFound if crate::storage::problem_of(&e).is_none() => Error::corrupt(
             path,
             Some(version),
             "commit file disappeared while reading the log",
@@ -583,7 +605,7 @@ mod tests {
 {"remove":{"path":"c","dataChange":true,"deletionTimestamp":5}}
 {"unknownAction":{"x":1}}
 "#;
-        let actions = parse_actions(text, Path::new("00.json"), Some(0)).unwrap();
+        let actions = parse_actions(text, "00.json", Some(0)).unwrap();
         assert_eq!(actions.len(), 3);
         let a = &actions.adds[0];
         assert_eq!(&*a.path, "a%20b");
@@ -593,12 +615,8 @@ mod tests {
             Some("{\"numRecords\":3}")
         );
 
-        let err = parse_actions(
-            b"{\"add\":{\"path\":\"x\"}}\n{\"add\":",
-            Path::new("f.json"),
-            Some(3),
-        )
-        .unwrap_err();
+        let err =
+            parse_actions(b"{\"add\":{\"path\":\"x\"}}\n{\"add\":", "f.json", Some(3)).unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.contains("f.json") && msg.contains("version 3") && msg.contains("line 1"),
@@ -634,7 +652,7 @@ mod tests {
             }
         }
         std::fs::write(&p, &text).unwrap();
-        let whole = parse_actions(text.as_bytes(), &p, Some(0)).unwrap();
+        let whole = parse_actions(text.as_bytes(), p.display(), Some(0)).unwrap();
         let paths = |parts: Vec<Actions>| {
             let adds = parts.into_iter().flat_map(|a| a.adds);
             adds.map(|a| {
@@ -654,13 +672,14 @@ mod tests {
         assert_eq!(expected[1].1, None);
         for threads in [1, 2, 3, 7, 64] {
             for chunk in [97, 512, 4096, 1 << 20] {
-                let got = read_ranges(&p, 0, text.len() as u64, threads, chunk).unwrap();
+                let got = read_ranges(&Location::local(&p), 0, text.len() as u64, threads, chunk)
+                    .unwrap();
                 assert_eq!(paths(got), expected, "{threads} threads, chunk {chunk}");
             }
         }
         // Stats read on first use fail clearly once the commit is gone or changed.
-        let parts = read_ranges(&p, 0, text.len() as u64, 2, 4096).unwrap();
-        let again = read_ranges(&p, 0, text.len() as u64, 2, 4096).unwrap();
+        let parts = read_ranges(&Location::local(&p), 0, text.len() as u64, 2, 4096).unwrap();
+        let again = read_ranges(&Location::local(&p), 0, text.len() as u64, 2, 4096).unwrap();
         std::fs::rename(&p, dir.path().join("moved.json")).unwrap();
         let err = parts[1].adds[2].stats_text().unwrap_err().to_string();
         assert!(err.contains("0.json") && err.contains("version 0"), "{err}");
@@ -674,7 +693,7 @@ mod tests {
         broken += r#"{"add":{"path":"last","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
         std::fs::write(&p, &broken).unwrap();
         for threads in [1, 3, 7] {
-            let err = read_ranges(&p, 0, broken.len() as u64, threads, 333)
+            let err = read_ranges(&Location::local(&p), 0, broken.len() as u64, threads, 333)
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -710,7 +729,7 @@ mod tests {
         std::fs::write(&p, &text).unwrap();
         let expected: Vec<_> = (0..6000).map(stats).collect();
         let read = || {
-            let parts = read_ranges(&p, 0, text.len() as u64, 3, 4096).unwrap();
+            let parts = read_ranges(&Location::local(&p), 0, text.len() as u64, 3, 4096).unwrap();
             parts.into_iter().flat_map(|a| a.adds).collect::<Vec<_>>()
         };
         let adds = read();
@@ -752,14 +771,14 @@ mod tests {
         let mut text: String = (0..n).map(|_| format!("{good}\n")).collect();
         text.push_str("{\"add\": nope}\n");
         text.push_str(&format!("{good}\n"));
-        let err = parse_actions(text.as_bytes(), Path::new("c.json"), Some(1))
+        let err = parse_actions(text.as_bytes(), "c.json", Some(1))
             .unwrap_err()
             .to_string();
         assert!(err.contains(&format!("line {}:", n + 1)), "{err}");
         let mut bad = text.into_bytes();
         bad.truncate(good.len() * 3 + 3);
         bad[good.len() + 1 + 5] = 0xff;
-        let err = parse_actions(&bad, Path::new("c.json"), Some(1))
+        let err = parse_actions(&bad, "c.json", Some(1))
             .unwrap_err()
             .to_string();
         assert!(

@@ -1,6 +1,6 @@
 //! Names of the files in `_delta_log/` (protocol-notes.md §1).
 
-use std::path::{Path, PathBuf};
+use crate::storage::Location;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogFileKind {
@@ -26,7 +26,7 @@ pub enum LogFileKind {
 pub struct LogFile {
     pub version: i64,
     pub kind: LogFileKind,
-    pub path: PathBuf,
+    pub path: Location,
     pub size: u64,
 }
 
@@ -38,8 +38,8 @@ pub fn checkpoint_file_name(version: i64) -> String {
     format!("{version:020}.checkpoint.parquet")
 }
 
-pub fn commit_path(log_dir: &Path, version: i64) -> PathBuf {
-    log_dir.join(commit_file_name(version))
+pub fn commit_path(log_dir: &Location, version: i64) -> Location {
+    log_dir.join(&commit_file_name(version))
 }
 
 fn version_prefix(name: &str) -> Option<(i64, &str)> {

@@ -2,10 +2,10 @@
 //! checkpoint at or before it plus the contiguous commits after it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use super::path::{parse_name, LogFile, LogFileKind};
 use crate::error::{Error, Result};
+use crate::storage::Location;
 
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
@@ -25,18 +25,24 @@ pub struct LogSegment {
     pub commits: Vec<LogFile>,
 }
 
-pub fn log_dir(root: &Path) -> PathBuf {
+pub fn log_dir(root: &Location) -> Location {
     root.join("_delta_log")
 }
 
-/// List the log. `start` skips commits below it (incremental refresh only needs new ones).
-pub fn list(root: &Path, start: i64) -> Result<Listing> {
+/// List the log files of versions `start` and up (an object store lists from there: a refresh
+/// lists only the new commits).
+pub fn list(root: &Location, start: i64) -> Result<Listing> {
     let dir = log_dir(root);
-    let entries = match std::fs::read_dir(&dir) {
+    // Every name of version `start` or later sorts after the bare 20-digit number.
+    let after = (start > 0).then(|| format!("{start:020}"));
+    let entries = match dir.list(after.as_deref(), false) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && crate::storage::problem_of(&e).is_none() =>
+        {
             return Err(Error::TableNotFound {
-                path: root.display().to_string(),
+                path: root.to_string(),
                 reason: "there is no _delta_log directory".into(),
             })
         }
@@ -44,21 +50,17 @@ pub fn list(root: &Path, start: i64) -> Result<Listing> {
     };
     let mut listing = Listing::default();
     for entry in entries {
-        let entry = entry.map_err(|e| Error::io(&dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((version, kind)) = parse_name(name) else {
+        let Some((version, kind)) = parse_name(&entry.name) else {
             continue;
         };
-        if version < start && kind == LogFileKind::Commit {
+        if version < start {
             continue;
         }
-        let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
         let file = LogFile {
             version,
             kind,
-            path: entry.path(),
-            size,
+            path: dir.join(&entry.name),
+            size: entry.size,
         };
         match file.kind {
             LogFileKind::Commit => {
@@ -115,8 +117,8 @@ impl Listing {
     }
 
     /// The segment for `version` (latest when `None`).
-    pub fn segment(&self, root: &Path, version: Option<i64>) -> Result<LogSegment> {
-        let table = root.display().to_string();
+    pub fn segment(&self, root: &Location, version: Option<i64>) -> Result<LogSegment> {
+        let table = root.to_string();
         let latest = self.latest_version().ok_or_else(|| Error::TableNotFound {
             path: table.clone(),
             reason: "_delta_log holds no commits or checkpoints".into(),
@@ -148,8 +150,8 @@ impl Listing {
         })
     }
 
-    fn gap_error(&self, root: &Path, missing: i64, first: i64, version: i64) -> Error {
-        let table = root.display().to_string();
+    fn gap_error(&self, root: &Location, missing: i64, first: i64, version: i64) -> Error {
+        let table = root.to_string();
         let present: Vec<i64> = self
             .commits
             .range(first..=version)
@@ -170,7 +172,7 @@ impl Listing {
                 ),
             };
         }
-        let path = log_dir(root).join(super::path::commit_file_name(missing));
+        let path = log_dir(root).join(&super::path::commit_file_name(missing));
         let what = if cleaned_up {
             format!("commit {missing} is missing and no complete checkpoint covers it (found commits {present:?})")
         } else {

@@ -79,7 +79,7 @@ pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
 pub use schema::file_column_index;
 pub use schema_change::type_writable_as;
-pub use uri::{hadoop_path, spark_file_key};
+pub use uri::spark_file_key;
 
 // Internals the timing examples (rust/core/examples) drive directly.
 pub use conflict::{check_all, TxnView};

@@ -3,19 +3,6 @@
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
-/// The path Hadoop (Spark) reads and writes a file at, given its URI as the core shows it (a local
-/// path, or `s3://...`, `abfss://...`, `gs://...`): local files as `file://` URIs, S3 through the
-/// `s3a` connector.
-pub fn hadoop_path(uri: &str) -> String {
-    if uri.starts_with('/') {
-        return format!("file://{uri}");
-    }
-    match uri.split_once("://") {
-        Some(("s3", rest)) => format!("s3a://{rest}"),
-        _ => uri.to_string(),
-    }
-}
-
 /// Characters escaped when writing a relative path into the log (what Hadoop's Path.toUri does for
 /// the characters that matter: space, %, and the URI delimiters).
 const PATH_ESCAPE: &AsciiSet = &CONTROLS
@@ -49,21 +36,21 @@ pub fn encode_log_path(relative: &str) -> String {
 /// An object-store URI (`s3://bucket/key`) gets the same quoting of its path, under the scheme
 /// Hadoop reads it with (`s3a` for `s3`).
 pub fn spark_file_key(path: &str) -> String {
-    use std::fmt::Write;
+    if let Some((scheme, rest)) = path.split_once("://").filter(|_| !path.starts_with('/')) {
+        // An object-store URI as the core shows it is quoted by these rules already.
+        return format!("{}://{rest}", if scheme == "s3" { "s3a" } else { scheme });
+    }
     let mut out = String::with_capacity(path.len() + 8);
-    let path = match path.split_once("://") {
-        Some((scheme, rest)) if !path.starts_with('/') => {
-            let (authority, key) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            out.push_str(if scheme == "s3" { "s3a" } else { scheme });
-            out.push_str("://");
-            out.push_str(authority);
-            key
-        }
-        _ => {
-            out.push_str("file:");
-            path
-        }
-    };
+    out.push_str("file:");
+    quote_java_path(path, &mut out);
+    out
+}
+
+/// `path` quoted as `java.net.URI`'s multi-argument constructors quote a path (see
+/// [`spark_file_key`]), appended to `out`: how object-store URIs are shown, so that Spark's
+/// `_metadata.file_path` and the core's URI of a file are one string.
+pub(crate) fn quote_java_path(path: &str, out: &mut String) {
+    use std::fmt::Write;
     for c in path.chars() {
         if kept_in_java_uri_path(c) {
             out.push(c);
@@ -74,7 +61,6 @@ pub fn spark_file_key(path: &str) -> String {
             }
         }
     }
-    out
 }
 
 fn kept_in_java_uri_path(c: char) -> bool {
@@ -93,11 +79,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hadoop_paths() {
-        assert_eq!(hadoop_path("/t/a b/f"), "file:///t/a b/f");
-        assert_eq!(hadoop_path("s3://b/t/f"), "s3a://b/t/f");
-        assert_eq!(hadoop_path("s3a://b/t/f"), "s3a://b/t/f");
-        assert_eq!(hadoop_path("gs://b/t"), "gs://b/t");
+    fn object_store_keys_are_the_uri_shown() {
+        assert_eq!(
+            spark_file_key("s3://b/t/p=a%20b%2525c/f.parquet"),
+            "s3a://b/t/p=a%20b%2525c/f.parquet"
+        );
+        assert_eq!(spark_file_key("gs://b/t/f"), "gs://b/t/f");
     }
 
     #[test]

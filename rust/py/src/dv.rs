@@ -1,7 +1,5 @@
 //! Deletion-vector functions: read a descriptor's bitmap, write new DV files, (de)serialize.
 
-use std::path::Path;
-
 use delta_occ_core::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
 use delta_occ_core::Error;
 use pyo3::prelude::*;
@@ -31,7 +29,10 @@ pub fn read_deletion_vector<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let d = descriptor(&descriptor_json)?;
     let v = py
-        .detach(|| dv::file::read(Path::new(&table_root), &d).map(|b| b.to_vec()))
+        .detach(|| {
+            let root = delta_occ_core::Location::parse(&table_root, &Default::default())?;
+            dv::file::read(&root, &d).map(|b| b.to_vec())
+        })
         .py_err()?;
     Ok(PyBytes::new(py, &le_bytes(&v)))
 }
@@ -51,7 +52,10 @@ pub fn write_deletion_vectors(
         .collect::<PyResult<Vec<_>>>()?;
     let refs: Vec<&DeletionBitmap> = maps.iter().collect();
     let ds = py
-        .detach(|| dv::file::write(Path::new(&table_root), &prefix, &refs))
+        .detach(|| {
+            let root = delta_occ_core::Location::parse(&table_root, &Default::default())?;
+            dv::file::write(&root, &prefix, &refs)
+        })
         .py_err()?;
     Ok(ds.iter().map(|d| d.to_json().to_string()).collect())
 }

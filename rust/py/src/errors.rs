@@ -15,6 +15,8 @@ fn class_name(e: &Error) -> &'static str {
         Error::UnsupportedFeature { .. } => "UnsupportedFeatureError",
         Error::DeletionVector { .. } => "DeletionVectorError",
         Error::Io { .. } => "DeltaIOError",
+        Error::Storage { .. } => "StorageError",
+        Error::CommitOutcomeUnknown { .. } => "CommitOutcomeUnknownError",
         Error::InvalidArgument(_) => "InvalidArgumentError",
         Error::Predicate { .. } => "PredicateError",
         Error::Conflict(c) => c.kind.class_name(),
@@ -51,6 +53,17 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
         Error::Io { path, source } => {
             d.set_item("file", path)?;
             d.set_item("errno", source.raw_os_error())?;
+        }
+        Error::Storage {
+            location, problem, ..
+        } => {
+            d.set_item("file", location)?;
+            d.set_item("location", location)?;
+            d.set_item("problem", problem.name())?;
+        }
+        Error::CommitOutcomeUnknown { table, version, .. } => {
+            d.set_item("table", table)?;
+            d.set_item("version", version)?;
         }
         Error::InvalidArgument(_) => {}
         Error::Interrupted { table, attempts } => {

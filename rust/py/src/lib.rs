@@ -7,6 +7,7 @@ mod dv;
 mod errors;
 mod rowexpr;
 mod snapshot;
+mod storage;
 mod table;
 mod transaction;
 
@@ -31,15 +32,28 @@ fn parse_isolation_level(text: &str) -> PyResult<&'static str> {
 #[pyfunction]
 fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
     let data = data.to_vec();
-    py.detach(move || delta_occ_core::parse_actions(&data, std::path::Path::new("<bytes>"), None))
+    py.detach(move || delta_occ_core::parse_actions(&data, "<bytes>", None))
         .py_err()
         .map(|a| a.len())
 }
 
-/// Delta stats (JSON text) and the row count of a parquet file, from its footer alone.
+/// Delta stats (JSON text) and the row count of a parquet file (a local path), from its footer
+/// alone. `StorageHandle.footer_stats` reads one in any storage.
 #[pyfunction]
-fn parquet_footer_stats(py: Python<'_>, path: std::path::PathBuf) -> PyResult<(String, i64)> {
-    py.detach(|| delta_occ_core::footer_stats(&path)).py_err()
+fn parquet_footer_stats(py: Python<'_>, path: String) -> PyResult<(String, i64)> {
+    py.detach(|| {
+        let at = delta_occ_core::Location::parse(&path, &Default::default())?;
+        delta_occ_core::footer_stats(&at)
+    })
+    .py_err()
+}
+
+/// `parquet_footer_stats` of a whole parquet file in memory.
+#[pyfunction]
+fn parquet_footer_stats_of(py: Python<'_>, data: &[u8]) -> PyResult<(String, i64)> {
+    let bytes = data.to_vec();
+    py.detach(|| delta_occ_core::footer_stats_of_bytes(bytes))
+        .py_err()
 }
 
 /// For each wanted table column (physical name, field id), the index of the file field (name,
@@ -65,29 +79,13 @@ fn file_column_indexes(
 #[allow(clippy::type_complexity)]
 fn read_parquet_columns<'py>(
     py: Python<'py>,
-    path: std::path::PathBuf,
+    path: String,
     wanted: Vec<(String, Option<i64>)>,
 ) -> PyResult<Option<(Vec<Option<ArrowCapsules<'py>>>, u64)>> {
-    let read = py
-        .detach(|| {
-            let wanted: Vec<(&str, Option<i64>)> =
-                wanted.iter().map(|(n, id)| (n.as_str(), *id)).collect();
-            delta_occ_core::read_data_file_columns(&path, &wanted)
-        })
+    let at = py
+        .detach(|| delta_occ_core::Location::parse(&path, &Default::default()))
         .py_err()?;
-    if read.undecodable.is_some() {
-        return Ok(None);
-    }
-    let arrays = read
-        .arrays
-        .iter()
-        .map(|a| {
-            a.as_ref()
-                .map(|a| arrow::array_to_capsules(py, a.as_ref()))
-                .transpose()
-        })
-        .collect::<PyResult<_>>()?;
-    Ok(Some((arrays, read.rows)))
+    storage::read_columns(py, &at, wanted)
 }
 
 /// The key Spark reports as `_metadata.file_path` for each absolute local path.
@@ -165,6 +163,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
     m.add_class::<transaction::TransactionHandle>()?;
+    m.add_class::<storage::StorageHandle>()?;
     m.add_class::<rowexpr::PyRowExpr>()?;
     m.add_function(wrap_pyfunction!(rowexpr::conjuncts, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::referenced_columns, m)?)?;
@@ -174,6 +173,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(read_parquet_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_footer_stats_of, m)?)?;
     m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
     m.add_function(wrap_pyfunction!(type_writable_as, m)?)?;
     m.add_function(wrap_pyfunction!(sql_literals, m)?)?;

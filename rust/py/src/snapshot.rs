@@ -33,7 +33,13 @@ impl SnapshotHandle {
 
     #[getter]
     fn root(&self) -> String {
-        self.inner.root.display().to_string()
+        self.inner.root.to_string()
+    }
+
+    /// The table's storage (for the engines' data files).
+    #[getter]
+    fn storage(&self) -> crate::storage::StorageHandle {
+        crate::storage::StorageHandle::new(self.inner.root.clone())
     }
 
     #[getter]
@@ -195,7 +201,7 @@ impl SnapshotHandle {
             .map(|f| {
                 let p = self.inner.data_path(f).py_err()?;
                 Ok((
-                    p.display().to_string(),
+                    p.to_string(),
                     f.path.to_string(),
                     f.deletion_vector.is_some(),
                 ))

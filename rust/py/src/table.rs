@@ -3,12 +3,13 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use delta_occ_core::{IsolationLevel, Table, Transaction, TxnOptions, WinningCommit};
+use delta_occ_core::{Error, IsolationLevel, Table, Transaction, TxnOptions, WinningCommit};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors::IntoPy;
 use crate::snapshot::SnapshotHandle;
+use crate::storage::StorageHandle;
 use crate::transaction::TransactionHandle;
 
 #[pyclass(frozen, module = "delta_occ._core")]
@@ -25,7 +26,7 @@ impl TableHandle {
     }
 
     fn wrap(table: Table) -> Self {
-        let root = table.root().display().to_string();
+        let root = table.root().to_string();
         TableHandle {
             inner: Mutex::new(table),
             root,
@@ -36,14 +37,20 @@ impl TableHandle {
 #[pymethods]
 impl TableHandle {
     #[staticmethod]
-    fn open(py: Python<'_>, location: String) -> PyResult<Self> {
-        py.detach(|| Table::open(&location))
+    #[pyo3(signature = (location, storage_options=None))]
+    fn open(
+        py: Python<'_>,
+        location: String,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        py.detach(|| Table::open(&location, &options))
             .py_err()
             .map(Self::wrap)
     }
 
     #[staticmethod]
-    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None))]
+    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None, storage_options=None))]
     fn create(
         py: Python<'_>,
         location: String,
@@ -51,15 +58,32 @@ impl TableHandle {
         partition_by: Vec<String>,
         properties: BTreeMap<String, String>,
         name: Option<String>,
+        storage_options: Option<BTreeMap<String, String>>,
     ) -> PyResult<Self> {
-        py.detach(|| Table::create(&location, &schema_json, partition_by, properties, name))
-            .py_err()
-            .map(Self::wrap)
+        let options = storage_options.unwrap_or_default();
+        py.detach(|| {
+            Table::create(
+                &location,
+                &options,
+                &schema_json,
+                partition_by,
+                properties,
+                name,
+            )
+        })
+        .py_err()
+        .map(Self::wrap)
     }
 
     #[getter]
     fn root(&self) -> &str {
         &self.root
+    }
+
+    /// The table's storage (for the engines' data files).
+    #[getter]
+    fn storage(&self) -> StorageHandle {
+        StorageHandle::new(self.table().root().clone())
     }
 
     #[getter]
@@ -125,7 +149,7 @@ impl TableHandle {
 
     /// The transaction that creates a table at `location` (read version -1).
     #[staticmethod]
-    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None))]
+    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None, storage_options=None))]
     fn begin_create(
         py: Python<'_>,
         location: String,
@@ -133,9 +157,18 @@ impl TableHandle {
         partition_by: Vec<String>,
         properties: BTreeMap<String, String>,
         name: Option<String>,
+        storage_options: Option<BTreeMap<String, String>>,
     ) -> PyResult<TransactionHandle> {
+        let options = storage_options.unwrap_or_default();
         py.detach(|| {
-            delta_occ_core::begin_create(&location, &schema_json, partition_by, properties, name)
+            delta_occ_core::begin_create(
+                &location,
+                &options,
+                &schema_json,
+                partition_by,
+                properties,
+                name,
+            )
         })
         .py_err()
         .map(TransactionHandle::new)
@@ -149,10 +182,18 @@ impl TableHandle {
         version: i64,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let dir = self.table().root().join("_delta_log");
-        if !delta_occ_core::commit_path(&dir, version).exists() {
+        let path = delta_occ_core::commit_path(&dir, version);
+        let w = py
+            .detach(|| {
+                if !path.exists().map_err(|e| Error::io(&path, e))? {
+                    return Ok(None);
+                }
+                WinningCommit::read(&dir, version).map(Some)
+            })
+            .py_err()?;
+        let Some(w) = w else {
             return Ok(None);
-        }
-        let w = py.detach(|| WinningCommit::read(&dir, version)).py_err()?;
+        };
         let d = PyDict::new(py);
         d.set_item("version", version)?;
         d.set_item("operation", &w.operation)?;

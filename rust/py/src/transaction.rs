@@ -42,6 +42,12 @@ impl TransactionHandle {
         self.txn().read_version
     }
 
+    /// The table's storage (for the engines' data files).
+    #[getter]
+    fn storage(&self) -> crate::storage::StorageHandle {
+        crate::storage::StorageHandle::new(self.txn().root().clone())
+    }
+
     #[getter]
     fn isolation_level(&self) -> &'static str {
         self.txn().isolation_level().as_str()

@@ -640,7 +640,7 @@ fn outcome(
 }
 
 /// Time given to learning the outcome of an unknown put, even past the commit's time budget.
-const RESOLVE_AT_LEAST: Duration = Duration::from_secs(30);
+const RESOLVE_AT_LEAST: Duration = Duration::from_secs(10);
 
 fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
     let Some(snap) = &txn.snapshot else {

@@ -124,6 +124,10 @@ impl Storage for LocalStorage {
         key.to_string()
     }
 
+    fn hadoop_path(&self, key: &str) -> String {
+        format!("file://{key}")
+    }
+
     fn join(&self, key: &str, rel: &str) -> String {
         Path::new(key).join(rel).to_string_lossy().into_owned()
     }
@@ -167,11 +171,13 @@ impl Storage for LocalStorage {
     }
 
     fn put_if_absent(&self, key: &str, bytes: &[u8]) -> io::Result<bool> {
-        let faults = faults();
+        let target = Path::new(key);
+        // The test faults are for publishing commits, not for DV files (also created new).
+        let is_commit = parent(target).ends_with("_delta_log");
+        let faults = if is_commit { faults() } else { Faults::none() };
         if let Some(kind) = faults.publish_error {
             return Err(io::Error::new(kind, "injected fault: publish failed"));
         }
-        let target = Path::new(key);
         let tmp = write_temporary(target, bytes, &faults)?;
         faults.step();
         let linked = std::fs::hard_link(&tmp, target);

@@ -36,6 +36,9 @@ pub struct Entry {
 pub trait Storage: Send + Sync + fmt::Debug {
     /// The URI of `key` as users and messages see it (never with a secret).
     fn uri(&self, key: &str) -> String;
+    /// The path Hadoop (Spark) opens `key` at: a URI string whose path is the key as it is, not
+    /// quoted (Hadoop's `Path(String)` quotes it itself); `s3a` for S3.
+    fn hadoop_path(&self, key: &str) -> String;
     /// `rel` (a `/`-separated relative path) under `key`.
     fn join(&self, key: &str, rel: &str) -> String;
     /// The objects under directory `dir`, in name order: directly in it, or at any depth when
@@ -204,6 +207,11 @@ impl Location {
         Ok(self.join(path))
     }
 
+    /// The path Hadoop (Spark) reads and writes this file at (see [`Storage::hadoop_path`]).
+    pub fn hadoop_path(&self) -> String {
+        self.storage.hadoop_path(&self.key)
+    }
+
     /// The path on the local disk, when the storage is one.
     pub fn local_path(&self) -> Option<std::path::PathBuf> {
         self.storage.local_path(&self.key)
@@ -297,5 +305,54 @@ impl Eq for Location {}
 impl std::hash::Hash for Location {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.key.hash(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_paths_are_decoded_once() {
+        // golden delta-rs/delta-0.8.0-special-partition: log path x=A%252FA → directory x=A%2FA
+        let local = Location::local("/t");
+        assert_eq!(
+            local.resolve("x=A%252FA/p.parquet").unwrap().key(),
+            "/t/x=A%2FA/p.parquet"
+        );
+        assert_eq!(local.resolve("file:///a%20b/f").unwrap().key(), "/a b/f");
+        assert_eq!(local.locate("x=A%2FA/p").unwrap().key(), "/t/x=A%2FA/p");
+        assert!(local.locate("../etc").is_err());
+        assert_eq!(local.join("f").hadoop_path(), "file:///t/f");
+    }
+
+    #[test]
+    fn object_store_uris_give_their_keys_back() {
+        let options = BTreeMap::from([("AWS_REGION".to_string(), "us-east-1".to_string())]);
+        let root = Location::parse("s3://bucket/tables/t", &options).unwrap();
+        assert_eq!(root.to_string(), "s3://bucket/tables/t");
+        for raw in [
+            "x=A%2FA/part 1.parquet",
+            "_2=bar+%21/p.parquet",
+            "special p@#h/f?.parquet",
+            "é ü/[1]{2}/f",
+        ] {
+            let loc = root.join(raw);
+            let shown = loc.to_string();
+            assert!(!shown[5..].contains([' ', '#', '?']), "{shown}");
+            assert_eq!(root.locate(&shown).unwrap(), loc, "{shown}");
+            assert_eq!(loc.hadoop_path(), format!("s3a://bucket/tables/t/{raw}"));
+        }
+        assert_eq!(
+            root.resolve("x=A%252FA/p.parquet").unwrap().key(),
+            "tables/t/x=A%2FA/p.parquet"
+        );
+        // s3a:// is the same bucket; another bucket is not this table's storage.
+        assert_eq!(
+            root.locate("s3a://bucket/tables/t/f").unwrap().key(),
+            "tables/t/f"
+        );
+        assert!(root.locate("s3://other/tables/t/f").is_err());
+        assert!(root.locate("/local/f").is_err());
     }
 }

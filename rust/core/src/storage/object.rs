@@ -230,8 +230,12 @@ impl ObjectStorage {
                 "AuthenticationFailed",
                 "InvalidSecurity",
                 "invalid_grant",
+                "AuthorizationFailure",
+                "Server failed to authenticate",
             ],
         );
+        // Errors of listings and multi-step requests arrive as Generic: their status tells.
+        let forbidden = contains_any(&text, &["403 Forbidden", "401 Unauthorized"]);
         // The instance metadata service is asked only when no other credentials are there.
         let no_credentials = contains_any(&text, &["169.254.169.254", "latest/api/token"]);
         let (kind, problem) = match &e {
@@ -250,6 +254,7 @@ impl ObjectStorage {
             }
             E::NotSupported { .. } | E::NotImplemented { .. } => (K::Unsupported, None),
             _ if bad_key => (K::PermissionDenied, Some(StorageProblem::Unauthenticated)),
+            _ if forbidden => (K::PermissionDenied, Some(StorageProblem::PermissionDenied)),
             _ => (K::Other, None),
         };
         let what = match problem {
@@ -315,12 +320,23 @@ impl ObjectStorage {
 }
 
 impl Storage for ObjectStorage {
+    /// `base/key`, the key quoted as Hadoop quotes a path (space, `%`, `#`, `?`, ... escaped),
+    /// so that parsing the URI gives the key back and Spark reports the same string.
     fn uri(&self, key: &str) -> String {
-        if key.is_empty() {
-            self.uri.base.clone()
-        } else {
-            format!("{}/{key}", self.uri.base)
+        let mut out = self.uri.base.clone();
+        if !key.is_empty() {
+            out.push('/');
+            crate::uri::quote_java_path(key, &mut out);
         }
+        out
+    }
+
+    fn hadoop_path(&self, key: &str) -> String {
+        let base = match self.uri.base.split_once("://") {
+            Some(("s3", rest)) => format!("s3a://{rest}"),
+            _ => self.uri.base.clone(),
+        };
+        format!("{base}/{key}")
     }
 
     fn join(&self, key: &str, rel: &str) -> String {

@@ -9,6 +9,7 @@ __all__ = [
     "TableHandle",
     "SnapshotHandle",
     "TransactionHandle",
+    "StorageHandle",
     "parse_isolation_level",
     "parse_commit",
     "RowExpr",
@@ -18,6 +19,7 @@ __all__ = [
     "file_column_indexes",
     "read_parquet_columns",
     "parquet_footer_stats",
+    "parquet_footer_stats_of",
     "partition_strings",
     "type_writable_as",
     "sql_literals",
@@ -35,8 +37,9 @@ class TableHandle:
     """An open table: the latest known snapshot plus incremental refresh."""
 
     @staticmethod
-    def open(location: str) -> "TableHandle":
-        """Replay the log of the table at ``location`` (path or file:// URI). GIL released."""
+    def open(location: str, storage_options: Optional[Dict[str, str]] = None) -> "TableHandle":
+        """Replay the log of the table at ``location`` (a local path, a file:// URI or an
+        object-store URI with ``storage_options``). GIL released."""
     @staticmethod
     def create(
         location: str,
@@ -44,10 +47,14 @@ class TableHandle:
         partition_by: List[str],
         properties: Dict[str, str],
         name: Optional[str] = None,
+        storage_options: Optional[Dict[str, str]] = None,
     ) -> "TableHandle":
         """Commit version 0 with put-if-absent; TableAlreadyExistsError if a table is there."""
     @property
     def root(self) -> str: ...
+    @property
+    def storage(self) -> "StorageHandle":
+        """The table's storage (the engines' data files go through it)."""
     @property
     def version(self) -> int:
         """Latest version known to this handle."""
@@ -67,7 +74,12 @@ class TableHandle:
         """Refresh, then pin the latest snapshot (or ``read_version``) in a new transaction."""
     @staticmethod
     def begin_create(
-        location: str, schema_json: str, partition_by: List[str], properties: Dict[str, str], name: Optional[str] = None
+        location: str,
+        schema_json: str,
+        partition_by: List[str],
+        properties: Dict[str, str],
+        name: Optional[str] = None,
+        storage_options: Optional[Dict[str, str]] = None,
     ) -> "TransactionHandle":
         """The transaction that creates the table (read version -1)."""
     def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
@@ -79,6 +91,9 @@ class TransactionHandle:
 
     @property
     def read_version(self) -> int: ...
+    @property
+    def storage(self) -> "StorageHandle":
+        """The table's storage (the engines' data files go through it)."""
     @property
     def isolation_level(self) -> str: ...
     @property
@@ -155,6 +170,9 @@ class SnapshotHandle:
     @property
     def root(self) -> str: ...
     @property
+    def storage(self) -> "StorageHandle":
+        """The table's storage (the engines' data files go through it)."""
+    @property
     def schema_json(self) -> str:
         """metaData.schemaString (physical names live in the field metadata)."""
     @property
@@ -216,9 +234,39 @@ class SnapshotHandle:
     def domain_metadata(self) -> Dict[str, str]: ...
     def tombstones(self) -> List[Tuple[str, Optional[str], Optional[int]]]: ...
 
+@final
+class StorageHandle:
+    """A table's storage: a local directory or an object-store prefix. Paths are relative to its
+    root (plain, not URI-encoded) or absolute in the same storage. Errors are DeltaIOError /
+    StorageError naming the URI, never a secret. The GIL is released during I/O."""
+
+    def __new__(cls, location: str, storage_options: Optional[Dict[str, str]] = None) -> "StorageHandle": ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def is_local(self) -> bool: ...
+    def uri_of(self, path: str) -> str: ...
+    def hadoop_path(self, path: str) -> str:
+        """The path Spark (Hadoop) uses for ``path``: ``file://...``, ``s3a://...``, ..."""
+    def local_path(self, path: str) -> Optional[str]: ...
+    def read(self, path: str) -> bytes: ...
+    def write(self, path: str, data: bytes) -> None:
+        """Create or replace ``path`` whole (never a partial file)."""
+    def delete(self, path: str) -> None: ...
+    def size(self, path: str) -> int: ...
+    def list(self, path: str, recursive: bool = True) -> List[Tuple[str, int]]:
+        """``(name relative to path, size)`` of the files under ``path``, in name order."""
+    def read_parquet_columns(
+        self, path: str, wanted: List[Tuple[str, Optional[int]]]
+    ) -> Optional[Tuple[List[Optional[Tuple[Any, Any]]], int]]: ...
+    def footer_stats(self, path: str) -> Tuple[str, int]: ...
+
 def parquet_footer_stats(path: str) -> Tuple[str, int]:
     """Delta stats JSON and row count of a parquet file from its footer (no data read): the
     NaN, infinity, 32-character prefix and millisecond-timestamp rules. GIL released."""
+
+def parquet_footer_stats_of(data: bytes) -> Tuple[str, int]:
+    """``parquet_footer_stats`` of a whole parquet file in memory."""
 
 def type_writable_as(data: str, table: str) -> bool:
     """Whether values of Delta type ``data`` may be written to a column of Delta type ``table``

@@ -75,26 +75,30 @@ def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
-def _read_file(path: str, fields: list, mode: str) -> "tuple[dict, int]":
-    """Read the data columns of one file: ({logical name: array}, number of physical rows).
+def _read_file(storage: Any, path: str, fields: list, mode: str) -> "tuple[dict, int]":
+    """Read the data columns of one file of the table's ``storage`` (a ``_core.StorageHandle``):
+    ({logical name: array}, number of physical rows).
 
-    The core reads them (parquet-rs, the GIL released; the columns found by the checker's
-    resolver, and INT96 timestamps at microseconds as Spark means them): 100 files of 1,000 rows
-    in 7 ms against pyarrow's 19 ms. The one file it does not decode, an INT96 timestamp nested in
-    a struct, list or map, is read by pyarrow."""
-    got = _core.read_parquet_columns(path, _wanted(fields, mode))
+    The core reads them (parquet-rs, the GIL released, through the table's storage: a local disk
+    or an object store; the columns found by the checker's resolver, and INT96 timestamps at
+    microseconds as Spark means them): 100 files of 1,000 rows in 7 ms against pyarrow's 19 ms.
+    The one file it does not decode, an INT96 timestamp nested in a struct, list or map, is read
+    by pyarrow."""
+    got = storage.read_parquet_columns(path, _wanted(fields, mode))
     if got is None:
-        return _read_file_pyarrow(path, fields, mode)
+        local = storage.local_path(path)
+        return _read_file_pyarrow(local if local is not None else pa.BufferReader(storage.read(path)), fields, mode)
     pairs, n = got
     return _by_name(fields, [None if p is None else _arrow.array(p) for p in pairs], n, mode), n
 
 
-def _read_file_pyarrow(path: str, fields: list, mode: str) -> "tuple[dict, int]":
+def _read_file_pyarrow(source: Any, fields: list, mode: str) -> "tuple[dict, int]":
     """`_read_file` by pyarrow, for the one file the core does not decode (and, in tests, as the
-    reference reader). ``pre_buffer=False``: the files are local, and pre-buffering (coalesced
-    reads through the I/O thread pool, meant for object stores) made reading 100 files of 1,000
-    rows about 1.6x slower. One thread: the engine already reads several files at a time."""
-    pf = pq.ParquetFile(path, coerce_int96_timestamp_unit="us", pre_buffer=False)
+    reference reader): ``source`` is a local path or the file's bytes. ``pre_buffer=False``:
+    pre-buffering (coalesced reads through the I/O thread pool, meant for object stores) made
+    reading 100 local files of 1,000 rows about 1.6x slower. One thread: the engine already reads
+    several files at a time."""
+    pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", pre_buffer=False)
     file_fields = list(pf.schema_arrow)
     wanted = {f["name"]: file_fields[i].name for f, i in zip(fields, _find_all(file_fields, fields, mode)) if i is not None}
     n = pf.metadata.num_rows
@@ -151,8 +155,9 @@ def read_snapshot(
     parts = _arrow.batch(handle.partition_values(selected))
     part_columns = {c: parts.column(parts.schema.get_field_index(c)) for c in columns if c in partition_cols}
     tables = []
+    storage = handle.storage
     for i, (abs_path, log_path, has_dv) in enumerate(files):
-        data, n = _read_file(abs_path, data_fields, mode)
+        data, n = _read_file(storage, abs_path, data_fields, mode)
         arrays = []
         for c in columns:
             if c in part_columns:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
-from .exceptions import DeltaIOError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 ROW = "__delta_occ_row"
 #: Delta truncates string statistics to this prefix length.
@@ -52,6 +52,9 @@ class Layout:
         h = snapshot._h
         self.snapshot = snapshot
         self.root = h.root
+        #: Where the data files are read and written: the table's storage (a local directory or an
+        #: object store), through the core.
+        self.storage = h.storage
         schema_json = schema_json or h.schema_json
         self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
         self.delta_fields = json.loads(schema_json)["fields"]
@@ -111,7 +114,7 @@ class Layout:
         is False: every column, or only `columns` (table column names) when given."""
         abs_path, has_dv, parts = self._entry(path)
         fields, wanted, schema = self._columns(columns, positions)
-        data, n = _read_file(abs_path, wanted, self.mode)
+        data, n = _read_file(self.storage, abs_path, wanted, self.mode)
         arrays = []
         for f in fields:
             if f.name in self.partition_columns:
@@ -241,10 +244,9 @@ class Layout:
         else:
             sub = uuid.uuid4().hex[:2]  # column mapping: no partition directories (Delta's layout)
         rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
-        full = os.path.join(self.root, rel)
-        txn._own_file(full)  # before writing: a failure elsewhere still cleans this file up
-        _write_parquet(physical, full)
-        return rel, partition, os.path.getsize(full), file_stats(physical, full)
+        txn._own_file(rel)  # before writing: a failure elsewhere still cleans this file up
+        data_bytes = _write_parquet(self.storage, rel, physical)
+        return rel, partition, len(data_bytes), file_stats(physical, data_bytes)
 
 
 #: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL. One more than
@@ -351,18 +353,15 @@ def dictionary_columns(table: pa.Table) -> Any:
     return keep if len(keep) < table.num_columns else True
 
 
-def _write_parquet(table: pa.Table, full: str) -> None:
-    """A full disk or a permission problem is a DeltaIOError naming the file, and leaves no
-    partial file behind."""
-    try:
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        pq.write_table(table, full, compression="snappy", use_dictionary=dictionary_columns(table))
-    except OSError as e:
-        try:
-            os.remove(full)
-        except OSError:
-            pass
-        raise DeltaIOError(f"I/O error on {full}: {e}", file=full, errno=e.errno) from e
+def _write_parquet(storage: Any, rel: str, table: pa.Table) -> bytes:
+    """Encode ``table`` as parquet in memory and store it at ``rel`` in the table's storage, whole
+    (a full disk, a permission problem or a refused upload is a DeltaIOError naming the file and
+    leaves no partial file behind). Returns the file's bytes."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy", use_dictionary=dictionary_columns(table))
+    data = sink.getvalue().to_pybytes()
+    storage.write(rel, data)
+    return data
 
 
 def _escape(v: Optional[str]) -> str:
@@ -430,8 +429,8 @@ def stats_json(data: pa.Table) -> str:
     return json.dumps(stats, allow_nan=False)
 
 
-def file_stats(data: pa.Table, path: str) -> str:
-    """`stats_json(data)` for the file just written from `data` at `path`, read from its footer
+def file_stats(data: pa.Table, written: bytes) -> str:
+    """`stats_json(data)` for the file just encoded from `data` (its bytes), read from its footer
     by the core (``parquet_footer_stats``: the same rules; tests/test_footer_stats.py holds the
     two to the same results). The parquet writer has computed every bound already, so this costs
     ~0.03 ms instead of ~3 ms per 100,000 rows of (int, double, string) (most of it string
@@ -439,7 +438,7 @@ def file_stats(data: pa.Table, path: str) -> str:
     bounds, where Delta's rule is no bound when the column holds a NaN; and pyarrow drops the
     bounds of a column with a value above 4 KiB, where the rows still give a (cut) string min.
     The first is corrected here; the second, rare, falls back to `stats_json`."""
-    text, _ = _core.parquet_footer_stats(path)
+    text, _ = _core.parquet_footer_stats_of(written)
     stats = json.loads(text)
     mins, maxs = stats.get("minValues", {}), stats.get("maxValues", {})
     changed = False

@@ -104,7 +104,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     schema = pa.schema([("id", pa.int64()), ("date", pa.string()), ("value", pa.float64())])
     if args.path is None:
         args.path = os.path.join(tempfile.mkdtemp(prefix="delta-occ-demo-"), "table")
-    t = Table.create(args.path, schema, partition_by=["date"], properties={"delta.enableDeletionVectors": "true"}, name="delta_occ_demo")
+    t = Table.create(
+        args.path, schema, partition_by=["date"], properties={"delta.enableDeletionVectors": "true"}, name="delta_occ_demo",
+        storage_options=args.storage_options,
+    )
     say(f"created {t.path} at version {t.version}")
     ids = list(range(1, 9))
     t.append(pa.table({"id": ids, "date": ["2024-01-01"] * 4 + ["2024-01-02"] * 4, "value": [float(i) for i in ids]}))
@@ -187,8 +190,12 @@ def _print_matrix(result: Dict[str, Any]) -> None:
                f"{result['differences']} difference(s) from the documented matrices (concurrency.md §5).")
 
 
+def _table(args: argparse.Namespace) -> Table:
+    return Table(args.path, storage_options=args.storage_options)
+
+
 def cmd_history(args: argparse.Namespace) -> int:
-    entries = _history(Table(args.path), args.limit)
+    entries = _history(_table(args), args.limit)
     if args.json:
         _emit(entries)
     else:
@@ -197,7 +204,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    summary = _snapshot_summary(Table(args.path), args.at_version)
+    summary = _snapshot_summary(_table(args), args.at_version)
     if args.json:
         _emit(summary)
     else:
@@ -206,7 +213,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    result = explain.commit(Table(args.path), args.version)
+    result = explain.commit(_table(args), args.version)
     if args.json:
         _emit(result)
         return EXIT_OK
@@ -257,7 +264,7 @@ def cmd_stress(args: argparse.Namespace) -> int:
         faults=args.faults, seed=args.seed,
     )
     progress = None if args.json else (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True))
-    summary = stress.run(args.path, cfg, progress)
+    summary = stress.run(args.path, cfg, progress, storage_options=args.storage_options, log_dir=args.log_dir)
     if args.json:
         _emit(summary)
     else:
@@ -308,7 +315,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--file-level", action="store_true", help="opt out of row-level concurrency (the classic file-level checks)")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("stress", help="run concurrent writers on a new scratch table and check the history")
-    p.add_argument("path", help="a new directory for the scratch table (its _stress/ holds the attempt logs)")
+    p.add_argument("path", help="a new directory or object-store URI for the scratch table (a local table's _stress/ holds the attempt logs)")
+    p.add_argument("--log-dir", default=None, help="a local directory for the attempt logs (default: the table's _stress/, or a new temporary directory for a URI)")
     p.add_argument("--writers", type=int, default=4, help="concurrent writers (default 4)")
     p.add_argument("--transactions", type=int, default=25, help="transactions per writer (default 25)")
     p.add_argument("--modes", default="fork,spawn,thread", help="how writers run, in turn: fork, spawn, thread (default all three)")
@@ -321,16 +329,32 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--faults", default="", help="DELTA_OCC_FAULTS for the writer processes, e.g. ack_lost or pause_ms=5")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_stress)
-    for p in sub.choices.values():
+    for name, p in sub.choices.items():
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout and nothing else")
+        if name not in ("matrix", "check"):
+            p.add_argument(
+                "--storage-option", action="append", default=[], metavar="KEY=VALUE", dest="storage_option",
+                help="a storage option for an object-store URI (deltalake's key names, e.g. AWS_REGION=us-east-1; "
+                "repeatable; the environment fills in the rest)",
+            )
     return parser
+
+
+def _storage_options(pairs: List[str]) -> Optional[Dict[str, str]]:
+    """``KEY=VALUE`` pairs as a dict (None when there are none)."""
+    out: Dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise DeltaOccError(f"--storage-option takes KEY=VALUE, got {pair.split('=')[0]!r} without '='")
+        out[key.strip()] = value
+    return out or None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    if getattr(args, "path", None):
-        args.path = os.path.expanduser(args.path)
     try:
+        args.storage_options = _storage_options(getattr(args, "storage_option", []))
         return int(args.func(args))
     except DeltaOccError as e:
         if args.json:

@@ -31,6 +31,8 @@ __all__ = [
     "InvalidArgumentError",
     "SchemaMismatchError",
     "DeltaIOError",
+    "StorageError",
+    "CommitOutcomeUnknownError",
 ]
 
 
@@ -221,6 +223,31 @@ class SchemaMismatchError(InvalidArgumentError):
 
 
 class DeltaIOError(DeltaOccError, OSError):
-    """An operating-system I/O error, with the file it happened on (attribute ``file``)."""
+    """An I/O error (a local disk or an object store), with the file it happened on (attribute
+    ``file``)."""
 
     file: Optional[str] = None
+    errno: Optional[int] = None
+
+
+class StorageError(DeltaIOError):
+    """A table's storage refused the work for a reason that retrying cannot cure; raised at
+    once, before anything is written. ``problem`` says which (docs/guide.md "Tables on S3, ADLS and
+    GCS"): ``unsupported_scheme`` (``dbfs:``, ``hdfs://``, ...), ``invalid_location``,
+    ``invalid_options`` (an unknown storage option or a bad value), ``no_conditional_writes`` (the
+    store ignores conditional creates, so commits could overwrite each other), ``bucket_not_found``,
+    ``unauthenticated`` (a wrong or expired key) or ``permission_denied`` (a read-only
+    credential). ``location`` is the URI it happened on; no message holds a secret."""
+
+    problem: Optional[str] = None
+    location: Optional[str] = None
+
+
+class CommitOutcomeUnknownError(DeltaIOError):
+    """The commit's put failed ambiguously (a timeout or a dropped connection after the bytes may
+    have landed) and reading version ``version`` back kept failing: the commit may or may not be
+    in the table. Its data files are kept; read the table (``history``) to see whether it
+    landed before retrying the work."""
+
+    table: Optional[str] = None
+    version: Optional[int] = None

@@ -35,7 +35,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -71,6 +71,37 @@ class Config:
     kill_every: Optional[float] = None
     faults: str = ""
     seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """Where a workload runs: the table (a local directory or an object-store URI, with its
+    storage options) and the local directory of the attempt logs (the table's ``_stress/`` for a
+    local table)."""
+
+    location: str
+    storage_options: Optional[Dict[str, str]] = None
+    log_dir: str = ""
+
+    def table(self) -> Table:
+        return Table(self.location, storage_options=self.storage_options)
+
+    def log(self, name: str) -> "_Log":
+        return _Log(os.path.join(self.log_dir, name))
+
+
+def target(where: Union[str, Target], storage_options: Optional[Mapping[str, str]] = None, log_dir: Optional[str] = None) -> Target:
+    """``where`` as a :class:`Target`: a local path logs into its ``_stress/``; a URI into
+    ``log_dir`` (default: a new temporary directory)."""
+    if isinstance(where, Target):
+        return where
+    opts = dict(storage_options) if storage_options else None
+    if "://" in where:
+        import tempfile
+
+        return Target(where, opts, log_dir or tempfile.mkdtemp(prefix="delta-occ-stress-"))
+    path = os.path.abspath(os.path.expanduser(where))
+    return Target(path, opts, log_dir or os.path.join(path, "_stress"))
 
 
 # -- the model --------------------------------------------------------------------------------------
@@ -151,10 +182,11 @@ def touched(op: Dict[str, Any], rows: Rows) -> set:
 # -- the workload -----------------------------------------------------------------------------------
 
 
-def create(path: str, cfg: Config) -> Table:
+def create(where: Union[str, Target], cfg: Config) -> Table:
+    tg = target(where)
     props = {"delta.enableDeletionVectors": "true"} if cfg.dvs else {}
-    t = Table.create(path, SCHEMA, partition_by=["p"] if cfg.partitioned else None, properties=props)
-    log = _Log(os.path.join(path, "_stress", "setup.jsonl"))
+    t = Table.create(tg.location, SCHEMA, partition_by=["p"] if cfg.partitioned else None, properties=props, storage_options=tg.storage_options)
+    log = tg.log("setup.jsonl")
     for n in range(3):
         op = {"op": "append", "ids": list(range(n * 20, n * 20 + 20))}
         _attempt(t, log, f"setup.{n}", "setup", "Serializable", op)
@@ -288,14 +320,14 @@ def _ids_now(t: Table) -> List[int]:
     return t.snapshot().to_pyarrow(columns=["id"]).column("id").to_pylist()
 
 
-def run_writer(path: str, cfg_json: str, worker: int, gen: int, n: int, faults: str, table: Optional[Table] = None) -> None:
+def run_writer(tg: Target, cfg_json: str, worker: int, gen: int, n: int, faults: str, table: Optional[Table] = None) -> None:
     """One writer: ``n`` transactions. Top level so that spawn can start it."""
     if faults:
         os.environ["DELTA_OCC_FAULTS"] = faults
     cfg = Config(**json.loads(cfg_json))
     rng = random.Random(f"{cfg.seed}-{worker}-{gen}")
-    t = table if table is not None else Table(path)
-    log = _Log(os.path.join(path, "_stress", f"w{worker}.g{gen}.jsonl"))
+    t = table if table is not None else tg.table()
+    log = tg.log(f"w{worker}.g{gen}.jsonl")
     counter = iter(range(10**6))
 
     def next_id() -> int:
@@ -309,11 +341,12 @@ def run_writer(path: str, cfg_json: str, worker: int, gen: int, n: int, faults: 
         _attempt(t, log, f"{worker}.{gen}.{a}", f"w{worker}", cfg.levels[(worker + a) % len(cfg.levels)], op)
 
 
-def run_schedule(path: str, cfg: Config) -> None:
+def run_schedule(where: Union[str, Target], cfg: Config) -> None:
     """Rounds of K staged transactions on one table, committed in a random order."""
+    tg = target(where)
     rng = random.Random(f"{cfg.seed}-schedule")
-    t = Table(path)
-    log = _Log(os.path.join(path, "_stress", "schedule.jsonl"))
+    t = tg.table()
+    log = tg.log("schedule.jsonl")
     counter = iter(range(10**6))
 
     def next_id() -> int:
@@ -334,11 +367,12 @@ def run_schedule(path: str, cfg: Config) -> None:
             _commit(txn, rec, log)
 
 
-def interleave(path: str, ops: Sequence[Tuple[Dict[str, Any], str]], order: Sequence[int], tag: str = "i") -> List[Dict[str, Any]]:
+def interleave(where: Union[str, Target], ops: Sequence[Tuple[Dict[str, Any], str]], order: Sequence[int], tag: str = "i") -> List[Dict[str, Any]]:
     """Stage ``(op, isolation level)`` each in its own transaction on one snapshot, then commit
     them in ``order``: one deterministic interleaving, logged like any other attempt."""
-    t = Table(path)
-    log = _Log(os.path.join(path, "_stress", f"{tag}.jsonl"))
+    tg = target(where)
+    t = tg.table()
+    log = tg.log(f"{tag}.jsonl")
     staged = []
     for j, (op, level) in enumerate(ops):
         op = json.loads(json.dumps(op))  # staging records what it chose (app version, property key)
@@ -350,25 +384,33 @@ def interleave(path: str, ops: Sequence[Tuple[Dict[str, Any], str]], order: Sequ
     return [rec for _, rec in staged]
 
 
-def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
-    """Create the table at ``path`` (a new directory), run the writers, the killer and the
-    scheduler, then check the history. Returns the checker's summary."""
+def run(
+    path: str,
+    cfg: Config,
+    progress: Optional[Callable[[str], None]] = None,
+    *,
+    storage_options: Optional[Mapping[str, str]] = None,
+    log_dir: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Create the table at ``path`` (a new directory, or a new object-store location with
+    ``storage_options``), run the writers, the killer and the scheduler, then check the history.
+    Returns the checker's summary (``log_dir``: where the attempt logs went)."""
     t0 = time.monotonic()
-    path = os.path.abspath(os.path.expanduser(path))  # the logs live next to the table
-    create(path, cfg)
+    tg = target(path, storage_options, log_dir)
+    create(tg, cfg)
     cfg_json = json.dumps(dataclasses.asdict(cfg))
-    shared = Table(path)
+    shared = tg.table()
     procs: Dict[int, Tuple[Any, int]] = {}
     threads = []
     done = {w: 0 for w in range(cfg.writers)}
     for w in range(cfg.writers):
         mode = cfg.modes[w % len(cfg.modes)]
         if mode == "thread":
-            th = threading.Thread(target=run_writer, args=(path, cfg_json, w, 0, cfg.transactions, "", shared))
+            th = threading.Thread(target=run_writer, args=(tg, cfg_json, w, 0, cfg.transactions, "", shared))
             th.start()
             threads.append(th)
         else:
-            p = mp.get_context(mode).Process(target=run_writer, args=(path, cfg_json, w, 0, cfg.transactions, cfg.faults))  # type: ignore[attr-defined]
+            p = mp.get_context(mode).Process(target=run_writer, args=(tg, cfg_json, w, 0, cfg.transactions, cfg.faults))  # type: ignore[attr-defined]
             p.start()
             procs[w] = (p, 0)
     rng = random.Random(f"{cfg.seed}-killer")
@@ -377,7 +419,7 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
         time.sleep(cfg.kill_every or 0.2)
         for w, (p, gen) in list(procs.items()):
             if not p.is_alive():
-                done[w] += _ended(path, w, gen)
+                done[w] += _ended(tg, w, gen)
                 del procs[w]
         if cfg.kill_every and procs:
             w = rng.choice(sorted(procs))
@@ -386,11 +428,11 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
                 os.kill(p.pid, signal.SIGKILL)
                 p.join()
                 kills += 1
-                done[w] += _ended(path, w, gen) + 1
+                done[w] += _ended(tg, w, gen) + 1
                 left = cfg.transactions - done[w]
                 if left > 0:
                     mode = cfg.modes[w % len(cfg.modes)]
-                    q = mp.get_context(mode).Process(target=run_writer, args=(path, cfg_json, w, gen + 1, left, cfg.faults))  # type: ignore[attr-defined]
+                    q = mp.get_context(mode).Process(target=run_writer, args=(tg, cfg_json, w, gen + 1, left, cfg.faults))  # type: ignore[attr-defined]
                     q.start()
                     procs[w] = (q, gen + 1)
                 else:
@@ -400,17 +442,18 @@ def run(path: str, cfg: Config, progress: Optional[Callable[[str], None]] = None
     for th in threads:
         th.join()
     if cfg.rounds:
-        run_schedule(path, cfg)
-    summary = check(path, dv_table=cfg.dvs)
+        run_schedule(tg, cfg)
+    summary = check(tg, dv_table=cfg.dvs)
+    summary["log_dir"] = tg.log_dir
     summary["kills"] = kills
     summary["seconds"] = round(time.monotonic() - t0, 2)
     summary["config"] = dataclasses.asdict(cfg)
     return summary
 
 
-def _ended(path: str, w: int, gen: int) -> int:
+def _ended(tg: Target, w: int, gen: int) -> int:
     try:
-        with open(os.path.join(path, "_stress", f"w{w}.g{gen}.jsonl")) as f:
+        with open(os.path.join(tg.log_dir, f"w{w}.g{gen}.jsonl")) as f:
             return sum(1 for line in f if '"outcome": "started"' not in line)
     except FileNotFoundError:
         return 0
@@ -419,10 +462,10 @@ def _ended(path: str, w: int, gen: int) -> int:
 # -- the checker ------------------------------------------------------------------------------------
 
 
-def read_attempts(path: str) -> Dict[str, Dict[str, Any]]:
+def read_attempts(where: Union[str, Target]) -> Dict[str, Dict[str, Any]]:
     """Every attempt by id, its last record winning (``started`` alone: outcome unknown)."""
     out: Dict[str, Dict[str, Any]] = {}
-    d = os.path.join(path, "_stress")
+    d = target(where).log_dir
     for name in sorted(os.listdir(d)):
         with open(os.path.join(d, name)) as f:
             for line in f:
@@ -447,9 +490,10 @@ def _state_at(t: Table, v: int) -> Tuple[Rows, Dict[str, str]]:
     return rows, dict(snap.properties)
 
 
-def check(path: str, dv_table: bool = True) -> Dict[str, Any]:
+def check(where: Union[str, Target], dv_table: bool = True) -> Dict[str, Any]:
     """Judge the logged attempts against the table's history (see the module docstring)."""
-    t = Table(path)
+    path = target(where)
+    t = path.table()
     attempts = read_attempts(path)
     history = {h["version"]: h for h in t.history()}
     latest = max(history)
@@ -503,7 +547,7 @@ def check(path: str, dv_table: bool = True) -> Dict[str, Any]:
             apps[(op["app"], op["app_version"])] += 1
     anomalies += [f"application {k[0]} version {k[1]} applied {n} times" for k, n in apps.items() if n > 1]
     spurious = _spurious(attempts, at_version, rows, dv_table)
-    oracle = _oracle(path, rows[latest], dv_table)
+    oracle = _oracle(path, t, rows[latest], dv_table)
     if oracle.get("differs"):
         anomalies.append(f"final table differs from {oracle['reader']}: {oracle['differs']}")
     outcomes = Counter(r["outcome"] for r in attempts.values())
@@ -566,10 +610,12 @@ def _spurious(attempts: Dict[str, Dict[str, Any]], at_version: Dict[int, str], r
     return out
 
 
-def _oracle(path: str, final: Rows, dv_table: bool) -> Dict[str, Any]:
-    """The final table read by another Delta reader, when one is installed."""
+def _oracle(tg: Target, t: Table, final: Rows, dv_table: bool) -> Dict[str, Any]:
+    """The final table read by another Delta reader, when one is installed (delta-kernel-rs
+    reads a local copy of an object-store table: its Python wrapper takes no credentials)."""
     try:
         if dv_table:
+            path = tg.location if "://" not in tg.location else _local_copy(t)
             from delta_kernel_rust_sharing_wrapper import PythonInterface, ScanBuilder
             from delta_kernel_rust_sharing_wrapper import Table as KTable
 
@@ -581,7 +627,7 @@ def _oracle(path: str, final: Rows, dv_table: bool) -> Dict[str, Any]:
         else:
             import deltalake
 
-            data = _deltalake_read(deltalake, path)
+            data = _deltalake_read(deltalake, tg.location, tg.storage_options)
             reader = "deltalake"
     except ImportError:
         return {"reader": None}
@@ -589,17 +635,31 @@ def _oracle(path: str, final: Rows, dv_table: bool) -> Dict[str, Any]:
     return {"reader": reader, "differs": None if got == final and data.num_rows == len(final) else _diff(final, got)}
 
 
-def _deltalake_read(deltalake: Any, path: str) -> Any:
+def _local_copy(t: Table) -> str:
+    """A local copy of a table's files (the log and the data files), made through its storage."""
+    import tempfile
+
+    storage = t._h.storage
+    dest = tempfile.mkdtemp(prefix="delta-occ-oracle-")
+    for name, _ in storage.list(""):
+        out = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "wb") as f:
+            f.write(storage.read(name))
+    return dest
+
+
+def _deltalake_read(deltalake: Any, path: str, storage_options: Optional[Dict[str, str]] = None) -> Any:
     """deltalake's read through a pyarrow dataset scanner, which is destroyed here: a scanner
     whose native threads outlive it into the interpreter's teardown can abort the process
     (exit 134 in 2 of 19 runs without DVs, after the summary was printed)."""
     import gc
 
-    dt = deltalake.DeltaTable(path)
+    dt = deltalake.DeltaTable(path, storage_options=storage_options)
     data = dt.to_pyarrow_table()
     del dt
     gc.collect()
     return data
 
 
-__all__ = ["Config", "run", "check", "run_schedule", "apply", "ATTEMPT_KEY"]
+__all__ = ["Config", "Target", "target", "run", "check", "run_schedule", "apply", "ATTEMPT_KEY"]

@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import _core
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
-from .exceptions import InvalidArgumentError, MetadataChangedException, TableNotFoundError, VersionNotFoundError
+from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .snapshot import Snapshot
 from .transaction import CommitResult, Transaction
@@ -20,40 +20,44 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _location(path: PathLike) -> str:
-    """A table location: URIs as given; local paths with `~` expanded, made absolute. An empty
-    path is refused rather than taken for the current directory."""
+    """A table location as the core reads it (a local path, made absolute with `~` expanded, or an
+    object-store URI). An empty path is refused rather than taken for the current directory."""
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str):
         raise InvalidArgumentError(f"table path must be a str or os.PathLike, got {type(path).__name__}")
     if not path.strip():
         raise InvalidArgumentError("table path must not be empty (use '.' for the current directory)")
-    if "://" in path or path.startswith("file:"):
-        return path
-    return os.path.abspath(os.path.expanduser(path))
+    return path
 
 
-def _new_location(path: PathLike) -> str:
-    """A location to create a table at: as :func:`_location`, and not a regular file."""
-    location = _location(path)
-    if os.path.isfile(location):
-        raise InvalidArgumentError(f"cannot create a table at {location}: it is a file, not a directory")
-    return location
+def storage_options_arg(options: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
+    """``storage_options`` as the core takes them: str keys, values as strings (``True`` is
+    ``"true"``). The core checks the keys (deltalake's names, any letter case)."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidArgumentError(f"storage_options must be a mapping of option names to values, got {type(options).__name__}")
+    out = {}
+    for k, v in options.items():
+        if not isinstance(k, str):
+            raise InvalidArgumentError(f"storage option names must be strings, got {k!r}")
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
 
 
 class Table:
-    """A Delta table on the local file system."""
+    """A Delta table: a local directory or an object-store location (``s3://``, ``s3a://``,
+    ``abfss://``, ``az://``, ``gs://``) reached with ``storage_options`` (deltalake's key names;
+    the standard environment variables fill in what they leave out)."""
 
     #: Set by a commit through this table: the handle reads its own commit on next use, not inside
     #: ``commit()`` (at 1M files that replay is 0.04-0.4 s, and a process that only commits never
     #: needs it; a failure to read it is not the commit's failure).
     _behind = False
 
-    def __init__(self, path: PathLike) -> None:
-        location = _location(path)
-        if os.path.isfile(location):
-            raise TableNotFoundError(f"no Delta table at {location}: it is a file, not a table directory", table=location)
-        self._h = _core.TableHandle.open(location)
+    def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
+        self._h = _core.TableHandle.open(_location(path), storage_options_arg(storage_options))
 
     @classmethod
     def _wrap(cls, handle: "_core.TableHandle") -> "Table":
@@ -69,17 +73,19 @@ class Table:
         partition_by: Optional[Sequence[str]] = (),
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
+        storage_options: Optional[Mapping[str, str]] = None,
     ) -> "Table":
         """Commit version 0 (protocol, metadata, commitInfo). The protocol follows the
         properties: ``delta.enableDeletionVectors=true`` gives reader 3 / writer 7 with the
-        ``deletionVectors`` feature, and so on."""
+        ``deletionVectors`` feature, and so on. ``path`` and ``storage_options`` as in
+        :class:`Table`."""
         if partition_by is None:
             partition_by = ()
         elif isinstance(partition_by, str):
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         handle = _core.TableHandle.create(
-            _new_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name
+            _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name, storage_options_arg(storage_options)
         )
         return cls._wrap(handle)
 
@@ -282,17 +288,22 @@ class Table:
         cls,
         path: PathLike,
         schema: pa.Schema,
-        partition_by: Sequence[str] = (),
+        partition_by: Optional[Sequence[str]] = (),
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
+        storage_options: Optional[Mapping[str, str]] = None,
     ) -> Transaction:
         """A transaction that creates the table (read version -1). Committing it after another
         writer created the table raises ProtocolChangedException with the empty-directory hint."""
-        if isinstance(partition_by, str):
+        if partition_by is None:
+            partition_by = ()
+        elif isinstance(partition_by, str):
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         return Transaction(
-            _core.TableHandle.begin_create(_new_location(path), arrow_schema_to_delta(schema), list(partition_by), props, name)
+            _core.TableHandle.begin_create(
+                _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name, storage_options_arg(storage_options)
+            )
         )
 
     def _metadata_commit(self, operation: str, params: Dict[str, Any], stage: Any, isolation_level: LevelLike, max_attempts: Optional[int]) -> CommitResult:

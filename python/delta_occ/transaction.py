@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -12,7 +11,7 @@ import pyarrow as pa
 from . import _arrow, _core, engine
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
-from .exceptions import DeltaOccError, InvalidArgumentError
+from .exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
 from .isolation import IsolationLevel
 from .snapshot import Snapshot
 
@@ -98,8 +97,8 @@ class Transaction:
         self._operation: Optional[str] = None
         self._parameters: Dict[str, Any] = {}
         self.result: Optional[CommitResult] = None
-        #: Data files the embedded engine wrote for this transaction: removed again when it does
-        #: not commit, so failed work leaves no orphans behind.
+        #: Data files the embedded engine wrote for this transaction (paths in the table's storage):
+        #: removed again when it does not commit, so failed work leaves no orphans behind.
         self._own_files: List[str] = []
 
     def __repr__(self) -> str:
@@ -329,9 +328,13 @@ class Transaction:
                 parameters = self._parameters
         try:
             d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
+        except CommitOutcomeUnknownError:
+            # The commit may have landed: its files stay (readers of that version need them).
+            self._own_files = []
+            raise
         except DeltaOccError:
-            # The core raises only when no attempt landed (it resolves unknown outcomes by the
-            # commit's txnId), so the files this transaction wrote are referenced by nobody.
+            # Otherwise the core raises only when no attempt landed (it resolves unknown outcomes
+            # by the commit's txnId), so the files this transaction wrote are referenced by nobody.
             self._remove_own_files()
             raise
         self.result = CommitResult._from_core(d)
@@ -358,11 +361,12 @@ class Transaction:
         self._own_files.append(path)
 
     def _remove_own_files(self) -> None:
+        storage = self._h.storage
         for f in self._own_files:
             try:
-                os.remove(f)
-            except FileNotFoundError:
-                pass
+                storage.delete(f)
+            except DeltaOccError:
+                pass  # best effort: an orphan file is harmless (nothing references it)
         self._own_files = []
 
     def __enter__(self) -> "Transaction":

@@ -28,7 +28,7 @@ from .._write import Layout
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
 from ..snapshot import Snapshot
-from ..table import PathLike, Table, _new_location
+from ..table import PathLike, Table, _location, storage_options_arg
 from ..transaction import CommitResult, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
@@ -70,7 +70,7 @@ class SparkTransaction:
         self.lay = Layout(txn.snapshot)
         #: The table schema as Spark types with logical names.
         self.logical = logical_schema(self.snap_handle.schema_json)
-        self.job = Job(self.lay.root)
+        self.job = Job(self.lay.storage)
         self.touched: Set[str] = set()
         self._ops: List[tuple] = []
         self.result: Optional[CommitResult] = None
@@ -193,11 +193,15 @@ class SparkTransaction:
 class SparkTable:
     """A Delta table read and written through a SparkSession, committed by delta-occ."""
 
-    def __init__(self, spark: SparkSession, path: PathLike) -> None:
+    def __init__(self, spark: SparkSession, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
+        """``path``: the table's location as the driver reaches it (a local path or an
+        object-store URI, ``s3a://`` = ``s3://``) with ``storage_options`` (deltalake's key
+        names). The executors reach the same location through the session's Hadoop settings
+        (``spark.hadoop.fs.s3a.*``, ...: docs/guide.md "Tables on S3, ADLS and GCS")."""
         if not isinstance(spark, SparkSession):
             raise InvalidArgumentError(f"spark must be a pyspark SparkSession, got {type(spark).__name__}")
         self.spark = spark
-        self.table = Table(path)
+        self.table = Table(path, storage_options)
 
     @classmethod
     def create(
@@ -205,19 +209,23 @@ class SparkTable:
         spark: SparkSession,
         path: PathLike,
         schema: Union[StructType, pa.Schema],
-        partition_by: Sequence[str] = (),
+        partition_by: Optional[Sequence[str]] = (),
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
+        storage_options: Optional[Mapping[str, str]] = None,
     ) -> "SparkTable":
-        """Create the table (version 0). ``schema`` is a Spark StructType or a pyarrow Schema."""
+        """Create the table (version 0). ``schema`` is a Spark StructType or a pyarrow Schema;
+        ``path`` and ``storage_options`` as in :class:`SparkTable`."""
         if isinstance(schema, StructType):
             schema_json = schema.json()
         else:
             schema_json = arrow_schema_to_delta(schema)
-        if isinstance(partition_by, str):
+        if partition_by is None:
+            partition_by = ()
+        elif isinstance(partition_by, str):
             partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(_new_location(path), schema_json, list(partition_by), props, name)
+        handle = _core.TableHandle.create(_location(path), schema_json, list(partition_by), props, name, storage_options_arg(storage_options))
         st = cls.__new__(cls)
         st.spark = spark
         st.table = Table._wrap(handle)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Uni
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -40,8 +39,9 @@ def _plan(ctx: "SparkTransaction", where: Optional[str]) -> Tuple[ScanPlan, Opti
 def _live_rows(plan: ScanPlan) -> List[int]:
     """Exact live rows per plan file (numRecords, or the footer when the stats lack it)."""
     out = []
+    storage = plan.handle.storage
     for n, d, p in zip(plan.live_rows(), plan.table.column("dv_cardinality").to_pylist(), plan.table.column("abs_path").to_pylist()):
-        out.append(n if n is not None else pq.read_metadata(p).num_rows - d)
+        out.append(n if n is not None else storage.footer_stats(p)[1] - d)
     return out
 
 

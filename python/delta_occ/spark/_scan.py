@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
@@ -18,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .. import _arrow
-from ..exceptions import InvalidArgumentError
+from ..exceptions import DeltaOccError, InvalidArgumentError
 from ._columns import col, logical_schema, physical_schema, quote
 
 FILE = "__delta_occ_file"
@@ -55,9 +54,10 @@ def session_conf(spark: SparkSession, **settings: str) -> Iterator[None]:
                 spark.conf.set(k, prev)
 
 
-def read_path(abs_path: str) -> str:
-    """A local path as Spark must be given it: a file URI, glob characters escaped."""
-    return "file://" + abs_path.translate(_GLOB)
+def read_path(storage: Any, abs_path: str) -> str:
+    """A data file as Spark must be given it: its Hadoop path (``file://``, ``s3a://``, ...),
+    glob characters escaped."""
+    return str(storage.hadoop_path(abs_path)).translate(_GLOB)
 
 
 class ScanPlan:
@@ -155,7 +155,8 @@ def _scan(spark: SparkSession, plan: ScanPlan, files: Sequence[int], read_fields
     paths = plan.table.column("abs_path").take(pa.array(files, pa.int64())).to_pylist()
     with session_conf(spark, **{_DISCOVERY_THRESHOLD: str(max(len(paths), 32) + 1)}):
         reader = spark.read.schema(StructType(read_fields) if read_fields else StructType())
-        df = reader.parquet(*[read_path(p) for p in paths])
+        storage = plan.handle.storage
+        df = reader.parquet(*[read_path(storage, p) for p in paths])
     selected = [col(f.name) for f in read_fields]
     if key is not None:
         identity = "_metadata.file_path" if key == _KEY else "_metadata.file_size"
@@ -188,7 +189,8 @@ def _read_unjoined(spark: SparkSession, plan: ScanPlan, read_fields: List[Any], 
     sizes = plan.table.column("size").take(bitmaps.column("file")).to_pylist()
     abs_paths = plan.table.column("abs_path").take(bitmaps.column("file")).to_pylist()
     # Spark's _metadata.file_size is the size on disk: a long key when it tells these files apart.
-    by_size = len(set(sizes)) == len(sizes) and all(_disk_size(p) == n for p, n in zip(abs_paths, sizes))
+    storage = plan.handle.storage
+    by_size = len(set(sizes)) == len(sizes) and all(_stored_size(storage, p) == n for p, n in zip(abs_paths, sizes))
     if by_size:
         df = _drop_deleted(spark, _scan(spark, plan, dv_files, read_fields, _SIZE), _SIZE, pa.array(sizes, pa.int64()), bitmaps.column("words"))
     else:
@@ -200,10 +202,10 @@ def _read_unjoined(spark: SparkSession, plan: ScanPlan, read_fields: List[Any], 
     return df
 
 
-def _disk_size(path: str) -> Optional[int]:
+def _stored_size(storage: Any, path: str) -> Optional[int]:
     try:
-        return os.path.getsize(path)
-    except OSError:
+        return int(storage.size(path))
+    except DeltaOccError:
         return None  # Spark's own read of the file reports it
 
 

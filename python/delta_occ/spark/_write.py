@@ -6,7 +6,7 @@ which cannot tell NULL from "" and depend on the session time zone."""
 
 from __future__ import annotations
 
-import os
+import posixpath
 import shutil
 import uuid
 from functools import reduce
@@ -16,10 +16,9 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .. import _core
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
-from ..exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from ..exceptions import DeltaOccError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from ._columns import col, logical_schema, physical_schema
 from ._scan import session_conf
 
@@ -32,22 +31,31 @@ _WRITE_CONF = {
 
 
 class Job:
-    """The output directories of one operation; removed again when the operation does not commit."""
+    """The output directories of one operation (relative to the table root, in the table's
+    storage); removed again when the operation does not commit."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
         self.dirs: List[str] = []
         self.rows = 0  # rows in the files staged so far
         self.written: List[int] = []  # the group of each file staged, in order
 
     def new_dir(self) -> str:
-        d = os.path.join(self.root, f"spark-{uuid.uuid4().hex}")
+        d = f"spark-{uuid.uuid4().hex}"
         self.dirs.append(d)
         return d
 
     def cleanup(self) -> None:
+        """Delete every file of the job's directories (best effort: an orphan is harmless)."""
         for d in self.dirs:
-            shutil.rmtree(d, ignore_errors=True)
+            try:
+                for name, _ in self.storage.list(d):
+                    self.storage.delete(f"{d}/{name}")
+            except DeltaOccError:
+                pass
+            local = self.storage.local_path(d)
+            if local is not None:
+                shutil.rmtree(local, ignore_errors=True)
         self.dirs = []
 
 
@@ -156,7 +164,7 @@ def write_groups(
     if group_col is not None:
         writer = writer.partitionBy(group_col)
     with session_conf(spark, **_WRITE_CONF):
-        writer.parquet("file://" + out_dir)
+        writer.parquet(lay.storage.hadoop_path(out_dir))
     return stage_written(lay, txn, job, out_dir, group_col, groups, data_change)
 
 
@@ -169,36 +177,33 @@ def stage_written(
     groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]],
     data_change: bool,
 ) -> List[str]:
+    """Stage what the job wrote into ``out_dir`` (relative to the table root), listed and read
+    (footers only) through the table's storage: a local directory or an object store."""
+    storage = lay.storage
     paths = []
-    for dirpath, dirnames, filenames in os.walk(out_dir):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            if name.startswith(("_", ".")) or name.endswith(".crc"):
-                os.remove(full)  # _SUCCESS and checksums: nobody reads them
-                continue
-            group = 0
-            if group_col is not None:
-                leaf = os.path.basename(dirpath)
-                if not leaf.startswith(group_col + "="):
-                    raise InvalidArgumentError(f"unexpected file {full} in the job's output")
-                group = int(leaf.split("=", 1)[1])
-            values, tags = groups[group]
-            stats, rows = footer_stats(full)
-            if rows == 0:
-                os.remove(full)  # Spark writes one empty file for an empty DataFrame
-                continue
-            rel = os.path.relpath(full, lay.root).replace(os.sep, "/")
-            txn.add_file(rel, values, os.path.getsize(full), stats, data_change=data_change, tags=tags)
-            paths.append(rel)
-            job.rows += rows
-            job.written.append(group)
+    for name, size in storage.list(out_dir):
+        rel = f"{out_dir}/{name}"
+        dirname, base = posixpath.split(name)
+        if size == 0 or base.startswith(("_", ".")) or base.endswith(".crc") or "_temporary" in dirname.split("/"):
+            # _SUCCESS, checksums, temporaries, directory markers: nobody reads them
+            storage.delete(rel)
+            continue
+        group = 0
+        if group_col is not None:
+            leaf = posixpath.basename(dirname)
+            if not leaf.startswith(group_col + "="):
+                raise InvalidArgumentError(f"unexpected file {storage.uri_of(rel)} in the job's output")
+            group = int(leaf.split("=", 1)[1])
+        values, tags = groups[group]
+        stats, rows = storage.footer_stats(rel)
+        if rows == 0:
+            storage.delete(rel)  # Spark writes one empty file for an empty DataFrame
+            continue
+        txn.add_file(rel, values, size, stats, data_change=data_change, tags=tags)
+        paths.append(rel)
+        job.rows += rows
+        job.written.append(group)
     return paths
 
 
-def footer_stats(path: str) -> Tuple[str, int]:
-    """Delta stats of a written file from its footer, by the core (``parquet_stats.rs``)."""
-    return _core.parquet_footer_stats(path)
-
-
-__all__ = ["Job", "conform", "write", "write_groups", "footer_stats", "GROUP"]
+__all__ = ["Job", "conform", "write", "write_groups", "GROUP"]

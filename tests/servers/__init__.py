@@ -1,0 +1,1 @@
+"""Real servers started on loopback for tests."""

@@ -68,3 +68,132 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# -- object stores ------------------------------------------------------------------------------
+# Servers on loopback, started once per session by the first test that needs them. They are part
+# of the default run: a server that cannot be installed or started is a test error, not a skip
+# (DELTA_OCC_NO_OBJECT_STORES=1 skips them, saying so, for a machine without apt/npm/go).
+
+BUCKET = "delta-occ"
+
+
+def _object_stores_off() -> None:
+    if os.environ.get("DELTA_OCC_NO_OBJECT_STORES"):
+        pytest.skip("DELTA_OCC_NO_OBJECT_STORES is set: object-store servers are not started")
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A Ceph S3 gateway (radosgw; conditional PUTs atomic under races) with bucket ``delta-occ``."""
+    _object_stores_off()
+    from servers import ceph
+
+    ceph.ensure_installed()
+    with ceph.CephS3() as s3:
+        s3.create_bucket(BUCKET)
+        yield s3
+
+
+class Where:
+    """Where a test puts its tables: ``where("t")`` is a new table location under one fresh
+    directory (local) or prefix (object store), ``where.options`` its storage options."""
+
+    def __init__(self, base: str, options: "dict | None", kind: str) -> None:
+        self.base, self.options, self.kind = base.rstrip("/"), options, kind
+
+    def __call__(self, name: str) -> str:
+        return f"{self.base}/{name}"
+
+    def __repr__(self) -> str:
+        return f"Where({self.kind})"
+
+
+def s3_where(s3) -> Where:
+    import uuid
+
+    return Where(f"s3://{BUCKET}/{uuid.uuid4().hex}", s3.storage_options(), "s3")
+
+
+@pytest.fixture
+def s3_where_fixture(s3_server) -> Where:
+    return s3_where(s3_server)
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(request, tmp_path) -> Where:
+    """Each test that takes it runs on a local directory and on S3 (Ceph)."""
+    if request.param == "local":
+        return Where(str(tmp_path), None, "local")
+    return s3_where(request.getfixturevalue("s3_server"))
+
+
+@pytest.fixture(scope="session")
+def s3_golden(s3_server):
+    """The golden tables uploaded once, byte for byte, under ``s3://delta-occ/golden/``; returns
+    (base URI, storage options)."""
+    if not (GOLDEN / "INDEX.md").exists():
+        pytest.skip(GOLDEN_REASON)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from delta_occ import _core
+
+    base, opts = f"s3://{BUCKET}/golden", s3_server.storage_options()
+    storage = _core.StorageHandle(base, opts)
+    files = [f for f in GOLDEN.rglob("*") if f.is_file()]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda f: storage.write(f.relative_to(GOLDEN).as_posix(), f.read_bytes()), files))
+    return base, opts
+
+
+@pytest.fixture(params=["local", "s3"])
+def golden_at(request):
+    """``golden_at(rel) -> (location, storage options)`` of a golden table: on the local disk
+    (../shared, read in place) and uploaded to S3."""
+    if request.param == "local":
+        if not (GOLDEN / "INDEX.md").exists():
+            pytest.skip(GOLDEN_REASON)
+        return lambda rel: (str(GOLDEN / rel), None)
+    import urllib.parse
+
+    base, opts = request.getfixturevalue("s3_golden")
+    # A URI: names such as "special p@#h" are percent-encoded in it.
+    return lambda rel: (f"{base}/{urllib.parse.quote(rel)}", opts)
+
+
+@pytest.fixture(scope="session")
+def azurite_server():
+    """Azure Blob Storage's emulator (Azurite, from npm) with container ``delta-occ``; its URL is
+    set in the environment (object_store's emulator mode reads it from there)."""
+    _object_stores_off()
+    from servers import azurite
+
+    azurite.ensure_installed()
+    with azurite.Azurite() as az:
+        az.create_container(BUCKET)
+        os.environ.update(az.object_store_env())
+        yield az
+
+
+@pytest.fixture(scope="session")
+def gcs_server():
+    """fake-gcs-server (Go module proxy) behind its XML-API layer, with bucket ``delta-occ``."""
+    _object_stores_off()
+    from servers import fake_gcs
+
+    fake_gcs.ensure_installed()
+    with fake_gcs.FakeGcs() as gcs:
+        gcs.create_bucket(BUCKET)
+        yield gcs
+
+
+def azure_options(az, sas: "str | None" = None) -> dict:
+    opts = az.storage_options(BUCKET, sas=sas)
+    opts.pop("azure_container_name")  # the URI names the container
+    return opts
+
+
+def gcs_options(gcs) -> dict:
+    opts = gcs.storage_options(BUCKET)
+    opts.pop("google_bucket")  # the URI names the bucket
+    return opts

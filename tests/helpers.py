@@ -72,3 +72,29 @@ def simple_table(root: pathlib.Path, n_files: int = 2, rows_per_file: int = 5) -
         actions.append(add(f"f{i}.parquet", size, stats={"numRecords": rows_per_file}))
     write_commit(root, 0, actions)
     return root
+
+
+def kernel_rows(table) -> pa.Table:
+    """A delta_occ Table read by delta-kernel-rs: in place on a local disk; from an object store,
+    a byte-for-byte local copy of its files (the kernel's Python wrapper takes no credentials), so
+    what is read is exactly what the bucket holds."""
+    import tempfile
+
+    import delta_kernel_rust_sharing_wrapper as dk
+
+    storage = table._h.storage
+    root = storage.local_path("")
+    if root is None:
+        root = tempfile.mkdtemp(prefix="delta-occ-kernel-")
+        for name, _ in storage.list(""):
+            dest = pathlib.Path(root) / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(storage.read(name))
+    uri = pathlib.Path(root).resolve().as_uri() + "/"
+    iface = dk.PythonInterface(uri)
+    result = dk.ScanBuilder(dk.Table(uri).snapshot(iface)).build().execute(iface)
+    if isinstance(result, pa.Table):
+        return result
+    if isinstance(result, pa.RecordBatchReader):
+        return result.read_all()
+    return pa.Table.from_batches(list(result))

@@ -8,11 +8,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import tempfile
+import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 
 import delta_occ as docc
+
+from helpers import kernel_rows
 
 Rows = Dict[int, Dict[str, Any]]
 
@@ -91,15 +94,26 @@ def optimize() -> Op:
 
 
 def make_table(
-    *, dv: bool, partitioned: bool, level: str = "WriteSerializable", batches: int = 4, per_batch: int = 10, path: Optional[str] = None
+    *,
+    dv: bool,
+    partitioned: bool,
+    level: str = "WriteSerializable",
+    batches: int = 4,
+    per_batch: int = 10,
+    path: Optional[str] = None,
+    where: Any = None,
 ) -> "tuple[docc.Table, Rows]":
     """A table with `batches` appends of `per_batch` rows: id, x = id, and p = id % 2 when
-    partitioned (so every append leaves one small file per partition)."""
+    partitioned (so every append leaves one small file per partition). ``where`` (the conftest
+    fixture) puts it in that storage; otherwise a new local directory."""
+    options = None
+    if where is not None:
+        path, options = where(f"t-{uuid.uuid4().hex[:8]}"), where.options
     path = path or tempfile.mkdtemp(prefix="docc-rl-")
     props = {"delta.isolationLevel": level}
     if dv:
         props["delta.enableDeletionVectors"] = "true"
-    t = docc.Table.create(path, schema(partitioned), partition_by=["p"] if partitioned else [], properties=props)
+    t = docc.Table.create(path, schema(partitioned), partition_by=["p"] if partitioned else [], properties=props, storage_options=options)
     model: Rows = {}
     for b in range(batches):
         rows = [row(i, partitioned) for i in range(b * per_batch, (b + 1) * per_batch)]
@@ -129,17 +143,12 @@ def table_rows(t: docc.Table) -> List[Dict[str, Any]]:
 
 def oracle_rows(t: docc.Table) -> List[Dict[str, Any]]:
     """The same table read by an independent reader: delta-kernel-rs when it has deletion
-    vectors or column mapping (deltalake 1.6 refuses those), deltalake otherwise."""
-    import pathlib
-
+    vectors or column mapping (deltalake 1.6 refuses those) or lives in an object store,
+    deltalake otherwise."""
     snap = t.snapshot()
-    if {"deletionVectors", "columnMapping"} & set(snap.protocol.get("reader_features") or []):
-        import delta_kernel_rust_sharing_wrapper as dk
-
-        uri = pathlib.Path(t.path).resolve().as_uri() + "/"
-        iface = dk.PythonInterface(uri)
-        result = dk.ScanBuilder(dk.Table(uri).snapshot(iface)).build().execute(iface)
-        table = result if isinstance(result, pa.Table) else result.read_all() if isinstance(result, pa.RecordBatchReader) else pa.Table.from_batches(list(result))
+    features = set(snap.protocol.get("reader_features") or [])
+    if {"deletionVectors", "columnMapping"} & features or not t._h.storage.is_local:
+        table = kernel_rows(t)  # (a table in an object store: a byte copy of it)
     else:
         import deltalake
 

@@ -258,9 +258,16 @@ def test_bad_partition_value(tmp_path):
         docc.Table(tmp_path).snapshot().to_pyarrow()
 
 
-def test_object_store_uri_is_refused_clearly(tmp_path):
-    with pytest.raises(exc.InvalidArgumentError, match="not supported yet"):
-        docc.Table("s3://bucket/table")
+def test_object_store_uri_without_credentials_is_a_clear_error(monkeypatch):
+    """No credentials in storage_options or the environment (and no instance metadata service, as
+    on this machine): a StorageError that says so, not the metadata service's HTTP error."""
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    with pytest.raises(exc.StorageError) as info:
+        docc.Table("s3://bucket/table", storage_options={"AWS_REGION": "us-east-1"})
+    assert info.value.problem == "unauthenticated" and "credentials" in str(info.value)
+    assert "s3://bucket/table" in str(info.value)
 
 
 def test_hierarchy():

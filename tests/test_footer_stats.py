@@ -79,6 +79,6 @@ def test_written_file_stats_equal_row_stats(tmp_path, name, array):
     the rows tell) are `stats_json`'s, NaN and values above pyarrow's 4 KiB statistics limit
     included."""
     table = pa.table({"c": array, "k": pa.array(range(len(array)), pa.int64())})
-    path = str(tmp_path / "f.parquet")
-    _write_parquet(table, path)
-    assert json.loads(file_stats(table, path)) == json.loads(stats_json(table))
+    written = _write_parquet(_core.StorageHandle(str(tmp_path)), "f.parquet", table)
+    assert (tmp_path / "f.parquet").read_bytes() == written
+    assert json.loads(file_stats(table, written)) == json.loads(stats_json(table))

@@ -50,15 +50,15 @@ def _ids(tables):
 
 
 @pytest.mark.parametrize("g", TABLES, ids=_ids(TABLES))
-def test_version_and_live_files(g):
-    path = GOLDEN / g.repo / g.name
+def test_version_and_live_files(g, golden_at):
+    path, opts = golden_at(g.rel)
     if g.rel in EXPECTED_ERRORS or g.error:
         cls, text = EXPECTED_ERRORS[g.rel]
         with pytest.raises(cls) as info:
-            docc.Table(path)
+            docc.Table(path, storage_options=opts)
         assert text in str(info.value)
         return
-    snap = docc.Table(path).snapshot()
+    snap = docc.Table(path, storage_options=opts).snapshot()
     assert snap.version == g.version
     assert snap.files().num_rows == g.live_files
 
@@ -67,8 +67,9 @@ ROW_TABLES = [t for t in TABLES if t.rows is not None and t.rel not in EXPECTED_
 
 
 @pytest.mark.parametrize("g", ROW_TABLES, ids=_ids(ROW_TABLES))
-def test_rows_after_dvs(g):
-    snap = docc.Table(GOLDEN / g.repo / g.name).snapshot()
+def test_rows_after_dvs(g, golden_at):
+    path, opts = golden_at(g.rel)
+    snap = docc.Table(path, storage_options=opts).snapshot()
     data = snap.to_pyarrow()
     assert data.num_rows == g.rows
     assert data.schema.names == snap.schema.names
@@ -79,11 +80,13 @@ MISSING_DATA = [t for t in TABLES if t.rows is None and t.error is None and t.re
 
 
 @pytest.mark.parametrize("g", MISSING_DATA, ids=_ids(MISSING_DATA))
-def test_log_only_tables_name_the_missing_data_file(g):
-    snap = docc.Table(GOLDEN / g.repo / g.name).snapshot()
+def test_log_only_tables_name_the_missing_data_file(g, golden_at):
+    path, opts = golden_at(g.rel)
+    snap = docc.Table(path, storage_options=opts).snapshot()
     with pytest.raises(exc.CorruptLogError) as info:
         snap.to_pyarrow()
-    assert "does not exist" in str(info.value) and str(GOLDEN) in str(info.value)
+    root = docc.Table(path, storage_options=opts).path  # the location as messages show it
+    assert "does not exist" in str(info.value) and root in str(info.value)
 
 
 def _renamed_copy(rel: str, tmp_path: pathlib.Path) -> pathlib.Path:

@@ -49,10 +49,10 @@ def test_core_reader_equals_pyarrow_on_golden_files(rel, snap):
     for abs_path, _, _ in snap._h.data_files():
         if not os.path.exists(abs_path):  # log-only golden tables: the reader refuses the file
             with pytest.raises(docc.exceptions.CorruptLogError, match="does not exist"):
-                _read._read_file(abs_path, fields, mode)
+                _read._read_file(snap._h.storage, abs_path, fields, mode)
             continue
         expected = _read._read_file_pyarrow(abs_path, fields, mode)
-        got = _read._read_file(abs_path, fields, mode)
+        got = _read._read_file(snap._h.storage, abs_path, fields, mode)
         assert got[1] == expected[1], abs_path
         for f in fields:
             a, b = got[0][f["name"]], expected[0][f["name"]]

@@ -44,3 +44,21 @@ def test_two_jobs_block_and_its_explain_command(tmp_path, monkeypatch, capsys):
     assert main([*command, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["operation"] == "WRITE" and [c["rule"] for c in doc["checked"]] == ["§2: WriteSerializable ignores a concurrent blind append"]
+
+
+def test_object_store_block_runs_against_the_test_server(s3_server, monkeypatch, capsys):
+    """The "Tables on S3, ADLS and GCS" block, with the environment pointing at the test suite's
+    S3 server (the block itself names only the region), prints what its steps give: the second
+    DELETE rebased over the first (version 2), one row left of three."""
+    import uuid
+
+    section = README.read_text().split("### Tables on S3, ADLS and GCS", 1)[1].split("\n### ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    for k, v in s3_server.storage_options().items():
+        if k != "AWS_REGION":
+            monkeypatch.setenv(k, v)
+    bucket = f"readme-{uuid.uuid4().hex[:8]}"
+    s3_server.create_bucket(bucket)
+    exec(compile(code.replace("s3://delta-occ/", f"s3://{bucket}/").replace("s3a://delta-occ/", f"s3a://{bucket}/"), "README.md S3", "exec"), {})
+    assert capsys.readouterr().out.strip() == "[2] 1"
+    assert "It prints `[2] 1`" in section

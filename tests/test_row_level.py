@@ -102,8 +102,8 @@ def file_of(t: docc.Table, ident: int) -> str:
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_23_deletes_of_different_rows_both_succeed(level, partitioned):
-    t, base = make_table(dv=True, partitioned=partitioned, level=level, batches=1)
+def test_23_deletes_of_different_rows_both_succeed(level, partitioned, where):
+    t, base = make_table(where=where, dv=True, partitioned=partitioned, level=level, batches=1)
     path = file_of(t, 2)
     a, b = delete("id = 2", by_id(2)), delete("id = 4", by_id(4))
     committed, r = interleave(t, a, [b], level)
@@ -116,8 +116,8 @@ def test_23_deletes_of_different_rows_both_succeed(level, partitioned):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_23_threads_race(level):
-    t, base = make_table(dv=True, partitioned=False, level=level, batches=1)
+def test_23_threads_race(level, where):
+    t, base = make_table(where=where, dv=True, partitioned=False, level=level, batches=1)
     ops = [delete(f"id = {i}", by_id(i)) for i in (1, 5)]
     committed, out = race(t, ops, level)
     assert all(isinstance(o, docc.CommitResult) for o in out), out
@@ -129,8 +129,8 @@ def test_23_threads_race(level):
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("loser_kind", ["DELETE", "UPDATE"])
-def test_24_same_row_is_delete_delete(level, loser_kind):
-    t, base = make_table(dv=True, partitioned=False, level=level, batches=1)
+def test_24_same_row_is_delete_delete(level, loser_kind, where):
+    t, base = make_table(where=where, dv=True, partitioned=False, level=level, batches=1)
     loser = delete("id = 3", by_id(3)) if loser_kind == "DELETE" else update("id = 3", by_id(3), {"x": "x + 1"}, lambda r: r.update(x=r["x"] + 1))
     committed, e = interleave(t, loser, [delete("x = 3", lambda r: r["x"] == 3)], level)
     assert isinstance(e, ex.ConcurrentDeleteDeleteException), e
@@ -144,8 +144,8 @@ def test_24_same_row_is_delete_delete(level, loser_kind):
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("update_first", [True, False])
-def test_25_update_and_delete_of_different_rows(level, update_first):
-    t, base = make_table(dv=True, partitioned=False, level=level, batches=1)
+def test_25_update_and_delete_of_different_rows(level, update_first, where):
+    t, base = make_table(where=where, dv=True, partitioned=False, level=level, batches=1)
     upd = update("id = 1", by_id(1), {"x": "x + 100"}, lambda r: r.update(x=r["x"] + 100))
     dele = delete("id = 2", by_id(2))
     loser, winner = (dele, upd) if update_first else (upd, dele)
@@ -159,9 +159,9 @@ def test_25_update_and_delete_of_different_rows(level, update_first):
 # -- scenario 26: N >= 8 concurrent DELETEs of distinct rows, processes ----------------------------
 
 
-def _delete_worker(path: str, ident: int, barrier: Any, queue: Any) -> None:
+def _delete_worker(path: str, options: Any, ident: int, barrier: Any, queue: Any) -> None:
     try:
-        t = docc.Table(path)
+        t = docc.Table(path, storage_options=options)
         txn = t.begin(max_attempts=1000)
         txn.delete(f"id = {ident}")
         barrier.wait()
@@ -172,12 +172,13 @@ def _delete_worker(path: str, ident: int, barrier: Any, queue: Any) -> None:
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_26_eight_processes_delete_distinct_rows_of_one_file(level):
-    t, base = make_table(dv=True, partitioned=False, level=level, batches=1, per_batch=40)
+def test_26_eight_processes_delete_distinct_rows_of_one_file(level, where):
+    t, base = make_table(where=where, dv=True, partitioned=False, level=level, batches=1, per_batch=40)
     ctx = multiprocessing.get_context("fork")
     n = 8
     barrier, queue = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_delete_worker, args=(t.path, i * 3, barrier, queue)) for i in range(n)]
+    # Forked after the parent used the table (on S3: after its I/O runtime started).
+    procs = [ctx.Process(target=_delete_worker, args=(t.path, where.options, i * 3, barrier, queue)) for i in range(n)]
     for p in procs:
         p.start()
     results = [queue.get(timeout=120) for _ in procs]
@@ -198,10 +199,10 @@ def test_26_eight_processes_delete_distinct_rows_of_one_file(level):
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_27_update_moving_a_row_into_the_predicate_is_append(level, partitioned):
+def test_27_update_moving_a_row_into_the_predicate_is_append(level, partitioned, where):
     # The DELETE removes rows of its own (x = 16..19): one that matched nothing would write no
     # commit and so could not conflict (docs/guide.md "Policies").
-    t, base = make_table(dv=True, partitioned=partitioned, level=level, batches=2)
+    t, base = make_table(where=where, dv=True, partitioned=partitioned, level=level, batches=2)
     loser = delete("x > 15", lambda r: r["x"] > 15)
     winner = update("id = 3", by_id(3), {"x": "500"}, lambda r: r.update(x=500))
     committed, e = interleave(t, loser, [winner], level)
@@ -209,7 +210,7 @@ def test_27_update_moving_a_row_into_the_predicate_is_append(level, partitioned)
     assert e.winning_operation == "UPDATE" and e.overlapping_rows == 1
     assert_invariants(t, base, [committed[v] for v in sorted(committed)])
     # Control: an UPDATE that keeps the row outside P does not conflict.
-    t2, base2 = make_table(dv=True, partitioned=partitioned, level=level, batches=2)
+    t2, base2 = make_table(where=where, dv=True, partitioned=partitioned, level=level, batches=2)
     committed, r = interleave(t2, delete("x > 15", lambda r: r["x"] > 15), [update("id = 3", by_id(3), {"x": "5"}, lambda r: r.update(x=5))], level)
     assert isinstance(r, docc.CommitResult) and r.committed, r
     assert_invariants(t2, base2, [committed[v] for v in sorted(committed)])
@@ -222,8 +223,8 @@ def test_27_update_moving_a_row_into_the_predicate_is_append(level, partitioned)
 @pytest.mark.parametrize("partitioned", [False, True])
 @pytest.mark.parametrize("optimize_first", [True, False])
 @pytest.mark.parametrize("dml", ["DELETE", "UPDATE", "MERGE"])
-def test_28_optimize_and_dml_both_succeed(level, partitioned, optimize_first, dml):
-    t, base = make_table(dv=True, partitioned=partitioned, level=level, batches=3)
+def test_28_optimize_and_dml_both_succeed(level, partitioned, optimize_first, dml, where):
+    t, base = make_table(where=where, dv=True, partitioned=partitioned, level=level, batches=3)
     # Rows deleted before the compaction read, so inputs carry DVs too.
     t.delete("id = 0")
     base.pop(0)
@@ -253,13 +254,13 @@ def _orders_with_optimize_not_last() -> List[str]:
 
 @pytest.mark.parametrize("partitioned", [False, True])
 @pytest.mark.parametrize("order", _orders_with_optimize_not_last())
-def test_28_optimize_among_several_dml_in_every_commit_order(partitioned, order):
+def test_28_optimize_among_several_dml_in_every_commit_order(partitioned, order, where):
     """Scenario 28 with the OPTIMIZE rebasing over DML that committed before it and DML rebasing
     over it afterwards, all from one read version, in every commit order: no row is lost or comes
     back, whichever order (concurrency.md §4 rule 5, scenarios 28/29). A compaction that carried a
     winner's deletions removes its inputs with the newer DV; the rows it wrote are still those it
     read, so later DML must be remapped by those (78 of these 192 cases went wrong before)."""
-    t, base = make_table(dv=True, partitioned=partitioned, batches=2, per_batch=3)
+    t, base = make_table(where=where, dv=True, partitioned=partitioned, batches=2, per_batch=3)
     ops = {
         "X": delete("id = 0", by_id(0)),
         "D": delete("id = 2", by_id(2)),
@@ -281,14 +282,14 @@ def test_28_optimize_among_several_dml_in_every_commit_order(partitioned, order)
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_29_overlapping_optimizes_both_succeed(partitioned):
-    t, base = make_table(dv=True, partitioned=partitioned, batches=4)
+def test_29_overlapping_optimizes_both_succeed(partitioned, where):
+    t, base = make_table(where=where, dv=True, partitioned=partitioned, batches=4)
     committed, r = interleave(t, optimize(), [optimize()])
     assert isinstance(r, docc.CommitResult), r
     assert int(r.metrics.get("numDroppedBins", "0")) >= 1
     assert_invariants(t, base, [])
     # Partially overlapping: the loser compacted only some of the winner's inputs.
-    t2, base2 = make_table(dv=True, partitioned=partitioned, batches=4)
+    t2, base2 = make_table(where=where, dv=True, partitioned=partitioned, batches=4)
     txn = t2.begin()
     txn.optimize(where="id < 20")
     o = t2.begin()
@@ -304,10 +305,10 @@ def test_29_overlapping_optimizes_both_succeed(partitioned):
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("on", ["t.id = s.id AND t.date = s.date", "t.id = s.id"])
-def test_30_merges_on_different_partitions(tmp_path, level, on):
+def test_30_merges_on_different_partitions(level, on, where):
     sch = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("date", pa.string())])
     props = {"delta.isolationLevel": level, "delta.enableDeletionVectors": "true"}
-    t = docc.Table.create(str(tmp_path / "t"), sch, partition_by=["date"], properties=props)
+    t = docc.Table.create(where("t"), sch, partition_by=["date"], properties=props, storage_options=where.options)
     base = {}
     for d, ids in (("d1", range(0, 10)), ("d2", range(10, 20))):
         rows = [{"id": i, "x": i, "date": d} for i in ids]
@@ -325,11 +326,11 @@ def test_30_merges_on_different_partitions(tmp_path, level, on):
     assert_invariants(t, base, [committed[v] for v in sorted(committed)])
 
 
-def test_30_overlapping_merges_still_conflict(tmp_path):
+def test_30_overlapping_merges_still_conflict(where):
     """Control for 30: two MERGEs inserting the same new key conflict (the second's narrowed
     read matches the first's inserted row)."""
     sch = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("date", pa.string())])
-    t = docc.Table.create(str(tmp_path / "t"), sch, partition_by=["date"], properties={"delta.isolationLevel": "Serializable"})
+    t = docc.Table.create(where("t"), sch, partition_by=["date"], properties={"delta.isolationLevel": "Serializable"}, storage_options=where.options)
     t.append(pa.Table.from_pylist([{"id": 1, "x": 1, "date": "d1"}], schema=sch))
     base = {1: {"id": 1, "x": 1, "date": "d1"}}
     src = [{"id": 5, "x": 5, "date": "d1"}]

@@ -6,7 +6,6 @@ under WriteSerializable, so such cases also run with a winner that read the tabl
 from __future__ import annotations
 
 import json
-import os
 
 import pyarrow as pa
 import pytest
@@ -23,11 +22,11 @@ SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("x", pa.int64())])
 
 
 class Env:
-    def __init__(self, path: str, partition_by=("p",), schema=SCHEMA, level=S, props=None, seed=True):
+    def __init__(self, path: str, partition_by=("p",), schema=SCHEMA, level=S, props=None, seed=True, storage_options=None):
         self.path = path
         properties = {"delta.isolationLevel": level}
         properties.update(props or {})
-        self.table = docc.Table.create(path, schema, partition_by=list(partition_by), properties=properties)
+        self.table = docc.Table.create(path, schema, partition_by=list(partition_by), properties=properties, storage_options=storage_options)
         self.files = {}
         if seed and list(partition_by) == ["p"]:
             txn = self.table.begin()
@@ -232,15 +231,15 @@ def s21(env, with_commit_info=True):
     # A third-party writer whose commitInfo has no isBlindAppend (or no commitInfo at all).
     from datafiles import write_file
 
-    kw = write_file(env.path, rows([101]), {"p": 1})
+    storage = env.table._h.storage
+    kw = write_file(storage, rows([101]), {"p": 1})
     version = env.table.refresh() + 1
     lines = []
     if with_commit_info:
         lines.append({"commitInfo": {"timestamp": 1, "operation": "STREAMING UPDATE", "operationParameters": {}}})
     lines.append({"add": {"path": kw["path"], "partitionValues": {"p": "1"}, "size": kw["size"],
                           "modificationTime": 1, "dataChange": True, "stats": kw["stats"]}})
-    with open(os.path.join(env.path, "_delta_log", f"{version:020}.json"), "x") as f:
-        f.write("\n".join(json.dumps(l) for l in lines) + "\n")
+    storage.write(f"_delta_log/{version:020}.json", ("\n".join(json.dumps(l) for l in lines) + "\n").encode())
     return txn, type("W", (), {"version": version, "operation": "STREAMING UPDATE" if with_commit_info else "TRANSACTION"})()
 
 
@@ -308,8 +307,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("scenario,level,expected,hint", [pytest.param(*c[1:], id=f"s{c[0]}-{c[2]}") for c in CASES])
-def test_scenario(tmp_path, scenario, level, expected, hint):
-    env = Env(str(tmp_path / "t"), level=level)
+def test_scenario(where, scenario, level, expected, hint):
+    """Each scenario on a local disk and on S3: the same outcome."""
+    env = Env(where("t"), level=level, storage_options=where.options)
     txn, winner = scenario(env)
     result, err = outcome(txn)
     if expected is None:
@@ -341,10 +341,10 @@ def test_s09_unpartitioned_scan_without_predicate(tmp_path):
         assert err.winning_version == winner.version and err.winning_operation == "MERGE"
 
 
-def test_s12_both_create_the_table(tmp_path):
-    path = str(tmp_path / "t")
-    first = docc.Table.begin_create(path, SCHEMA, ["p"])
-    second = docc.Table.begin_create(path, SCHEMA, ["p"])
+def test_s12_both_create_the_table(where):
+    path, opts = where("t"), where.options
+    first = docc.Table.begin_create(path, SCHEMA, ["p"], storage_options=opts)
+    second = docc.Table.begin_create(path, SCHEMA, ["p"], storage_options=opts)
     assert first.commit("CREATE TABLE").version == 0
     with pytest.raises(ex.ProtocolChangedException) as info:
         second.commit("CREATE TABLE")
@@ -352,7 +352,7 @@ def test_s12_both_create_the_table(tmp_path):
     assert "multiple writers are writing to an empty directory" in str(info.value)
     assert "Creating the table ahead of time will avoid this conflict" in str(info.value)
     with pytest.raises(ex.TableAlreadyExistsError):
-        docc.Table.begin_create(path, SCHEMA, ["p"])
+        docc.Table.begin_create(path, SCHEMA, ["p"], storage_options=opts)
 
 
 def test_s14_compaction_runs_at_snapshot_isolation(tmp_path):

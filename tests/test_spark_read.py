@@ -173,7 +173,8 @@ def test_spark_file_path_equals_core_key(spark, tmp_path, names):
         f = d / f"part-{i}.parquet"
         pq.write_table(pa.table({"i": [i]}), f)
         paths.append(str(f))
-    df = spark.read.parquet(*[read_path(p) for p in paths]).select("i", "_metadata.file_path")
+    storage = _core.StorageHandle(str(base))
+    df = spark.read.parquet(*[read_path(storage, p) for p in paths]).select("i", "_metadata.file_path")
     got = {r["i"]: r["file_path"] for r in df.toArrow().to_pylist()}
     assert len(got) == len(paths), "every file read exactly once (glob characters escaped)"
     keys = _core.spark_file_keys(paths)

@@ -160,7 +160,7 @@ def test_cli_stress_exits_3_on_any_finding(tmp_path, monkeypatch, capsys, findin
     (the checker itself is exercised by the mutation tests above)."""
     from delta_occ.cli import main
 
-    def fake_run(path, cfg, progress=None):
+    def fake_run(path, cfg, progress=None, **where):
         summary = {k: 0 for k in ("attempted", "committed", "unknown", "kills", "versions", "rows", "lost", "duplicated", "spurious", "seconds")}
         summary.update(conflicts={}, errors={}, oracle="none", anomalies=[], spurious_conflicts=[])
         summary[finding] = ["v3: a row lost"] if finding == "anomalies" else 1

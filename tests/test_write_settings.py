@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from delta_occ import _core
 from delta_occ._write import _write_parquet, dictionary_columns
 
 
@@ -23,7 +24,7 @@ def test_only_columns_with_repeated_values_get_a_dictionary(tmp_path):
         "unique-text": pa.array([f"row-{i}" for i in range(n)]),
     })
     assert dictionary_columns(table) == ["few", "mostly-null"]
-    _write_parquet(table, str(tmp_path / "f.parquet"))
+    _write_parquet(_core.StorageHandle(str(tmp_path)), "f.parquet", table)
     assert _dictionary_encoded(str(tmp_path / "f.parquet")) == {"unique": False, "few": True, "mostly-null": True, "unique-text": False}
     assert pq.read_table(tmp_path / "f.parquet").equals(table)
 

@@ -24,10 +24,8 @@ In emulator mode the URL comes only from the process environment (``AZURITE_BLOB
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
-import ctypes
 import datetime
 import email.utils
 import fcntl
@@ -38,13 +36,11 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import tempfile
-import time
 import urllib.parse
-from typing import Mapping, Optional
+from typing import List, Mapping, Optional
+
+from ._process import LoopbackServer
 
 # 3.36+ require Node >= 21/22; 3.35.0 runs on Node 20 (the machine's) and newer.
 VERSION = "3.35.0"
@@ -95,19 +91,6 @@ def ensure_installed() -> pathlib.Path:
     return main
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: SIGKILL the server if the process that started it dies (a crashed or killed pytest)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _b64_hmac(key: str, message: str) -> str:
     return base64.b64encode(hmac.new(base64.b64decode(key), message.encode("utf-8"), hashlib.sha256).digest()).decode()
 
@@ -138,103 +121,43 @@ def shared_key_signature(method: str, path: str, query: "Mapping[str, str]", hea
     return f"SharedKey {account}:{_b64_hmac(key, string_to_sign)}"
 
 
-class Azurite:
+class Azurite(LoopbackServer):
     """One Azurite blob service (in-memory, ``--loose --skipApiVersionCheck``) on 127.0.0.1 and a free port."""
 
+    name = "Azurite"
     account_name = ACCOUNT_NAME
     account_key = ACCOUNT_KEY
 
     def __init__(self, start_timeout: float = START_TIMEOUT) -> None:
-        self.start_timeout = start_timeout
-        self.port: Optional[int] = None
+        super().__init__(start_timeout)
         self.blob_endpoint = ""
-        self._proc: Optional["subprocess.Popen[bytes]"] = None
-        self._dir: Optional[str] = None
-        self._log: Optional[pathlib.Path] = None
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> "Azurite":
-        main = ensure_installed()
-        node = shutil.which("node") or "node"
-        self._dir = tempfile.mkdtemp(prefix="azurite-")
-        self._log = pathlib.Path(self._dir) / "server.log"
-        last_error = ""
-        for _attempt in range(3):  # the port is free when chosen; retry if another process takes it first
-            port = _free_port()
-            args = [
-                node, str(main),
-                "--blobHost", "127.0.0.1",
-                "--blobPort", str(port),
-                "--inMemoryPersistence",
-                "--loose",
-                "--skipApiVersionCheck",
-                "--disableProductStyleUrl",
-                "--disableTelemetry",
-                "--silent",
-            ]  # fmt: skip
-            with open(self._log, "ab") as log:
-                self._proc = subprocess.Popen(args, cwd=self._dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
-            self.port = port
-            self.blob_endpoint = f"http://127.0.0.1:{port}/{ACCOUNT_NAME}"
-            atexit.register(self.stop)
-            try:
-                self._wait_ready()
-                return self
-            except RuntimeError as e:
-                last_error = str(e)
-                alive = self._proc.poll() is None
-                self._kill()
-                if alive or "EADDRINUSE" not in self._tail():
-                    break
-        self.stop()
-        raise RuntimeError(last_error)
+        ensure_installed()
+        self._launch("azurite-")
+        return self
 
-    def _tail(self, n: int = 40) -> str:
-        try:
-            assert self._log is not None
-            return "\n".join(self._log.read_text(errors="replace").splitlines()[-n:])
-        except (OSError, AssertionError):
-            return ""
+    def _command(self, port: int) -> "List[str]":
+        self.blob_endpoint = f"http://127.0.0.1:{port}/{ACCOUNT_NAME}"
+        return [
+            shutil.which("node") or "node", str(entry_point()),
+            "--blobHost", "127.0.0.1",
+            "--blobPort", str(port),
+            "--inMemoryPersistence",
+            "--loose",
+            "--skipApiVersionCheck",
+            "--disableProductStyleUrl",
+            "--disableTelemetry",
+            "--silent",
+        ]  # fmt: skip
 
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"Azurite exited with {self._proc.returncode} before answering on {self.blob_endpoint}; output:\n{self._tail()}")
-            try:
-                # A signed "list containers" call: proves the service is up and accepts the key.
-                status, _, _ = self.request("GET", "", query={"comp": "list"}, timeout=2)
-                if status == 200:
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Azurite did not answer on {self.blob_endpoint} within {self.start_timeout:g}s; output:\n{self._tail()}")
-            time.sleep(0.05)
+    def _where(self) -> str:
+        return self.blob_endpoint
 
-    def _kill(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        atexit.unregister(self.stop)
-        self._kill()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> "Azurite":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _ready(self) -> bool:
+        # A signed "list containers" call: proves the service is up and accepts the key.
+        return self.request("GET", "", query={"comp": "list"}, timeout=2)[0] == 200
 
     # -- REST -------------------------------------------------------------------------------
     def request(

@@ -31,7 +31,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,8 @@ import time
 import uuid
 from typing import IO, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
+
+from ._process import free_port
 
 PACKAGES = ("ceph-mon", "ceph-osd", "radosgw", "ceph-common")
 BINARIES = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph", "monmaptool")
@@ -186,12 +187,6 @@ def s3_request(
 
 # ---------------------------------------------------------------------------------------------
 # the cluster
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: str, lines: int) -> str:

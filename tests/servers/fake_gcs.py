@@ -23,9 +23,7 @@ and applies under one lock. ``FakeGcs(xml_shim=False)`` runs the unmodified upst
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ctypes
 import fcntl
 import hashlib
 import json
@@ -33,15 +31,14 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Optional
+from typing import List, Optional
+
+from ._process import LoopbackServer
 
 VERSION = "v1.56.1"
 MODULE = "github.com/fsouza/fake-gcs-server"
@@ -115,110 +112,37 @@ def ensure_installed(xml_shim: bool = True) -> pathlib.Path:
     return binary
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: SIGKILL the server if the process that started it dies (a crashed or killed pytest)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 # Loopback only: never route through an HTTP(S)_PROXY from the environment.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class FakeGcs:
+class FakeGcs(LoopbackServer):
     """One fake-gcs-server process (memory backend, plain HTTP) on 127.0.0.1 and a free port."""
 
+    name = "fake-gcs-server"
+
     def __init__(self, xml_shim: bool = True, start_timeout: float = START_TIMEOUT) -> None:
+        super().__init__(start_timeout)
         self.xml_shim = xml_shim
-        self.start_timeout = start_timeout
-        self.port: Optional[int] = None
         self.endpoint = ""
-        self._proc: Optional["subprocess.Popen[bytes]"] = None
-        self._dir: Optional[str] = None
-        self._log: Optional[pathlib.Path] = None
 
     # -- life cycle -------------------------------------------------------------------------
     def start(self) -> "FakeGcs":
-        binary = ensure_installed(self.xml_shim)
-        self._dir = tempfile.mkdtemp(prefix="fake-gcs-")
-        self._log = pathlib.Path(self._dir) / "server.log"
-        last_error = ""
-        for _attempt in range(3):  # the port is free when chosen; retry if another process takes it first
-            port = _free_port()
-            # The XML API is served only for requests whose Host header equals -public-host.
-            args = [str(binary), "-host", "127.0.0.1", "-port", str(port), "-public-host", f"127.0.0.1:{port}"]
-            if not self.xml_shim:
-                args += ["-scheme", "http", "-external-url", f"http://127.0.0.1:{port}", "-backend", "memory", "-log-level", "error"]
-            with open(self._log, "ab") as log:
-                self._proc = subprocess.Popen(args, cwd=self._dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
-            self.port = port
-            self.endpoint = f"http://127.0.0.1:{port}"
-            atexit.register(self.stop)
-            try:
-                self._wait_ready()
-                return self
-            except RuntimeError as e:
-                last_error = str(e)
-                alive = self._proc.poll() is None
-                self._kill()
-                if alive or "address already in use" not in self._tail().lower():
-                    break
-        self.stop()
-        raise RuntimeError(last_error)
+        ensure_installed(self.xml_shim)
+        self._launch("fake-gcs-")
+        return self
 
-    def _tail(self, n: int = 40) -> str:
-        try:
-            assert self._log is not None
-            return "\n".join(self._log.read_text(errors="replace").splitlines()[-n:])
-        except (OSError, AssertionError):
-            return ""
+    def _command(self, port: int) -> "List[str]":
+        self.endpoint = f"http://127.0.0.1:{port}"
+        # The XML API is served only for requests whose Host header equals -public-host.
+        args = [str(binary_path(self.xml_shim)), "-host", "127.0.0.1", "-port", str(port), "-public-host", f"127.0.0.1:{port}"]
+        if not self.xml_shim:
+            args += ["-scheme", "http", "-external-url", self.endpoint, "-backend", "memory", "-log-level", "error"]
+        return args
 
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.start_timeout
-        url = f"{self.endpoint}/storage/v1/b"
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"fake-gcs-server exited with {self._proc.returncode} before answering on {self.endpoint}; output:\n{self._tail()}")
-            try:
-                with _OPENER.open(url, timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"fake-gcs-server did not answer on {self.endpoint} within {self.start_timeout:g}s; output:\n{self._tail()}")
-            time.sleep(0.05)
-
-    def _kill(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        atexit.unregister(self.stop)
-        self._kill()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> "FakeGcs":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _ready(self) -> bool:
+        with _OPENER.open(f"{self.endpoint}/storage/v1/b", timeout=2) as r:
+            return r.status == 200
 
     # -- helpers ----------------------------------------------------------------------------
     def request(self, method: str, path: str, body: bytes = b"", headers: "Optional[dict[str, str]]" = None) -> "tuple[int, dict[str, str], bytes]":

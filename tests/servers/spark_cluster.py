@@ -38,7 +38,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,8 @@ import urllib.error
 import urllib.request
 from typing import Dict, Iterable, List, Optional
 
+from ._process import free_port
+
 START_TIMEOUT = 90.0
 
 
@@ -54,12 +55,6 @@ def pyspark_home() -> pathlib.Path:
     import pyspark
 
     return pathlib.Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: pathlib.Path, lines: int = 40) -> str:

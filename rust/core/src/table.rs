@@ -73,7 +73,10 @@ impl Table {
 
     /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`.
     pub fn history(&self, limit: Option<usize>) -> Result<Vec<(i64, Option<String>)>> {
-        let listing = segment::list(&self.root, 0)?;
+        // With a limit, only the newest commits are listed (an object store lists from there);
+        // the table may have moved past the version this handle knows, which is still listed.
+        let start = limit.map_or(0, |l| (self.latest.version() + 1 - l as i64).max(0));
+        let listing = segment::list(&self.root, start)?;
         let mut versions: Vec<_> = listing.commits.values().rev().cloned().collect();
         // Stop at the first gap: older commits were cleaned up.
         let mut expected = versions.first().map(|f| f.version);

@@ -140,34 +140,20 @@ fn build(uri: &CloudUri, options: &Options) -> Result<Arc<dyn ObjectStore>, Stri
         )
     };
     let url = format!("{}/", uri.base);
-    let store: Arc<dyn ObjectStore> = match uri.cloud {
-        Cloud::S3 => {
-            let mut b = object_store::aws::AmazonS3Builder::from_env()
-                .with_url(url)
-                .with_retry(retry);
+    // The three builders share no trait: one recipe, written once.
+    macro_rules! build_with {
+        ($builder:ty) => {{
+            let mut b = <$builder>::from_env().with_url(url).with_retry(retry);
             for (k, v) in rest {
                 b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
             }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
-        }
-        Cloud::Azure => {
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
-                .with_url(url)
-                .with_retry(retry);
-            for (k, v) in rest {
-                b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
-            }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
-        }
-        Cloud::Gcs => {
-            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                .with_url(url)
-                .with_retry(retry);
-            for (k, v) in rest {
-                b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
-            }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
-        }
+            Arc::new(b.build().map_err(|e| e.to_string())?) as Arc<dyn ObjectStore>
+        }};
+    }
+    let store = match uri.cloud {
+        Cloud::S3 => build_with!(object_store::aws::AmazonS3Builder),
+        Cloud::Azure => build_with!(object_store::azure::MicrosoftAzureBuilder),
+        Cloud::Gcs => build_with!(object_store::gcp::GoogleCloudStorageBuilder),
     };
     Ok(store)
 }

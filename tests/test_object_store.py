@@ -386,3 +386,12 @@ def test_cli_reads_a_table_on_s3(loc):
     assert json.loads(out)["rows"] == 2
     bad = subprocess.run([sys.executable, "-m", "delta_occ", "history", uri, "--storage-option", "NOEQUALS"], capture_output=True, text=True)
     assert bad.returncode == 1 and "KEY=VALUE" in bad.stderr
+    # check: two DELETEs of the same row conflict in both orders (concurrency.md §5, file level),
+    # predicted on local copies; the table itself is not written.
+    out = subprocess.run(
+        [sys.executable, "-m", "delta_occ", "check", uri, "--first", "DELETE WHERE id = 1", "--second", "DELETE WHERE id = 1", "--json", *args],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 4, out.stderr
+    assert [o["outcome"] for o in json.loads(out.stdout)["orders"]] == ["ConcurrentDeleteReadException"] * 2
+    assert docc.Table(uri, storage_options=opts).version == 1

@@ -234,7 +234,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    result = predict.check(args.path, args.first, args.second, isolation_level=args.isolation_level, row_level=not args.file_level)
+    result = predict.check(
+        args.path, args.first, args.second, isolation_level=args.isolation_level, row_level=not args.file_level,
+        storage_options=args.storage_options,
+    )
     if args.json:
         _emit(result)
     else:
@@ -331,7 +334,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_stress)
     for name, p in sub.choices.items():
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout and nothing else")
-        if name not in ("matrix", "check"):
+        if name != "matrix":
             p.add_argument(
                 "--storage-option", action="append", default=[], metavar="KEY=VALUE", dest="storage_option",
                 help="a storage option for an object-store URI (deltalake's key names, e.g. AWS_REGION=us-east-1; "

@@ -146,8 +146,17 @@ def _table(rows: List[Dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=pa.schema(fields))
 
 
-def clone(src: str, dst: str) -> None:
-    """A scratch copy of the table at `src`: `_delta_log` copied, every other file linked."""
+def clone(src: str, dst: str, storage: Any = None) -> None:
+    """A scratch copy of the table at `src`: `_delta_log` copied, every other file linked. A
+    table in an object store (``storage``, its ``_core.StorageHandle``) is copied whole, through
+    its storage: the scratch tables are local."""
+    if storage is not None and not storage.is_local:
+        for name, _ in storage.list(""):
+            out = os.path.join(dst, name)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with open(out, "wb") as f:
+                f.write(storage.read(name))
+        return
     for dirpath, dirnames, filenames in os.walk(src):
         rel = os.path.relpath(dirpath, src)
         if rel == "_delta_log" or rel.startswith("_delta_log" + os.sep):
@@ -159,10 +168,19 @@ def clone(src: str, dst: str) -> None:
             os.symlink(os.path.abspath(os.path.join(dirpath, name)), os.path.join(dst, rel, name))
 
 
-def check(path: str, first: str, second: str, *, isolation_level: Optional[str] = None, row_level: bool = True) -> Dict[str, Any]:
-    """Run both operations against the table's current state in both commit orders."""
+def check(
+    path: str,
+    first: str,
+    second: str,
+    *,
+    isolation_level: Optional[str] = None,
+    row_level: bool = True,
+    storage_options: Optional[Dict[str, str]] = None,
+) -> Dict[str, Any]:
+    """Run both operations against the table's current state in both commit orders (on scratch
+    copies: a table in an object store is copied to the local disk first)."""
     planned = [parse(first), parse(second)]
-    table = Table(path)
+    table = Table(path, storage_options=storage_options)
     snap = table.snapshot()
     # Row-level concurrency needs deletion vectors; elsewhere the file-level checks decide.
     row_level = row_level and snap.deletion_vectors_enabled
@@ -171,7 +189,7 @@ def check(path: str, first: str, second: str, *, isolation_level: Optional[str] 
     try:
         for n, (winner, loser) in enumerate([(planned[0], planned[1]), (planned[1], planned[0])]):
             dst = os.path.join(scratch, str(n))
-            clone(table.path, dst)
+            clone(table.path, dst, table._h.storage)
             orders.append(_race(Table(dst), winner, loser, isolation_level, row_level))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

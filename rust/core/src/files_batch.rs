@@ -513,7 +513,8 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
     let mut num_records = Int64Builder::with_capacity(n);
     let mut dv_cardinality = Int64Builder::with_capacity(n);
     for (i, f) in files.iter().enumerate() {
-        let data = snap.data_path(f)?.to_string();
+        let location = snap.data_path(f)?;
+        let data = location.to_string();
         let data = data.as_str();
         file.append_value(
             i32::try_from(i)
@@ -521,7 +522,7 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
         );
         path.append_value(&f.path);
         abs.append_value(data);
-        key.append_value(crate::uri::spark_file_key(data));
+        key.append_value(location.hadoop_uri());
         size.append_value(f.size);
         num_records.append_option(f.num_records()?);
         dv_cardinality.append_value(f.deletion_vector.as_ref().map_or(0, |d| d.cardinality));

@@ -1,5 +1,7 @@
 //! Deletion-vector functions: read a descriptor's bitmap, write new DV files, (de)serialize.
 
+use std::collections::BTreeMap;
+
 use delta_occ_core::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
 use delta_occ_core::Error;
 use pyo3::prelude::*;
@@ -20,17 +22,21 @@ fn bitmap(positions: Vec<u64>) -> PyResult<DeletionBitmap> {
     DeletionBitmap::from_positions(positions).map_err(|m| to_py(Error::invalid(m)))
 }
 
-/// Positions (LE u64 bytes) deleted by the DV a descriptor (JSON text) points at.
+/// Positions (LE u64 bytes) deleted by the DV a descriptor (JSON text) points at, in the table
+/// at `table_root` (a local path or an object-store URI with `storage_options`).
 #[pyfunction]
+#[pyo3(signature = (table_root, descriptor_json, storage_options=None))]
 pub fn read_deletion_vector<'py>(
     py: Python<'py>,
     table_root: String,
     descriptor_json: String,
+    storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let d = descriptor(&descriptor_json)?;
     let v = py
         .detach(|| {
-            let root = delta_occ_core::Location::parse(&table_root, &Default::default())?;
+            let options = storage_options.unwrap_or_default();
+            let root = delta_occ_core::Location::parse(&table_root, &options)?;
             dv::file::read(&root, &d).map(|b| b.to_vec())
         })
         .py_err()?;
@@ -39,12 +45,13 @@ pub fn read_deletion_vector<'py>(
 
 /// Write each list of positions as a DV into one new DV file; returns descriptor JSON texts.
 #[pyfunction]
-#[pyo3(signature = (table_root, bitmaps, prefix=String::new()))]
+#[pyo3(signature = (table_root, bitmaps, prefix=String::new(), storage_options=None))]
 pub fn write_deletion_vectors(
     py: Python<'_>,
     table_root: String,
     bitmaps: Vec<Vec<u64>>,
     prefix: String,
+    storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Vec<String>> {
     let maps = bitmaps
         .into_iter()
@@ -53,7 +60,8 @@ pub fn write_deletion_vectors(
     let refs: Vec<&DeletionBitmap> = maps.iter().collect();
     let ds = py
         .detach(|| {
-            let root = delta_occ_core::Location::parse(&table_root, &Default::default())?;
+            let options = storage_options.unwrap_or_default();
+            let root = delta_occ_core::Location::parse(&table_root, &options)?;
             dv::file::write(&root, &prefix, &refs)
         })
         .py_err()?;

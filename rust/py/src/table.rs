@@ -16,6 +16,9 @@ use crate::transaction::TransactionHandle;
 pub struct TableHandle {
     inner: Mutex<Table>,
     root: String,
+    /// The table's location, outside the lock: a refresh on another thread (a network request
+    /// for an object store) must not stall a caller that only wants the storage.
+    location: delta_occ_core::Location,
 }
 
 impl TableHandle {
@@ -27,9 +30,11 @@ impl TableHandle {
 
     fn wrap(table: Table) -> Self {
         let root = table.root().to_string();
+        let location = table.root().clone();
         TableHandle {
             inner: Mutex::new(table),
             root,
+            location,
         }
     }
 }
@@ -83,12 +88,13 @@ impl TableHandle {
     /// The table's storage (for the engines' data files).
     #[getter]
     fn storage(&self) -> StorageHandle {
-        StorageHandle::new(self.table().root().clone())
+        StorageHandle::new(self.location.clone())
     }
 
     #[getter]
-    fn version(&self) -> i64 {
-        self.table().version()
+    fn version(&self, py: Python<'_>) -> i64 {
+        // The lock may be held by a refresh on another thread: wait without the GIL.
+        py.detach(|| self.table().version())
     }
 
     fn refresh(&self, py: Python<'_>) -> PyResult<i64> {

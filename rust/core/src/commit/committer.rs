@@ -251,12 +251,14 @@ fn run_attempts(
             attempt,
             &checks,
         )?;
-        let landed = match log_store::put_if_absent(&dir, attempt_version, &bytes) {
-            Ok(true) => true,
-            Ok(false) => false,
-            // The store refused the request itself (no bucket, refused credentials, no
-            // conditional creates): nothing was published.
-            Err(e @ Error::Storage { .. }) => return Err(e),
+        let put = log_store::put_if_absent(&dir, attempt_version, &bytes);
+        // Whose commit is at `attempt_version`: Some(true) ours, Some(false) another writer's,
+        // None nobody's yet.
+        let owner = match put {
+            Ok(true) => Some(true),
+            // Another writer's, or ours: a client that retried a put whose answer was lost
+            // finds its own commit there. Reading the winners tells (their txnIds).
+            Ok(false) => Some(false),
             // The outcome is unknown: look before retrying, never write the commit twice.
             Err(e) => match outcome(
                 &dir,
@@ -266,28 +268,24 @@ fn run_attempts(
                 started,
                 &table,
             )? {
-                Some(ours) => ours,
+                Some(ours) => Some(ours),
+                // The store refused the request itself (no bucket, refused or read-only
+                // credentials, a full or read-only disk): nothing was published, and retrying
+                // will not help: say so now, not after max_attempts back-offs.
+                None if e.is_permanent() => return Err(e),
                 None => {
-                    // Nothing was published. A permission, read-only or full-disk error will not
-                    // go away by retrying: say so now, not after max_attempts back-offs.
-                    if e.is_permanent() {
-                        return Err(e);
-                    }
+                    // Absent, but a put whose answer was lost may still land: retry the same
+                    // version (never another), and end with an unknown outcome if out of time.
                     if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
-                        return Err(give_up(
-                            &table,
-                            attempt,
-                            started,
-                            tried,
-                            format!("last error: {e}"),
-                        ));
+                        return Err(unknown(&table, attempt_version, &e));
                     }
-                    backoff(opts, attempt, &table)?;
+                    backoff(opts, attempt, &table)
+                        .map_err(|_| unknown(&table, attempt_version, &e))?;
                     continue;
                 }
             },
         };
-        if landed {
+        if owner == Some(true) {
             let dv_file = m.dv_file.clone();
             return Ok(Landed {
                 result: finish(
@@ -305,7 +303,38 @@ fn run_attempts(
             });
         }
         // Collision: check every commit that appeared since the last check, in order.
-        let winners = read_winners(txn, checked_upto + 1, None)?;
+        let winners = match read_winners(txn, checked_upto + 1, None) {
+            Ok(w) => w,
+            // Our own commit may be the one at `attempt_version` (see Ok(false) above): an error
+            // may only say that nothing landed once that version is known to be another's.
+            Err(e) => match outcome(
+                &dir,
+                attempt_version,
+                &prepared.txn_id,
+                opts,
+                started,
+                &table,
+            )? {
+                Some(true) => {
+                    let dv_file = m.dv_file.clone();
+                    return Ok(Landed {
+                        result: finish(
+                            txn,
+                            &prepared,
+                            rows_resolved,
+                            m,
+                            operation,
+                            attempt_version,
+                            attempt,
+                            rebased_over,
+                            checks,
+                        ),
+                        dv_file,
+                    });
+                }
+                _ => return Err(e),
+            },
+        };
         if let Some(w) = winners
             .iter()
             .find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str()))
@@ -616,8 +645,15 @@ fn outcome(
         tries += 1;
         let read = (|| -> Result<Option<bool>> {
             let path = commit_path(dir, version);
-            if !path.exists().map_err(|e| Error::io(&path, e))? {
-                return Ok(None);
+            match path.exists().map_err(|e| Error::io(&path, e)) {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                // No bucket, no commit (and none can land).
+                Err(Error::Storage {
+                    problem: crate::error::StorageProblem::BucketNotFound,
+                    ..
+                }) => return Ok(None),
+                Err(e) => return Err(e),
             }
             let w = WinningCommit::read(dir, version)?;
             Ok(Some(w.txn_id.as_deref() == Some(txn_id)))
@@ -636,6 +672,15 @@ fn outcome(
                     .min(opts.backoff_base.saturating_mul(1 << tries.min(16))),
             ),
         }
+    }
+}
+
+/// The error for a put whose outcome stayed unknown: it may land at `version` after we stop.
+fn unknown(table: &str, version: i64, last: &Error) -> Error {
+    Error::CommitOutcomeUnknown {
+        table: table.to_string(),
+        version,
+        reason: format!("the put failed ({last}) and the commit was not there when read back; the put may still land"),
     }
 }
 

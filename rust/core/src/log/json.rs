@@ -502,11 +502,7 @@ pub fn read_commits(files: &[(i64, Location)]) -> Vec<Result<Actions>> {
         .collect();
     crate::parallel::map(&fetched, |(v, p, bytes)| match bytes {
         Ok(b) => parse_actions(b, p, Some(*v)),
-        Err(e) => Err(open_error(
-            p,
-            *v,
-            std::io::Error::new(e.kind(), e.to_string()),
-        )),
+        Err(e) => Err(open_error(p, *v, crate::storage::clone_io(e))),
     })
 }
 

@@ -128,6 +128,10 @@ impl Storage for LocalStorage {
         format!("file://{key}")
     }
 
+    fn hadoop_uri(&self, key: &str) -> String {
+        crate::uri::spark_file_key(key)
+    }
+
     fn join(&self, key: &str, rel: &str) -> String {
         Path::new(key).join(rel).to_string_lossy().into_owned()
     }

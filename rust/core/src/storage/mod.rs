@@ -39,6 +39,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// The path Hadoop (Spark) opens `key` at: a URI string whose path is the key as it is, not
     /// quoted (Hadoop's `Path(String)` quotes it itself); `s3a` for S3.
     fn hadoop_path(&self, key: &str) -> String;
+    /// The URI Hadoop shows for `key` (`Path.toUri()`, Spark's `_metadata.file_path`): the path
+    /// quoted as `java.net.URI` quotes it.
+    fn hadoop_uri(&self, key: &str) -> String;
     /// `rel` (a `/`-separated relative path) under `key`.
     fn join(&self, key: &str, rel: &str) -> String;
     /// The objects under directory `dir`, in name order: directly in it, or at any depth when
@@ -115,6 +118,14 @@ impl fmt::Display for StorageFault {
 
 impl std::error::Error for StorageFault {}
 
+/// A copy of an I/O error (`io::Error` is not `Clone`) that keeps its kind and storage problem.
+pub(crate) fn clone_io(e: &io::Error) -> io::Error {
+    match e.get_ref().and_then(|r| r.downcast_ref::<StorageFault>()) {
+        Some(f) => StorageFault::new(f.problem, f.message.clone()).into_io(e.kind()),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
 /// The storage problem an I/O error carries, if any.
 pub(crate) fn problem_of(e: &io::Error) -> Option<(StorageProblem, &str)> {
     let fault = e.get_ref()?.downcast_ref::<StorageFault>()?;
@@ -140,7 +151,7 @@ impl Location {
     /// with `options` (deltalake's key names; the environment fills in what they leave out).
     /// Local paths take no options.
     pub fn parse(location: &str, options: &BTreeMap<String, String>) -> crate::Result<Self> {
-        let as_error = |f: StorageFault| crate::Error::from_fault(location, f);
+        let as_error = |f: StorageFault| crate::Error::from_fault(&options::shown(location), f);
         match options::parse(location).map_err(as_error)? {
             options::Parsed::Local(path) => Ok(local::root(path)),
             options::Parsed::Cloud(uri) => {
@@ -179,15 +190,19 @@ impl Location {
     /// A location in the same storage: a relative path (URI-encoded, as in `add.path`) under this
     /// one, or an absolute URI or path of this storage.
     pub fn resolve(&self, log_path: &str) -> Result<Location, String> {
-        let absolute =
-            log_path.contains("://") || log_path.starts_with("file:") || log_path.starts_with('/');
-        if absolute {
+        if log_path.contains("://") || log_path.starts_with("file:") {
+            // A URI: decoded by the storage, once.
             let key = self.storage.key_of(log_path)?;
             return Ok(Location::new(self.storage.clone(), key));
         }
         let decoded = percent_encoding::percent_decode_str(log_path)
             .decode_utf8()
             .map_err(|e| format!("{log_path:?} is not UTF-8 after decoding: {e}"))?;
+        if decoded.starts_with('/') {
+            // An absolute path written without a scheme (still URI-encoded, as every log path).
+            let key = self.storage.key_of(&decoded)?;
+            return Ok(Location::new(self.storage.clone(), key));
+        }
         Ok(self.join(&decoded))
     }
 
@@ -210,6 +225,11 @@ impl Location {
     /// The path Hadoop (Spark) reads and writes this file at (see [`Storage::hadoop_path`]).
     pub fn hadoop_path(&self) -> String {
         self.storage.hadoop_path(&self.key)
+    }
+
+    /// The URI Spark reports for this file as `_metadata.file_path` (see [`Storage::hadoop_uri`]).
+    pub fn hadoop_uri(&self) -> String {
+        self.storage.hadoop_uri(&self.key)
     }
 
     /// The path on the local disk, when the storage is one.
@@ -321,6 +341,10 @@ mod tests {
             "/t/x=A%2FA/p.parquet"
         );
         assert_eq!(local.resolve("file:///a%20b/f").unwrap().key(), "/a b/f");
+        assert_eq!(
+            local.resolve("/abs/a%20b.parquet").unwrap().key(),
+            "/abs/a b.parquet"
+        );
         assert_eq!(local.locate("x=A%2FA/p").unwrap().key(), "/t/x=A%2FA/p");
         assert!(local.locate("../etc").is_err());
         assert_eq!(local.join("f").hadoop_path(), "file:///t/f");
@@ -342,6 +366,7 @@ mod tests {
             assert!(!shown[5..].contains([' ', '#', '?']), "{shown}");
             assert_eq!(root.locate(&shown).unwrap(), loc, "{shown}");
             assert_eq!(loc.hadoop_path(), format!("s3a://bucket/tables/t/{raw}"));
+            assert_eq!(loc.hadoop_uri(), shown.replacen("s3://", "s3a://", 1));
         }
         assert_eq!(
             root.resolve("x=A%252FA/p.parquet").unwrap().key(),

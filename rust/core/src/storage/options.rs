@@ -66,6 +66,7 @@ fn scheme_of(location: &str) -> Option<&str> {
 }
 
 fn decode(location: &str, s: &str) -> Result<String, StorageFault> {
+    let location = &shown(location);
     percent_decode_str(s)
         .decode_utf8()
         .map(|c| c.into_owned())
@@ -78,9 +79,27 @@ fn decode(location: &str, s: &str) -> Result<String, StorageFault> {
         })
 }
 
+/// `location` as messages may show it: a URI without its query and fragment (a SAS token pasted
+/// into it) and without a password in its authority. Local paths as they are.
+pub(crate) fn shown(location: &str) -> String {
+    let Some((scheme, rest)) = location.split_once("://") else {
+        return location.to_string();
+    };
+    let cut = rest.find(['?', '#']).unwrap_or(rest.len());
+    let (mut rest, dropped) = (rest[..cut].to_string(), cut < rest.len());
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    if let Some(at) = rest[..authority_end].rfind('@') {
+        if let Some(colon) = rest[..at].find(':') {
+            rest.replace_range(colon + 1..at, "***");
+        }
+    }
+    format!("{scheme}://{rest}{}", if dropped { "?..." } else { "" })
+}
+
 /// Parse a table location: a local path (`~` expanded, made absolute), a `file:` URI, or an
 /// `s3://`, `s3a://`, `gs://`, `az://`, `abfs[s]://`, `adl://`, `azure://` URI.
 pub(crate) fn parse(location: &str) -> Result<Parsed, StorageFault> {
+    let name = shown(location);
     if location.trim().is_empty() {
         return Err(bad(
             "''",
@@ -107,14 +126,14 @@ pub(crate) fn parse(location: &str) -> Result<Parsed, StorageFault> {
         "az" | "abfs" | "abfss" | "adl" | "azure" => Cloud::Azure,
         "dbfs" => {
             return Err(bad(
-                location,
+                &name,
                 StorageProblem::UnsupportedScheme,
                 "dbfs: paths are not supported: use the URI of the storage behind the DBFS mount (s3://, abfss:// or gs://)",
             ))
         }
         _ => {
             return Err(bad(
-                location,
+                &name,
                 StorageProblem::UnsupportedScheme,
                 format!("'{scheme}:' locations are not supported (local paths, file://, s3://, s3a://, abfss://, az://, gs://)"),
             ))
@@ -127,17 +146,17 @@ pub(crate) fn parse(location: &str) -> Result<Parsed, StorageFault> {
     let raw_path = raw_path.split(['?', '#']).next().unwrap_or("");
     if raw_path.split('/').any(|s| s == "." || s == "..") {
         return Err(bad(
-            location,
+            &name,
             StorageProblem::InvalidLocation,
             "the path must not contain '.' or '..' segments",
         ));
     }
     let url =
-        url::Url::parse(location).map_err(|e| bad(location, StorageProblem::InvalidLocation, e))?;
+        url::Url::parse(location).map_err(|e| bad(&name, StorageProblem::InvalidLocation, e))?;
     let host = url.host_str().unwrap_or_default();
     if host.is_empty() {
         return Err(bad(
-            location,
+            &name,
             StorageProblem::InvalidLocation,
             format!("no {} named after {scheme}://", bucket_word(cloud)),
         ));
@@ -145,7 +164,7 @@ pub(crate) fn parse(location: &str) -> Result<Parsed, StorageFault> {
     if url.query().is_some() || url.fragment().is_some() {
         // A SAS token pasted into the URI would end up in every message: options carry secrets.
         return Err(bad(
-            &format!("{scheme}://{host}/..."),
+            &name,
             StorageProblem::InvalidLocation,
             "a table URI takes no query or fragment (pass credentials such as a SAS token in storage_options)",
         ));
@@ -166,7 +185,7 @@ pub(crate) fn parse(location: &str) -> Result<Parsed, StorageFault> {
     let key = key.trim_matches('/').to_string();
     if key.split('/').any(|s| s == "." || s == "..") || key.contains("//") {
         return Err(bad(
-            location,
+            &name,
             StorageProblem::InvalidLocation,
             "the path must not contain empty, '.' or '..' segments",
         ));
@@ -237,9 +256,16 @@ pub(crate) const MAX_RETRIES: &str = "max_retries";
 pub(crate) const RETRY_TIMEOUT: &str = "retry_timeout";
 
 /// Storage options, keys lowercased, sorted; checked against the store's key names by the builder.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Options {
     pub values: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Options {
+    /// The option names only: their values may be credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.values.keys()).finish()
+    }
 }
 
 impl Options {
@@ -404,12 +430,32 @@ mod tests {
             ("gs:/", StorageProblem::InvalidLocation),
             ("s3://b/a/../c", StorageProblem::InvalidLocation),
             ("az://c/t?sv=1&sig=abc", StorageProblem::InvalidLocation),
+            (
+                "https://acct.blob.core.windows.net/c/t?sv=1&sig=abc",
+                StorageProblem::UnsupportedScheme,
+            ),
+            ("s3://b/a/../t?sig=abc", StorageProblem::InvalidLocation),
+            (
+                "wasbs://c@a.blob.core.windows.net/t#sig=abc",
+                StorageProblem::UnsupportedScheme,
+            ),
             ("", StorageProblem::InvalidLocation),
         ] {
             let e = parse(bad_location).unwrap_err();
             assert_eq!(e.problem, Some(problem), "{bad_location}: {e}");
             assert!(!e.message.contains("sig=abc"), "{e}");
         }
+    }
+
+    #[test]
+    fn shown_locations_hold_no_secret() {
+        assert_eq!(shown("/local/a#b?c"), "/local/a#b?c");
+        assert_eq!(shown("az://c/t?sv=1&sig=abc"), "az://c/t?...");
+        assert_eq!(shown("s3://key:secret@bucket/t"), "s3://key:***@bucket/t");
+        assert_eq!(
+            shown("abfss://data@acct.dfs.core.windows.net/t"),
+            "abfss://data@acct.dfs.core.windows.net/t"
+        );
     }
 
     #[test]

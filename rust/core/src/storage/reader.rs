@@ -119,12 +119,26 @@ impl FileReader {
         matches!(*self.0.source, Source::Local(_))
     }
 
+    /// The fetched chunk holding byte `pos`: its start and bytes (the cache is sorted by start).
+    fn chunk_at(&self, pos: u64) -> Option<(u64, Bytes)> {
+        let cache = self.cache();
+        let i = cache
+            .partition_point(|(start, _)| *start <= pos)
+            .checked_sub(1)?;
+        let (start, b) = &cache[i];
+        (pos < start + b.len() as u64).then(|| (*start, b.clone()))
+    }
+
     fn cached(&self, range: &Range<u64>) -> Option<Bytes> {
-        self.cache().iter().find_map(|(start, b)| {
-            let end = start + b.len() as u64;
-            (*start <= range.start && range.end <= end)
-                .then(|| b.slice((range.start - start) as usize..(range.end - start) as usize))
-        })
+        let (start, b) = self.chunk_at(range.start)?;
+        (range.end <= start + b.len() as u64)
+            .then(|| b.slice((range.start - start) as usize..(range.end - start) as usize))
+    }
+
+    /// The fetched bytes from `pos` to the end of the chunk holding it.
+    fn cached_from(&self, pos: u64) -> Option<Bytes> {
+        let (start, b) = self.chunk_at(pos)?;
+        Some(b.slice((pos - start) as usize..))
     }
 
     /// Bytes `range` of the file (cut at its end).
@@ -172,6 +186,7 @@ impl FileReader {
         let got = storage.get_ranges(key, &missing)?;
         let mut cache = self.cache();
         cache.extend(missing.iter().map(|r| r.start).zip(got));
+        cache.sort_by_key(|(start, _)| *start);
         Ok(())
     }
 }
@@ -204,12 +219,15 @@ const READ_AHEAD: u64 = 16 << 10;
 impl Read for Cursor {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.buffered.is_empty() {
-            let end = if self.reader.is_local() {
-                self.pos + out.len().max(8 << 10) as u64
+            self.buffered = if self.reader.is_local() {
+                self.reader
+                    .bytes(self.pos..self.pos + out.len().max(8 << 10) as u64)?
+            } else if let Some(b) = self.reader.cached_from(self.pos) {
+                b // a page header inside a prefetched column chunk
             } else {
-                self.pos + READ_AHEAD.max(out.len() as u64)
+                self.reader
+                    .bytes(self.pos..self.pos + READ_AHEAD.max(out.len() as u64))?
             };
-            self.buffered = self.reader.bytes(self.pos..end)?;
         }
         let n = out.len().min(self.buffered.len());
         out[..n].copy_from_slice(&self.buffered[..n]);

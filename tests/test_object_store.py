@@ -65,6 +65,8 @@ def keys(s3, prefix: str):
         ("s3:///no-bucket", "invalid_location"),
         ("s3://b/a/../t", "invalid_location"),
         ("az://c/t?sv=2022&sig=SECRETSIG", "invalid_location"),
+        ("https://acct.blob.core.windows.net/c/t?sv=2022&sig=SECRETSIG", "unsupported_scheme"),
+        ("s3://b/a/../t?sig=SECRETSIG", "invalid_location"),
     ],
 )
 def test_unsupported_locations_are_typed_errors(tmp_path, monkeypatch, location, problem):
@@ -72,7 +74,7 @@ def test_unsupported_locations_are_typed_errors(tmp_path, monkeypatch, location,
     with pytest.raises(ex.StorageError) as info:
         docc.Table(location)
     assert info.value.problem == problem and isinstance(info.value, ex.DeltaIOError)
-    assert "SECRETSIG" not in str(info.value)
+    assert "SECRETSIG" not in str(info.value) and "SECRETSIG" not in str(vars(info.value))
     with pytest.raises(ex.StorageError):
         docc.Table.create(location, SCHEMA)
     assert os.listdir(tmp_path) == [], "nothing may be created locally (dbfs: once became a folder)"
@@ -294,6 +296,41 @@ def test_lost_acknowledgement_commits_exactly_once(s3, drop):
     txn_ids = [h.get("txnId") for h in fresh.history() if h["operation"] == "WRITE"]
     assert sorted(txn_ids) == sorted(r.txn_id for r in results), "each acknowledged commit once"
     assert sorted(fresh.snapshot().to_pyarrow().column("id").to_pylist()) == [0, 1, 2]
+
+
+def test_lost_answer_then_a_failed_listing_still_finds_the_commit(s3):
+    """The PUT lands, its answer is lost, the client's retry gets 412 (the commit looks like a
+    collision) and listing the winners then fails: the commit is ours, and it must be reported
+    as committed, not as an error (which would delete its data file)."""
+    from servers.faultproxy import FaultProxy
+
+    with FaultProxy(s3.endpoint) as proxy:
+        opts = dict(s3.storage_options(), AWS_ENDPOINT_URL=proxy.endpoint, max_retries="1")
+        uri = f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+        t = docc.Table.create(uri, SCHEMA, storage_options=opts)
+        txn = t.begin()
+        txn.append(rows([1, 2]))
+        proxy.lose_ack(r"_delta_log/\d{20}\.json$", count=1)
+        proxy.fail_reads(r"list-type", count=1000)
+        r = txn.commit()
+        assert r.version == 1 and proxy.injected["lose_ack"] == 1 and proxy.injected["fail_reads"] >= 1
+    fresh = docc.Table(uri, storage_options=s3.storage_options())
+    assert fresh.version == 1 and sorted(fresh.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_a_credential_that_cannot_delete_still_commits(s3):
+    """The conditional-write probe cannot delete its scratch object: it stays (hidden, harmless)
+    and commits go on."""
+    from servers.faultproxy import FaultProxy
+
+    with FaultProxy(s3.endpoint) as proxy:
+        proxy.refuse_deletes()
+        opts = dict(s3.storage_options(), AWS_ENDPOINT_URL=proxy.endpoint)
+        uri = f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+        t = docc.Table.create(uri, SCHEMA, storage_options=opts)
+        assert t.append(rows([1])).version == 1
+    prefix = uri.split(f"{BUCKET}/", 1)[1]
+    assert [k for k in keys(s3, prefix) if ".delta-occ-probe-" in k], "the probe object stays"
 
 
 def test_unknown_outcome_keeps_the_files(s3):

@@ -134,3 +134,23 @@ def test_conflicting_spark_work_removes_its_output(spark, tmp_path):
         s_txn.commit()
     assert not any(p.exists() for p in written)
     assert ids(path) == list(range(1, 20))
+
+
+def test_spark_output_stays_when_the_commit_outcome_is_unknown(spark, tmp_path, monkeypatch):
+    """A commit whose outcome could not be learned may have landed: the files the Spark job wrote
+    must stay (unlike a conflict, above), also when the transaction is then aborted."""
+    path = tmp_path / "t"
+    make(path, {}, ("p",))
+    s_txn = SparkTable(spark, path).begin()
+    s_txn.update("p = 0", {"x": "x + 1"})
+    written = [f for d in pathlib.Path(path).iterdir() if d.name.startswith("spark-") for f in d.rglob("*.parquet")]
+    assert written, "the Spark job wrote its output"
+
+    def unknown(*args, **kwargs):
+        raise exc.CommitOutcomeUnknownError("the answer to the commit's put was lost", table=str(path), version=2)
+
+    monkeypatch.setattr(s_txn.txn, "commit", unknown)
+    with pytest.raises(exc.CommitOutcomeUnknownError):
+        s_txn.commit()
+    s_txn.abort()
+    assert all(f.exists() for f in written)

@@ -337,10 +337,12 @@ def referenced_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optio
 def conjuncts(text: str) -> List[str]:
     """The top-level AND conjuncts of a SQL condition as SQL texts (PredicateError on bad text)."""
 
-def read_deletion_vector(table_root: str, descriptor_json: str) -> bytes:
+def read_deletion_vector(table_root: str, descriptor_json: str, storage_options: Optional[Dict[str, str]] = None) -> bytes:
     """Positions (LE u64) of the DV a descriptor points at, after size/CRC/cardinality checks."""
 
-def write_deletion_vectors(table_root: str, bitmaps: List[List[int]], prefix: str = ...) -> List[str]:
+def write_deletion_vectors(
+    table_root: str, bitmaps: List[List[int]], prefix: str = ..., storage_options: Optional[Dict[str, str]] = None
+) -> List[str]:
     """Write the bitmaps into one new DV file; one descriptor JSON text per bitmap."""
 
 def serialize_bitmap(positions: List[int]) -> bytes:

@@ -80,7 +80,7 @@ class Target:
     local table)."""
 
     location: str
-    storage_options: Optional[Dict[str, str]] = None
+    storage_options: Optional[Dict[str, str]] = dataclasses.field(default=None, repr=False)  # credentials
     log_dir: str = ""
 
     def table(self) -> Table:

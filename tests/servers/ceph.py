@@ -479,7 +479,9 @@ class CephS3:
                 "osd op num threads per shard": "2",
             },
             "client.rgw.a": {
-                "rgw frontends": f"beast endpoint=127.0.0.1:{self.port}",
+                # tcp_nodelay: without it a small response's body waits for the client's delayed
+                # ACK of its headers (Nagle): 40 ms for every GET and listing instead of ~1 ms.
+                "rgw frontends": f"beast endpoint=127.0.0.1:{self.port} tcp_nodelay=1",
                 "rgw data": f"{d}/rgw",
                 "rgw thread pool size": "128",
                 "rgw enable usage log": "false",

@@ -8,7 +8,8 @@ Faults are rules on PUTs whose path matches a pattern:
 * ``ignore_conditions``: a conditional PUT the server refused (412) is answered 200, as a store
   that does not honour ``If-None-Match`` would (nothing is overwritten upstream: the client just
   believes it won);
-* ``fail_reads``: GET/HEAD of matching paths answer 503 for a while.
+* ``fail_reads``: GET/HEAD of matching paths (query included) answer 503 for a while;
+* ``refuse_deletes``: DELETE answers 403.
 
 SigV4 signatures stay valid: the request goes upstream byte for byte, ``Host`` header included.
 """
@@ -73,6 +74,10 @@ class FaultProxy:
     def fail_reads(self, pattern: str, count: int) -> None:
         self.rules.append(Rule("fail_reads", pattern, 1.0, False, count))
 
+    def refuse_deletes(self, pattern: str = ".*") -> None:
+        """DELETEs of matching paths get 403 AccessDenied (a credential that may write, not delete)."""
+        self.rules.append(Rule("refuse_deletes", pattern))
+
     def clear(self) -> None:
         with self._lock:
             self.rules = []
@@ -108,6 +113,9 @@ class FaultProxy:
                 with proxy._lock:
                     proxy.counts[method] += 1
                     proxy.log.append((method, path, length))
+                if method == "DELETE" and proxy._rule("refuse_deletes", method, path):
+                    self._answer(403, {"Content-Type": "application/xml"}, b"<Error><Code>AccessDenied</Code></Error>")
+                    return
                 if method in ("GET", "HEAD") and proxy._rule("fail_reads", method, path):
                     self._answer(503, {"Content-Type": "application/xml"}, b"<Error><Code>SlowDown</Code></Error>")
                     return

@@ -25,7 +25,7 @@ from .. import _core
 from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
-from ..exceptions import DeltaOccError, InvalidArgumentError
+from ..exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, _location, storage_options_arg
@@ -166,9 +166,13 @@ class SparkTransaction:
         try:
             with self.timed("driver"):
                 self.result = self.txn.commit(operation, params)
+        except CommitOutcomeUnknownError:
+            # The commit may have landed: its files stay (abort() then removes nothing either).
+            self.job.dirs = []
+            raise
         except DeltaOccError:
-            # Raised only when no attempt landed: nothing references this transaction's output.
-            # (Not on KeyboardInterrupt: a commit that landed must keep its files.)
+            # Otherwise raised only when no attempt landed: nothing references this transaction's
+            # output. (Not on KeyboardInterrupt: a commit that landed must keep its files.)
             self.job.cleanup()
             raise
         self.table.table.refresh()

@@ -184,7 +184,8 @@ def stage_written(
     for name, size in storage.list(out_dir):
         rel = f"{out_dir}/{name}"
         dirname, base = posixpath.split(name)
-        if size == 0 or base.startswith(("_", ".")) or base.endswith(".crc") or "_temporary" in dirname.split("/"):
+        scratch = any(d == "_temporary" or d.startswith(("__magic", ".")) for d in dirname.split("/"))
+        if size == 0 or scratch or base.startswith(("_", ".")) or base.endswith(".crc"):
             # _SUCCESS, checksums, temporaries, directory markers: nobody reads them
             storage.delete(rel)
             continue

@@ -9,7 +9,8 @@ Faults are rules on PUTs whose path matches a pattern:
   that does not honour ``If-None-Match`` would (nothing is overwritten upstream: the client just
   believes it won);
 * ``fail_reads``: GET/HEAD of matching paths (query included) answer 503 for a while;
-* ``refuse_deletes``: DELETE answers 403.
+* ``refuse_deletes``: DELETE answers 403; a multi-object delete (``POST ?delete``) answers 200 with
+  AccessDenied for each key.
 
 SigV4 signatures stay valid: the request goes upstream byte for byte, ``Host`` header included.
 """
@@ -49,6 +50,8 @@ class Rule:
 
 class FaultProxy:
     """``with FaultProxy("http://127.0.0.1:PORT") as p: ... p.endpoint ...``"""
+
+    _used_ports: "set[int]" = set()
 
     def __init__(self, upstream: str, seed: int = 0) -> None:
         u = urlsplit(upstream)
@@ -116,6 +119,15 @@ class FaultProxy:
                 if method == "DELETE" and proxy._rule("refuse_deletes", method, path):
                     self._answer(403, {"Content-Type": "application/xml"}, b"<Error><Code>AccessDenied</Code></Error>")
                     return
+                if method == "POST" and re.search(r"[?&]delete(=|&|$)", path) and proxy._rule("refuse_deletes", method, path):
+                    # A multi-object delete (what object_store sends for one key too) answers 200
+                    # with one AccessDenied per key, as S3 does for a credential without DeleteObject.
+                    keys = re.findall(rb"<Key>(.*?)</Key>", body)
+                    errors = b"".join(
+                        b"<Error><Key>" + k + b"</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>" for k in keys
+                    )
+                    self._answer(200, {"Content-Type": "application/xml"}, b'<?xml version="1.0" encoding="UTF-8"?><DeleteResult>' + errors + b"</DeleteResult>")
+                    return
                 if method in ("GET", "HEAD") and proxy._rule("fail_reads", method, path):
                     self._answer(503, {"Content-Type": "application/xml"}, b"<Error><Code>SlowDown</Code></Error>")
                     return
@@ -158,7 +170,17 @@ class FaultProxy:
 
             do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _forward
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # A port no earlier proxy of this process had: delta-occ keeps one storage (and its
+        # conditional-write probe result) per endpoint and process, so a reused port would
+        # silently skip the probe a test is about.
+        while True:
+            server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            port = int(server.server_address[1])
+            if port not in FaultProxy._used_ports:
+                FaultProxy._used_ports.add(port)
+                break
+            server.server_close()
+        self._server = server
         self._server.daemon_threads = True
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -273,6 +273,20 @@ fn run_attempts(
                 // credentials, a full or read-only disk): nothing was published, and retrying
                 // will not help: say so now, not after max_attempts back-offs.
                 None if e.is_permanent() => return Err(e),
+                // Nothing landed and nothing can land later (a local disk): an ordinary retry.
+                None if !dir.failed_puts_may_land_later() => {
+                    if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
+                        return Err(give_up(
+                            &table,
+                            attempt,
+                            started,
+                            tried,
+                            format!("last error: {e}"),
+                        ));
+                    }
+                    backoff(opts, attempt, &table)?;
+                    continue;
+                }
                 None => {
                     // Absent, but a put whose answer was lost may still land: retry the same
                     // version (never another), and end with an unknown outcome if out of time.

@@ -120,6 +120,10 @@ fn sync_dir(dir: &Path) {
 }
 
 impl Storage for LocalStorage {
+    fn failed_puts_may_land_later(&self) -> bool {
+        false
+    }
+
     fn uri(&self, key: &str) -> String {
         key.to_string()
     }

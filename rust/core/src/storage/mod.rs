@@ -87,6 +87,12 @@ pub trait Storage: Send + Sync + fmt::Debug {
         let _ = key;
         None
     }
+    /// Whether a put that failed, and whose object is absent when read back, may still land
+    /// later (a request still in flight or retried by the store). Not on a local disk: the
+    /// failed call published nothing and nothing is left in flight.
+    fn failed_puts_may_land_later(&self) -> bool {
+        true
+    }
 }
 
 /// What a storage error means to a user, beyond its I/O kind: problems that retrying cannot cure.
@@ -239,6 +245,11 @@ impl Location {
 
     pub fn is_local(&self) -> bool {
         self.local_path().is_some()
+    }
+
+    /// See [`Storage::failed_puts_may_land_later`].
+    pub fn failed_puts_may_land_later(&self) -> bool {
+        self.storage.failed_puts_may_land_later()
     }
 
     /// The same storage (the same object, for the same key).

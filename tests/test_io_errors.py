@@ -111,6 +111,8 @@ import delta_occ as docc
 from delta_occ import exceptions as exc
 t = docc.Table({str(root)!r})
 os.environ["DELTA_OCC_FAULTS"] = "publish_error=eio"
+# Python's own Ctrl-C handler even when started from a shell's background job (SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 # 2 s: the append must be in its loop by then even on a loaded machine
 threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:

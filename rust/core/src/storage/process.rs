@@ -2,12 +2,46 @@
 //! made by `fork()` inherits them without the threads that drive them (a child that reused its
 //! parent's runtime hung), so each is made anew, lazily, in every process that uses it. What a
 //! parent left behind is leaked, never dropped: dropping it would touch threads and sockets that do
-//! not exist in the child.
+//! not exist in the child. A process is told apart by its pid and a count of forks kept by a
+//! `pthread_atfork` handler (a pid can come back).
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// Which process a value belongs to: its pid and how many `fork()`s led to it. The pid alone is
+/// not enough: a process forked by one that still holds a dead ancestor's value may be given
+/// that ancestor's pid again.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Owner {
+    pid: u32,
+    forks: u64,
+}
+
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+#[cfg(unix)]
+extern "C" fn after_fork_in_child() {
+    // Async-signal-safe: one atomic add, in the child's only thread.
+    FORKS.fetch_add(1, Ordering::SeqCst);
+}
+
+fn owner() -> Owner {
+    #[cfg(unix)]
+    {
+        static REGISTERED: std::sync::Once = std::sync::Once::new();
+        // Registered before the first value exists; children inherit the registration.
+        // SAFETY: the handler only touches an atomic.
+        REGISTERED.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        });
+    }
+    Owner {
+        pid: std::process::id(),
+        forks: FORKS.load(Ordering::SeqCst),
+    }
+}
 
 struct Slot<T> {
-    pid: u32,
+    owner: Owner,
     value: T,
 }
 
@@ -27,17 +61,20 @@ impl<T> PerProcess<T> {
     /// This process's value, made with `init` if it has none yet. Two threads racing here may
     /// both run `init`; one value is kept and the other dropped at once.
     pub fn get_or_init(&self, init: impl Fn() -> T) -> &T {
-        let pid = std::process::id();
+        let me = owner();
         loop {
             let current = self.slot.load(Ordering::Acquire);
             // SAFETY: a non-null pointer in `slot` came from `Box::into_raw` below and is freed
             // only by `drop`, which cannot run while `&self` is borrowed.
             if let Some(slot) = unsafe { current.as_ref() } {
-                if slot.pid == pid {
+                if slot.owner == me {
                     return &slot.value;
                 }
             }
-            let fresh = Box::into_raw(Box::new(Slot { pid, value: init() }));
+            let fresh = Box::into_raw(Box::new(Slot {
+                owner: me,
+                value: init(),
+            }));
             match self
                 .slot
                 .compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire)
@@ -60,7 +97,7 @@ impl<T> Drop for PerProcess<T> {
         let p = *self.slot.get_mut();
         // SAFETY: as in `get_or_init`; `&mut self` means no reference into the slot is alive.
         if let Some(slot) = unsafe { p.as_ref() } {
-            if slot.pid == std::process::id() {
+            if slot.owner == owner() {
                 drop(unsafe { Box::from_raw(p) });
             }
         }
@@ -107,6 +144,29 @@ mod tests {
         });
         assert!(values.windows(2).all(|w| w[0] == w[1]), "{values:?}");
         assert_eq!(*cell.get_or_init(|| 99), values[0]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_makes_its_own_value() {
+        let cell: PerProcess<u32> = PerProcess::new();
+        assert_eq!(*cell.get_or_init(|| 1), 1);
+        let parent = owner();
+        // SAFETY: the child only reads atomics and calls `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let ok = owner().forks == parent.forks + 1 && *cell.get_or_init(|| 2) == 2;
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: `pid` is our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status}"
+        );
+        assert_eq!(*cell.get_or_init(|| 3), 1, "the parent keeps its value");
     }
 
     #[test]

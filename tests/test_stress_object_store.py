@@ -27,6 +27,13 @@ def test_stress_on_s3_with_lost_acknowledgements(s3_server, tmp_path):
         cfg = stress.Config(writers=8, transactions=commits, modes=("fork", "spawn"), rounds=2, k=3, seed=27)
         summary = stress.run(f"s3://{BUCKET}/stress-{uuid.uuid4().hex[:8]}", cfg, storage_options=opts, log_dir=str(tmp_path))
         injected = dict(proxy.injected)
+        puts = proxy.counts["PUT"]
+    print(
+        f"\nS3 stress: {commits} transactions x 8 writers (fork, spawn): attempted {summary['attempted']},"
+        f" committed {summary['committed']}, conflicts {summary['conflicts']}, versions {summary['versions']},"
+        f" {summary['seconds']} s, anomalies {len(summary['anomalies'])}, lost {summary['lost']}, duplicated {summary['duplicated']},"
+        f" injected {injected}, PUTs {puts}"
+    )
     assert summary["anomalies"] == [], summary["anomalies"][:10]
     assert summary["lost"] == 0 and summary["duplicated"] == 0 and summary["spurious"] == 0, summary
     assert summary["errors"] == {}, summary["errors"]

@@ -67,13 +67,57 @@ fn last_checkpoint(root: &Location) -> Option<i64> {
 fn load_from_listing(root: &Location, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
     let seg = listing.segment(root, version)?;
     let mut state = LogState::new();
-    if let Some(cp) = &seg.checkpoint {
-        let actions = checkpoint::read(&log_dir(root), cp)?;
-        state.apply_checkpoint(cp.version, actions);
+    let Some(cp) = &seg.checkpoint else {
+        apply_commits(&mut state, &seg.commits)?;
+        return Snapshot::from_state(root, state);
+    };
+    // On an object store each commit is a request: fetch the first commits after the checkpoint
+    // while the checkpoint is read, instead of after it.
+    let early = if root.is_local() {
+        0
+    } else {
+        let mut total = 0u64;
+        seg.commits
+            .iter()
+            .take_while(|f| {
+                total += f.size;
+                f.size <= LARGE_COMMIT && total <= PREFETCH_BYTES
+            })
+            .count()
+    };
+    let (early_commits, rest) = seg.commits.split_at(early);
+    let early_files = paths(early_commits);
+    let (actions, fetched) = std::thread::scope(|s| {
+        let fetch = (!early_files.is_empty()).then(|| {
+            s.spawn(|| {
+                let locations: Vec<&Location> = early_files.iter().map(|(_, p)| p).collect();
+                Location::read_many(&locations)
+            })
+        });
+        let actions = checkpoint::read(&log_dir(root), cp);
+        let fetched = fetch.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (actions, fetched)
+    });
+    state.apply_checkpoint(cp.version, actions?);
+    if let Some(bytes) = fetched {
+        // Parsed in batches, as `apply_commits` does, to bound peak memory.
+        let mut bytes = bytes.into_iter();
+        for (commits, files) in early_commits
+            .chunks(COMMIT_BATCH)
+            .zip(early_files.chunks(COMMIT_BATCH))
+        {
+            let batch: Vec<_> = bytes.by_ref().take(files.len()).collect();
+            for (f, parsed) in commits.iter().zip(json_log::parse_commits(files, batch)) {
+                state.apply_commit(f.version, parsed?);
+            }
+        }
     }
-    apply_commits(&mut state, &seg.commits)?;
+    apply_commits(&mut state, rest)?;
     Snapshot::from_state(root, state)
 }
+
+/// At most this many bytes of commits are fetched while a checkpoint is read.
+const PREFETCH_BYTES: u64 = 32 << 20;
 
 /// Commits larger than this are read in ranges, one per thread, instead of whole.
 const LARGE_COMMIT: u64 = 16 << 20;

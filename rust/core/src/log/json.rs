@@ -495,9 +495,17 @@ pub fn read_commits(files: &[(i64, Location)]) -> Vec<Result<Actions>> {
         return crate::parallel::map(files, |(v, p)| read_commit(p, *v));
     }
     let locations: Vec<&Location> = files.iter().map(|(_, p)| p).collect();
+    parse_commits(files, Location::read_many(&locations))
+}
+
+/// Parse commit files whose bytes (or read errors) were fetched already, in order.
+pub fn parse_commits(
+    files: &[(i64, Location)],
+    bytes: Vec<std::io::Result<bytes::Bytes>>,
+) -> Vec<Result<Actions>> {
     let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> = files
         .iter()
-        .zip(Location::read_many(&locations))
+        .zip(bytes)
         .map(|((v, p), b)| (*v, p, b))
         .collect();
     crate::parallel::map(&fetched, |(v, p, bytes)| match bytes {

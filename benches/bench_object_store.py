@@ -132,10 +132,15 @@ def test_request_counts(s3, table):
 
         out["delta_occ_open"] = count(lambda: delta_occ.Table(uri, storage_options=via))
         out["deltalake_open"] = count(lambda: deltalake.DeltaTable(uri, storage_options=via))
-        t = delta_occ.Table.create(f"s3://{BUCKET}/commits-{uuid.uuid4().hex[:8]}", __import__("pyarrow").schema([("id", __import__("pyarrow").int64())]), storage_options=via)
-        first = t.begin()
-        first.set_app_version("probe", 1)
-        out["first_commit_of_the_process"] = count(first.commit)  # includes the conditional-write probe
+        import pyarrow as pa
+
+        made = []
+        create = lambda: made.append(  # noqa: E731
+            delta_occ.Table.create(f"s3://{BUCKET}/commits-{uuid.uuid4().hex[:8]}", pa.schema([("id", pa.int64())]), storage_options=via)
+        )
+        # The first commit of this process to this store: the conditional-write probe, then version 0.
+        out["create_first_commit_of_the_process"] = count(create)
+        t = made[0]
         txn = t.begin()
         txn.set_app_version("a", 1)
         out["uncontested_commit"] = count(txn.commit)
@@ -152,4 +157,6 @@ def test_request_counts(s3, table):
     with open(os.path.join(BENCH_DIR, "requests.json"), "w") as f:
         json.dump(out, f, indent=1)
     assert out["uncontested_commit"] == {"requests": 1, "PUT": 1}
+    # the probe: two conditional PUTs of one scratch key and its delete; version 0 one more PUT
+    assert out["create_first_commit_of_the_process"]["PUT"] == 3
     assert out["commit_losing_to_10_winners"]["GET"] == 11  # one listing + each winner once

@@ -299,61 +299,37 @@ fn run_attempts(
                 }
             },
         };
-        if owner == Some(true) {
-            let dv_file = m.dv_file.clone();
-            return Ok(Landed {
-                result: finish(
-                    txn,
-                    &prepared,
-                    rows_resolved,
-                    m,
-                    operation,
-                    attempt_version,
-                    attempt,
-                    rebased_over,
-                    checks,
-                ),
-                dv_file,
-            });
-        }
-        // Collision: check every commit that appeared since the last check, in order.
-        let winners = match read_winners(txn, checked_upto + 1, None) {
-            Ok(w) => w,
-            // Our own commit may be the one at `attempt_version` (see Ok(false) above): an error
-            // may only say that nothing landed once that version is known to be another's.
-            Err(e) => match outcome(
-                &dir,
-                attempt_version,
-                &prepared.txn_id,
-                opts,
-                started,
-                &table,
-            )? {
-                Some(true) => {
-                    let dv_file = m.dv_file.clone();
-                    return Ok(Landed {
-                        result: finish(
-                            txn,
-                            &prepared,
-                            rows_resolved,
-                            m,
-                            operation,
-                            attempt_version,
-                            attempt,
-                            rebased_over,
-                            checks,
-                        ),
-                        dv_file,
-                    });
+        // Collision: check every commit that appeared since the last check, in order. The
+        // version ours landed at, if it did: here, or an earlier attempt whose outcome looked
+        // unknown and that a winner's txnId shows did land.
+        let (landed_at, winners) = if owner == Some(true) {
+            (Some(attempt_version), Vec::new())
+        } else {
+            match read_winners(txn, checked_upto + 1, None) {
+                Ok(w) => {
+                    let ours = w
+                        .iter()
+                        .find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str()))
+                        .map(|w| w.version);
+                    (ours, w)
                 }
-                _ => return Err(e),
-            },
+                // Our own commit may be the one at `attempt_version` (see Ok(false) above): an
+                // error may only say that nothing landed once that version is known to be
+                // another's.
+                Err(e) => match outcome(
+                    &dir,
+                    attempt_version,
+                    &prepared.txn_id,
+                    opts,
+                    started,
+                    &table,
+                )? {
+                    Some(true) => (Some(attempt_version), Vec::new()),
+                    _ => return Err(e),
+                },
+            }
         };
-        if let Some(w) = winners
-            .iter()
-            .find(|w| w.txn_id.as_deref() == Some(prepared.txn_id.as_str()))
-        {
-            // An earlier attempt whose outcome looked unknown did land.
+        if let Some(version) = landed_at {
             let dv_file = m.dv_file.clone();
             return Ok(Landed {
                 result: finish(
@@ -362,7 +338,7 @@ fn run_attempts(
                     rows_resolved,
                     m,
                     operation,
-                    w.version,
+                    version,
                     attempt,
                     rebased_over,
                     checks,

@@ -32,7 +32,7 @@ pub struct FileColumns {
 /// The columns `wanted` (physical name, field id) of the parquet file at `path`.
 pub fn read_columns(path: &Location, wanted: &[(&str, Option<i64>)]) -> Result<FileColumns> {
     let f = path.open().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound if crate::storage::problem_of(&e).is_none() => {
+        std::io::ErrorKind::NotFound if crate::error::problem_of(&e).is_none() => {
             Error::corrupt(path, None, "data file referenced by the log does not exist")
         }
         _ => Error::io(path, e),

@@ -171,7 +171,7 @@ impl Error {
     /// An I/O error on `path`; one that carries a storage problem (a missing bucket, refused
     /// credentials, ...) becomes [`Error::Storage`].
     pub fn io(path: impl fmt::Display, source: std::io::Error) -> Self {
-        if let Some((problem, message)) = crate::storage::problem_of(&source) {
+        if let Some((problem, message)) = problem_of(&source) {
             return Error::Storage {
                 location: path.to_string(),
                 problem,
@@ -184,7 +184,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn from_fault(location: &str, fault: crate::storage::StorageFault) -> Self {
+    pub(crate) fn from_fault(location: &str, fault: StorageFault) -> Self {
         match fault.problem {
             Some(problem) => Error::Storage {
                 location: location.to_string(),
@@ -416,6 +416,49 @@ impl fmt::Display for Conflict {
             self.isolation_level.as_str()
         )
     }
+}
+
+/// What a storage error means to a user, beyond its I/O kind: problems that retrying cannot cure.
+#[derive(Debug)]
+pub struct StorageFault {
+    pub problem: Option<StorageProblem>,
+    /// The message, with every secret of the store's options removed.
+    pub message: String,
+}
+
+impl StorageFault {
+    pub(crate) fn new(problem: Option<StorageProblem>, message: impl Into<String>) -> Self {
+        StorageFault {
+            problem,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn into_io(self, kind: std::io::ErrorKind) -> std::io::Error {
+        std::io::Error::new(kind, self)
+    }
+}
+
+impl std::fmt::Display for StorageFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StorageFault {}
+
+/// A copy of an I/O error (`std::io::Error` is not `Clone`) that keeps its kind and storage problem.
+pub(crate) fn clone_io(e: &std::io::Error) -> std::io::Error {
+    match e.get_ref().and_then(|r| r.downcast_ref::<StorageFault>()) {
+        Some(f) => StorageFault::new(f.problem, f.message.clone()).into_io(e.kind()),
+        None => std::io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+/// The storage problem an I/O error carries, if any.
+pub(crate) fn problem_of(e: &std::io::Error) -> Option<(StorageProblem, &str)> {
+    let fault = e.get_ref()?.downcast_ref::<StorageFault>()?;
+    fault.problem.map(|p| (p, fault.message.as_str()))
 }
 
 #[cfg(test)]

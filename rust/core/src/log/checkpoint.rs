@@ -505,7 +505,7 @@ impl DeferredPart {
 /// The footer and, when the writer stored one, the offset index (so a row range reads only its pages).
 fn open(path: &Location, version: i64) -> Result<(FileReader, ArrowReaderMetadata)> {
     let file = path.open().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound if crate::storage::problem_of(&e).is_none() => Error::corrupt(
+        std::io::ErrorKind::NotFound if crate::error::problem_of(&e).is_none() => Error::corrupt(
             path,
             Some(version),
             "checkpoint file (or sidecar) is missing",

@@ -510,7 +510,7 @@ pub fn parse_commits(
         .collect();
     crate::parallel::map(&fetched, |(v, p, bytes)| match bytes {
         Ok(b) => parse_actions(b, p, Some(*v)),
-        Err(e) => Err(open_error(p, *v, crate::storage::clone_io(e))),
+        Err(e) => Err(open_error(p, *v, crate::error::clone_io(e))),
     })
 }
 
@@ -554,7 +554,7 @@ pub(crate) fn commit_info_of(
 /// this snapshot), unlike other I/O errors.
 fn open_error(path: &Location, version: i64, e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound if crate::storage::problem_of(&e).is_none() => Error::corrupt(
+        std::io::ErrorKind::NotFound if crate::error::problem_of(&e).is_none() => Error::corrupt(
             path,
             Some(version),
             "commit file disappeared while reading the log",

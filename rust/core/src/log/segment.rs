@@ -39,7 +39,7 @@ pub fn list(root: &Location, start: i64) -> Result<Listing> {
         Ok(e) => e,
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
-                && crate::storage::problem_of(&e).is_none() =>
+                && crate::error::problem_of(&e).is_none() =>
         {
             return Err(Error::TableNotFound {
                 path: root.to_string(),

@@ -20,7 +20,7 @@ mod reader;
 
 pub use reader::FileReader;
 
-use crate::error::StorageProblem;
+use crate::error::{problem_of, StorageFault};
 
 /// An object found by a listing: its name relative to the listed directory, and its size.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,49 +93,6 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn failed_puts_may_land_later(&self) -> bool {
         true
     }
-}
-
-/// What a storage error means to a user, beyond its I/O kind: problems that retrying cannot cure.
-#[derive(Debug)]
-pub struct StorageFault {
-    pub problem: Option<StorageProblem>,
-    /// The message, with every secret of the store's options removed.
-    pub message: String,
-}
-
-impl StorageFault {
-    pub(crate) fn new(problem: Option<StorageProblem>, message: impl Into<String>) -> Self {
-        StorageFault {
-            problem,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn into_io(self, kind: io::ErrorKind) -> io::Error {
-        io::Error::new(kind, self)
-    }
-}
-
-impl fmt::Display for StorageFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for StorageFault {}
-
-/// A copy of an I/O error (`io::Error` is not `Clone`) that keeps its kind and storage problem.
-pub(crate) fn clone_io(e: &io::Error) -> io::Error {
-    match e.get_ref().and_then(|r| r.downcast_ref::<StorageFault>()) {
-        Some(f) => StorageFault::new(f.problem, f.message.clone()).into_io(e.kind()),
-        None => io::Error::new(e.kind(), e.to_string()),
-    }
-}
-
-/// The storage problem an I/O error carries, if any.
-pub(crate) fn problem_of(e: &io::Error) -> Option<(StorageProblem, &str)> {
-    let fault = e.get_ref()?.downcast_ref::<StorageFault>()?;
-    fault.problem.map(|p| (p, fault.message.as_str()))
 }
 
 /// A file or object: a key in a storage. Cheap to clone.

@@ -20,8 +20,8 @@ use object_store::{
 
 use super::options::{self, Cloud, CloudUri, Options};
 use super::process::{block_on, PerProcess};
-use super::{Entry, FileReader, Location, Storage, StorageFault};
-use crate::error::StorageProblem;
+use super::{Entry, FileReader, Location, Storage};
+use crate::error::{StorageFault, StorageProblem};
 
 /// Bytes fetched from the end of an object when it is opened: a parquet footer in one request.
 const TAIL: u64 = 64 << 10;
@@ -426,7 +426,12 @@ impl Storage for ObjectStorage {
     fn get_many(&self, keys: &[&str]) -> Vec<io::Result<Bytes>> {
         let client = match self.client() {
             Ok(c) => c,
-            Err(e) => return keys.iter().map(|_| Err(super::clone_io(&e))).collect(),
+            Err(e) => {
+                return keys
+                    .iter()
+                    .map(|_| Err(crate::error::clone_io(&e)))
+                    .collect()
+            }
         };
         block_on(
             futures::stream::iter(keys.iter().map(|&key| async move {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use percent_encoding::percent_decode_str;
 
-use super::{StorageFault, StorageProblem};
+use crate::error::{StorageFault, StorageProblem};
 
 /// The object stores delta-occ commits to atomically (conditional creates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -120,12 +120,32 @@ def s3_where_fixture(s3_server) -> Where:
     return s3_where(s3_server)
 
 
+def where_of(kind: str, request, tmp_path) -> Where:
+    """A fresh ``Where`` on ``kind``: ``local``, ``s3`` (Ceph), ``azure`` (Azurite) or ``gcs``
+    (fake-gcs-server); the servers are the session's."""
+    import uuid
+
+    if kind == "local":
+        return Where(str(tmp_path), None, "local")
+    if kind == "s3":
+        return s3_where(request.getfixturevalue("s3_server"))
+    if kind == "azure":
+        return Where(f"az://{BUCKET}/{uuid.uuid4().hex}", azure_options(request.getfixturevalue("azurite_server")), "azure")
+    if kind == "gcs":
+        return Where(f"gs://{BUCKET}/{uuid.uuid4().hex}", gcs_options(request.getfixturevalue("gcs_server")), "gcs")
+    raise ValueError(kind)
+
+
 @pytest.fixture(params=["local", "s3"])
 def where(request, tmp_path) -> Where:
-    """Each test that takes it runs on a local directory and on S3 (Ceph)."""
-    if request.param == "local":
-        return Where(str(tmp_path), None, "local")
-    return s3_where(request.getfixturevalue("s3_server"))
+    """Each test that takes it runs on a local directory and on S3 (Ceph). Modules whose tests
+    also run on the Azure and GCS emulators override it with ``EVERY_STORE``."""
+    return where_of(request.param, request, tmp_path)
+
+
+# Both emulators create atomically under races (tests/servers/azurite.py, fake_gcs.py), so the
+# concurrency scenarios run on them too.
+EVERY_STORE = ["local", "s3", "azure", "gcs"]
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ import pytest
 import delta_occ as docc
 from delta_occ import exceptions as ex
 
+from conftest import EVERY_STORE, where_of
 from rowmodel import (
     Op,
     assert_invariants,
@@ -32,6 +33,12 @@ from rowmodel import (
 )
 
 LEVELS = ["Serializable", "WriteSerializable"]
+
+
+@pytest.fixture(params=EVERY_STORE)
+def where(request, tmp_path):
+    """These scenarios run on a local disk, S3 and the Azure and GCS emulators."""
+    return where_of(request.param, request, tmp_path)
 
 
 def interleave(t: docc.Table, loser: Op, winners: Sequence[Op], level: Optional[str] = None, row_level: bool = True):

@@ -13,12 +13,19 @@ import pytest
 import delta_occ as docc
 from delta_occ import exceptions as ex
 
+from conftest import EVERY_STORE, where_of
 from datafiles import add, rows
 
 S, WS = "Serializable", "WriteSerializable"
 ANY = object()  # partition hint not asserted
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("x", pa.int64())])
+
+
+@pytest.fixture(params=EVERY_STORE)
+def where(request, tmp_path):
+    """These scenarios run on a local disk, S3 and the Azure and GCS emulators."""
+    return where_of(request.param, request, tmp_path)
 
 
 class Env:

@@ -31,6 +31,15 @@ def _location(path: PathLike) -> str:
     return path
 
 
+def partition_by_arg(partition_by: Optional[Union[str, Sequence[str]]]) -> List[str]:
+    """``partition_by`` as the core takes it: None for none, one name or a sequence of names."""
+    if partition_by is None:
+        return []
+    if isinstance(partition_by, str):
+        return [partition_by]
+    return list(partition_by)
+
+
 def storage_options_arg(options: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
     """``storage_options`` as the core takes them: str keys, values as strings (``True`` is
     ``"true"``). The core checks the keys (deltalake's names, any letter case)."""
@@ -79,13 +88,9 @@ class Table:
         properties: ``delta.enableDeletionVectors=true`` gives reader 3 / writer 7 with the
         ``deletionVectors`` feature, and so on. ``path`` and ``storage_options`` as in
         :class:`Table`."""
-        if partition_by is None:
-            partition_by = ()
-        elif isinstance(partition_by, str):
-            partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         handle = _core.TableHandle.create(
-            _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name, storage_options_arg(storage_options)
+            _location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
         )
         return cls._wrap(handle)
 
@@ -295,14 +300,10 @@ class Table:
     ) -> Transaction:
         """A transaction that creates the table (read version -1). Committing it after another
         writer created the table raises ProtocolChangedException with the empty-directory hint."""
-        if partition_by is None:
-            partition_by = ()
-        elif isinstance(partition_by, str):
-            partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         return Transaction(
             _core.TableHandle.begin_create(
-                _location(path), arrow_schema_to_delta(schema), list(partition_by), props, name, storage_options_arg(storage_options)
+                _location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
             )
         )
 

@@ -46,7 +46,7 @@ import urllib.error
 import urllib.request
 from typing import Dict, Iterable, List, Optional
 
-from ._process import free_port
+from ._process import die_with_parent, free_port
 
 START_TIMEOUT = 90.0
 
@@ -131,6 +131,7 @@ class SparkCluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # own process group: stop() kills the JVM and its children
+            preexec_fn=die_with_parent,  # and a killed test process takes the cluster with it
         )
 
     def _master_json(self) -> Optional[dict]:

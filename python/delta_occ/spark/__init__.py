@@ -28,7 +28,7 @@ from .._write import Layout
 from ..exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
 from ..isolation import IsolationLevel
 from ..snapshot import Snapshot
-from ..table import PathLike, Table, _location, storage_options_arg
+from ..table import PathLike, Table, _location, partition_by_arg, storage_options_arg
 from ..transaction import CommitResult, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
@@ -224,12 +224,8 @@ class SparkTable:
             schema_json = schema.json()
         else:
             schema_json = arrow_schema_to_delta(schema)
-        if partition_by is None:
-            partition_by = ()
-        elif isinstance(partition_by, str):
-            partition_by = [partition_by]
         props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(_location(path), schema_json, list(partition_by), props, name, storage_options_arg(storage_options))
+        handle = _core.TableHandle.create(_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options))
         st = cls.__new__(cls)
         st.spark = spark
         st.table = Table._wrap(handle)

@@ -85,8 +85,7 @@ fn load_from_listing(root: &Location, listing: &Listing, version: Option<i64>) -
             })
             .count()
     };
-    let (early_commits, rest) = seg.commits.split_at(early);
-    let early_files = paths(early_commits);
+    let early_files = paths(&seg.commits[..early]);
     let (actions, fetched) = std::thread::scope(|s| {
         let fetch = (!early_files.is_empty()).then(|| {
             s.spawn(|| {
@@ -95,24 +94,13 @@ fn load_from_listing(root: &Location, listing: &Listing, version: Option<i64>) -
             })
         });
         let actions = checkpoint::read(&log_dir(root), cp);
-        let fetched = fetch.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        let fetched = fetch
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .unwrap_or_default();
         (actions, fetched)
     });
     state.apply_checkpoint(cp.version, actions?);
-    if let Some(bytes) = fetched {
-        // Parsed in batches, as `apply_commits` does, to bound peak memory.
-        let mut bytes = bytes.into_iter();
-        for (commits, files) in early_commits
-            .chunks(COMMIT_BATCH)
-            .zip(early_files.chunks(COMMIT_BATCH))
-        {
-            let batch: Vec<_> = bytes.by_ref().take(files.len()).collect();
-            for (f, parsed) in commits.iter().zip(json_log::parse_commits(files, batch)) {
-                state.apply_commit(f.version, parsed?);
-            }
-        }
-    }
-    apply_commits(&mut state, rest)?;
+    apply_fetched_commits(&mut state, &seg.commits, fetched)?;
     Snapshot::from_state(root, state)
 }
 
@@ -123,6 +111,16 @@ const PREFETCH_BYTES: u64 = 32 << 20;
 const LARGE_COMMIT: u64 = 16 << 20;
 
 fn apply_commits(state: &mut LogState, commits: &[LogFile]) -> Result<()> {
+    apply_fetched_commits(state, commits, Vec::new())
+}
+
+/// [`apply_commits`], the bytes of the first commits (all small) fetched already.
+fn apply_fetched_commits(
+    state: &mut LogState,
+    commits: &[LogFile],
+    fetched: Vec<std::io::Result<bytes::Bytes>>,
+) -> Result<()> {
+    let mut fetched = fetched.into_iter();
     let mut rest = commits;
     while let Some(first) = rest.first() {
         if first.size > LARGE_COMMIT {
@@ -157,8 +155,16 @@ fn apply_commits(state: &mut LogState, commits: &[LogFile]) -> Result<()> {
             .take(COMMIT_BATCH)
             .take_while(|f| f.size <= LARGE_COMMIT)
             .count();
+        // A batch is either all fetched already or all still to read.
+        let n = match fetched.len() {
+            0 => n,
+            ready => n.min(ready),
+        };
         let (batch, tail) = rest.split_at(n);
-        let parsed = json_log::read_commits(&paths(batch));
+        let parsed = match fetched.len() {
+            0 => json_log::read_commits(&paths(batch)),
+            _ => json_log::parse_commits(&paths(batch), fetched.by_ref().take(n).collect()),
+        };
         for (f, actions) in batch.iter().zip(parsed) {
             state.apply_commit(f.version, actions?);
         }

@@ -273,28 +273,25 @@ fn run_attempts(
                 // credentials, a full or read-only disk): nothing was published, and retrying
                 // will not help: say so now, not after max_attempts back-offs.
                 None if e.is_permanent() => return Err(e),
-                // Nothing landed and nothing can land later (a local disk): an ordinary retry.
-                None if !dir.failed_puts_may_land_later() => {
-                    if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
-                        return Err(give_up(
-                            &table,
-                            attempt,
-                            started,
-                            tried,
-                            format!("last error: {e}"),
-                        ));
-                    }
-                    backoff(opts, attempt, &table)?;
-                    continue;
-                }
+                // Absent. On a local disk nothing can land later: an ordinary retry. Where a put
+                // whose answer was lost may still land, the same version is retried (never
+                // another), and running out of time or being interrupted is an unknown outcome.
                 None => {
-                    // Absent, but a put whose answer was lost may still land: retry the same
-                    // version (never another), and end with an unknown outcome if out of time.
+                    let may_land = dir.failed_puts_may_land_later();
                     if attempt >= opts.max_attempts || started.elapsed() > opts.time_budget {
-                        return Err(unknown(&table, attempt_version, &e));
+                        return Err(if may_land {
+                            unknown(&table, attempt_version, &e)
+                        } else {
+                            give_up(&table, attempt, started, tried, format!("last error: {e}"))
+                        });
                     }
-                    backoff(opts, attempt, &table)
-                        .map_err(|_| unknown(&table, attempt_version, &e))?;
+                    backoff(opts, attempt, &table).map_err(|interrupted| {
+                        if may_land {
+                            unknown(&table, attempt_version, &e)
+                        } else {
+                            interrupted
+                        }
+                    })?;
                     continue;
                 }
             },

@@ -35,6 +35,8 @@ pub(super) struct ObjectStorage {
     secrets: Vec<String>,
     client: PerProcess<Result<Arc<dyn ObjectStore>, String>>,
     checked: PerProcess<AtomicBool>,
+    /// The store as Hadoop names it (see `hadoop_base`), worked out once.
+    hadoop_base: String,
 }
 
 impl std::fmt::Debug for ObjectStorage {
@@ -74,11 +76,13 @@ pub(super) fn root(uri: CloudUri, options: Options) -> Result<Location, StorageF
                     options::redact(&format!("{}: {m}", uri.base), &secrets),
                 )
             })?;
+            let uri = CloudUri {
+                key: String::new(),
+                ..uri.clone()
+            };
             let s = Arc::new(ObjectStorage {
-                uri: CloudUri {
-                    key: String::new(),
-                    ..uri.clone()
-                },
+                hadoop_base: hadoop_base(&uri, &options),
+                uri,
                 options,
                 secrets,
                 client: PerProcess::new(),
@@ -89,6 +93,28 @@ pub(super) fn root(uri: CloudUri, options: Options) -> Result<Location, StorageF
         }
     };
     Ok(Location::new(storage, uri.key))
+}
+
+/// The store as Hadoop names it: `s3a://bucket` for S3; for Azure the ABFS form
+/// `abfss://container@account.dfs.core.windows.net` (the account from the URI or the
+/// options); `gs://bucket` as it is.
+fn hadoop_base(uri: &CloudUri, options: &Options) -> String {
+    let (scheme, rest) = uri.base.split_once("://").unwrap_or(("", &uri.base));
+    match (uri.cloud, scheme) {
+        (Cloud::S3, _) => format!("s3a://{rest}"),
+        (Cloud::Azure, "abfs" | "abfss") => uri.base.clone(),
+        (Cloud::Azure, _) => {
+            let account = ["azure_storage_account_name", "account_name"]
+                .iter()
+                .find_map(|k| options.values.get(*k).cloned())
+                .or_else(|| std::env::var("AZURE_STORAGE_ACCOUNT_NAME").ok());
+            match account {
+                Some(a) => format!("abfss://{rest}@{a}.dfs.core.windows.net"),
+                None => uri.base.clone(),
+            }
+        }
+        (Cloud::Gcs, _) => uri.base.clone(),
+    }
 }
 
 /// `retry_timeout`: seconds, or a number with `ms`, `s` or `m`.
@@ -163,32 +189,6 @@ fn contains_any(text: &str, needles: &[&str]) -> bool {
 }
 
 impl ObjectStorage {
-    /// The store as Hadoop names it: `s3a://bucket` for S3; for Azure the ABFS form
-    /// `abfss://container@account.dfs.core.windows.net` (the account from the URI or the
-    /// options); `gs://bucket` as it is.
-    fn hadoop_base(&self) -> String {
-        let (scheme, rest) = self
-            .uri
-            .base
-            .split_once("://")
-            .unwrap_or(("", &self.uri.base));
-        match (self.uri.cloud, scheme) {
-            (Cloud::S3, _) => format!("s3a://{rest}"),
-            (Cloud::Azure, "abfs" | "abfss") => self.uri.base.clone(),
-            (Cloud::Azure, _) => {
-                let account = ["azure_storage_account_name", "account_name"]
-                    .iter()
-                    .find_map(|k| self.options.values.get(*k).cloned())
-                    .or_else(|| std::env::var("AZURE_STORAGE_ACCOUNT_NAME").ok());
-                match account {
-                    Some(a) => format!("abfss://{rest}@{a}.dfs.core.windows.net"),
-                    None => self.uri.base.clone(),
-                }
-            }
-            (Cloud::Gcs, _) => self.uri.base.clone(),
-        }
-    }
-
     fn client(&self) -> io::Result<&Arc<dyn ObjectStore>> {
         self.client
             .get_or_init(|| build(&self.uri, &self.options))
@@ -335,23 +335,15 @@ impl Storage for ObjectStorage {
     /// `base/key`, the key quoted as Hadoop quotes a path (space, `%`, `#`, `?`, ... escaped),
     /// so that parsing the URI gives the key back and Spark reports the same string.
     fn uri(&self, key: &str) -> String {
-        let mut out = self.uri.base.clone();
-        if !key.is_empty() {
-            out.push('/');
-            crate::uri::quote_java_path(key, &mut out);
-        }
-        out
+        quoted_under(&self.uri.base, key)
     }
 
     fn hadoop_path(&self, key: &str) -> String {
-        format!("{}/{key}", self.hadoop_base())
+        format!("{}/{key}", self.hadoop_base)
     }
 
     fn hadoop_uri(&self, key: &str) -> String {
-        let mut out = self.hadoop_base();
-        out.push('/');
-        crate::uri::quote_java_path(key, &mut out);
-        out
+        quoted_under(&self.hadoop_base, key)
     }
 
     fn join(&self, key: &str, rel: &str) -> String {
@@ -551,6 +543,16 @@ impl Storage for ObjectStorage {
         checked.store(true, Ordering::Release);
         Ok(())
     }
+}
+
+/// `base/key`, the key quoted as `java.net.URI` quotes a path.
+fn quoted_under(base: &str, key: &str) -> String {
+    let mut out = base.to_string();
+    if !key.is_empty() {
+        out.push('/');
+        crate::uri::quote_java_path(key, &mut out);
+    }
+    out
 }
 
 /// The same bucket (`s3` and `s3a` alike) or Azure container; an Azure account counts where both

@@ -1,4 +1,5 @@
-"""Shared fixtures: the golden tables (../shared/testdata/golden or $DELTA_OCC_GOLDEN)."""
+"""Shared fixtures: the golden tables (../shared/testdata/golden or $DELTA_OCC_GOLDEN), the
+object-store servers, Spark; and the tests that run on the test build (tests/hooked.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ import shutil
 
 import pytest
 
+import hooked
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    hooked.configure(config)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    hooked.swap_in(items)
 
 
 def golden_root() -> pathlib.Path:

@@ -82,6 +82,7 @@ def test_the_run_covers_every_configuration(result):
             assert c["exception"] is None
 
 
+@pytest.mark.test_hooks
 def test_a_disabled_rule_shows_as_differences(monkeypatch, capsys):
     """Mutation check: with row-level DeleteDelete disabled, the same-row DML cells differ."""
     monkeypatch.setenv("DELTA_OCC_TEST_DISABLE_RULE", "ConcurrentDeleteDeleteException")
@@ -92,6 +93,7 @@ def test_a_disabled_rule_shows_as_differences(monkeypatch, capsys):
     assert ("DELETE", "DELETE") in diffs and all(s in DML and f in DML for s, f in diffs)
 
 
+@pytest.mark.test_hooks
 def test_text_output_marks_differences(monkeypatch, capsys):
     rc = main(["matrix", "--mode", "file-level", "--partitioned", "yes", "--level", "Serializable"])
     out = capsys.readouterr().out

@@ -41,6 +41,7 @@ OPERATIONS = [
 ]
 
 
+@pytest.mark.test_hooks
 @pytest.mark.parametrize("fault", ["eacces", "erofs", "enospc"])
 @pytest.mark.parametrize("name,op", OPERATIONS, ids=[o[0] for o in OPERATIONS])
 def test_permanent_publish_error_fails_at_once_and_cleans_up(table, monkeypatch, fault, name, op):
@@ -60,6 +61,7 @@ def test_permanent_publish_error_fails_at_once_and_cleans_up(table, monkeypatch,
     assert sorted(fresh.snapshot().to_pyarrow().column("id").to_pylist()) == before_rows
 
 
+@pytest.mark.test_hooks
 def test_transient_publish_error_is_retried(table, monkeypatch):
     before_files = files_under(table.path)
     monkeypatch.setenv("DELTA_OCC_FAULTS", "publish_error=eio")
@@ -95,6 +97,7 @@ def test_rebased_dv_commit_leaves_no_orphan_dv_file(table):
     assert len(on_disk) == len(referenced) == 2  # the winner's DV and the rebased union
 
 
+@pytest.mark.test_hooks
 def test_ctrl_c_stops_a_commit_loop_that_backs_off(tmp_path):
     """SIGINT during the back-off between attempts stops the loop (issue 17): a KeyboardInterrupt
     that is also a DeltaOccError, raised within a back-off step instead of after max_attempts or

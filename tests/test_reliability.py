@@ -165,6 +165,7 @@ def _killable_writer(path: str) -> None:
         n += 1
 
 
+@pytest.mark.test_hooks
 def test_sigkill_inside_commit_never_corrupts_or_blocks(tmp_path):
     path = str(tmp_path / "t")
     table = docc.Table.create(path, SCHEMA, ["p"], {"delta.checkpointInterval": "1000"})
@@ -201,6 +202,7 @@ def test_sigkill_inside_commit_never_corrupts_or_blocks(tmp_path):
                 docc._core.parse_commit(f.read())
 
 
+@pytest.mark.test_hooks
 def test_lost_acknowledgement_is_detected_by_txn_id(tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     table = docc.Table.create(path, SCHEMA, ["p"])

@@ -53,6 +53,7 @@ def test_workload_history_is_clean(tmp_path, dvs, partitioned, modes):
     assert summary["oracle"] in ("delta-kernel-rs" if dvs else "deltalake", None)
 
 
+@pytest.mark.test_hooks
 @pytest.mark.parametrize("faults", ["ack_lost", "pause_ms=3"])
 def test_workload_survives_sigkill_and_faults(tmp_path, faults):
     cfg = stress.Config(writers=3, transactions=15, modes=("fork", "spawn"), dvs=True, rounds=4, kill_every=0.4, faults=faults, seed=7)
@@ -77,6 +78,7 @@ MUTATIONS = [
 ]
 
 
+@pytest.mark.test_hooks
 @pytest.mark.parametrize("name, dvs, ops, order, rule", MUTATIONS, ids=[m[0] for m in MUTATIONS])
 def test_mutation_check_catches_every_disabled_rule(tmp_path, monkeypatch, name, dvs, ops, order, rule):
     """With the rule in place the loser raises ``rule`` and the history is clean; with the rule

@@ -3,9 +3,12 @@
 from typing import Any, Dict, List, Optional, Tuple, final
 
 __version__: str
+#: Whether this build carries the test hooks (fault injection, rule disabling): never in a wheel.
+TEST_HOOKS: bool
 
 __all__ = [
     "__version__",
+    "TEST_HOOKS",
     "TableHandle",
     "SnapshotHandle",
     "TransactionHandle",

@@ -329,7 +329,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--partitioned", action="store_true", help="partition the table by p")
     p.add_argument("--level", choices=["Serializable", "WriteSerializable", "both"], default="both", help="isolation levels used (default both)")
     p.add_argument("--kill-every", type=float, default=None, metavar="SECONDS", help="SIGKILL a random process writer this often (it is restarted)")
-    p.add_argument("--faults", default="", help="DELTA_OCC_FAULTS for the writer processes, e.g. ack_lost or pause_ms=5")
+    p.add_argument("--faults", default="", help="DELTA_OCC_FAULTS for the writer processes, e.g. ack_lost or pause_ms=5 (a test build only)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=cmd_stress)
     for name, p in sub.choices.items():

@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from . import _core
 from . import exceptions as ex
 from .table import Table
 
@@ -58,7 +59,8 @@ Rows = Dict[int, Row]
 class Config:
     """One workload. ``transactions`` per writer; ``rounds`` of the scheduler, ``k`` staged
     transactions each; ``kill_every`` seconds a random process writer gets SIGKILL (and is
-    restarted); ``faults`` is ``DELTA_OCC_FAULTS`` for the writers."""
+    restarted); ``faults`` is ``DELTA_OCC_FAULTS`` for the writers, honoured only by a test build
+    of the extension (``_core.TEST_HOOKS``): the published wheel has no fault injection."""
 
     writers: int = 4
     transactions: int = 20
@@ -395,6 +397,8 @@ def run(
     """Create the table at ``path`` (a new directory, or a new object-store location with
     ``storage_options``), run the writers, the killer and the scheduler, then check the history.
     Returns the checker's summary (``log_dir``: where the attempt logs went)."""
+    if cfg.faults and not _core.TEST_HOOKS:
+        raise ex.InvalidArgumentError(f"faults={cfg.faults!r} needs a test build of delta_occ (cargo feature test-hooks); this build injects no faults")
     t0 = time.monotonic()
     tg = target(path, storage_options, log_dir)
     create(tg, cfg)

@@ -26,6 +26,7 @@ mod snapshot;
 mod stats;
 mod storage;
 mod table;
+pub mod test_hooks;
 mod transaction;
 mod uri;
 

@@ -160,6 +160,8 @@ fn merge_read_predicate(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // True only in the build the tests make for themselves (cargo feature `test-hooks`).
+    m.add("TEST_HOOKS", delta_occ_core::test_hooks::ENABLED)?;
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
     m.add_class::<transaction::TransactionHandle>()?;

@@ -396,7 +396,7 @@ fn check_winners(
         let removed = removed_paths(st);
         let view = make_view(txn, prepared, st, &removed, table);
         let whys = match conflict::check_all(&view, winners) {
-            Err(e) if rule_disabled(&e) => {
+            Err(e) if crate::test_hooks::rule_disabled(&e) => {
                 vec!["(rule disabled for a test)".to_string(); winners.len()]
             }
             r => r?,
@@ -426,7 +426,7 @@ fn check_winners(
             .and_then(|()| conflict::row_level::check_winner(&view, current, w, &cx))
             .and_then(|v| conflict::check_identity(&view, w).map(|()| v));
         let v = match checked {
-            Err(e) if rule_disabled(&e) => {
+            Err(e) if crate::test_hooks::rule_disabled(&e) => {
                 out.whys.push("(rule disabled for a test)".into());
                 continue;
             }
@@ -439,16 +439,6 @@ fn check_winners(
         }
     }
     Ok(out)
-}
-
-/// The mutation switch of the reliability checks: `DELTA_OCC_TEST_DISABLE_RULE` naming a conflict
-/// class (`ConcurrentAppendException`, ...) makes such conflicts pass unnoticed, as if the rule
-/// were missing, so a test can show that the history checker catches what the rule prevents.
-/// Never set outside tests.
-fn rule_disabled(e: &Error) -> bool {
-    let Error::Conflict(c) = e else { return false };
-    std::env::var("DELTA_OCC_TEST_DISABLE_RULE")
-        .is_ok_and(|v| v.split(',').any(|r| r.trim() == c.kind.class_name()))
 }
 
 fn removed_paths(st: &Staged) -> HashSet<Box<str>> {

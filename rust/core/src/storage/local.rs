@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 
 use super::{Entry, FileReader, Location, Storage};
+use crate::test_hooks::Faults;
 
 #[derive(Debug)]
 struct LocalStorage;
@@ -26,54 +27,6 @@ pub(super) fn root(path: PathBuf) -> Location {
         trimmed => trimmed,
     };
     Location::new(storage, key.to_string())
-}
-
-/// Fault injection for reliability tests, from `DELTA_OCC_FAULTS` (comma-separated):
-/// `pause_ms=N` sleeps N ms between the steps of a put (so a SIGKILL lands inside it), and
-/// `ack_lost` reports an I/O error after a successful publish (an ambiguous outcome), and
-/// `publish_error=eacces|erofs|enospc|eio` fails the publish before anything is written with that
-/// error (a permission problem, a read-only or full file system, or a transient I/O error).
-struct Faults {
-    pause: Option<std::time::Duration>,
-    ack_lost: bool,
-    publish_error: Option<io::ErrorKind>,
-}
-
-fn faults() -> Faults {
-    let spec = std::env::var("DELTA_OCC_FAULTS").unwrap_or_default();
-    let mut f = Faults {
-        pause: None,
-        ack_lost: false,
-        publish_error: None,
-    };
-    for part in spec.split(',').map(str::trim) {
-        if let Some(ms) = part
-            .strip_prefix("pause_ms=")
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            f.pause = Some(std::time::Duration::from_millis(ms));
-        } else if part == "ack_lost" {
-            f.ack_lost = true;
-        } else if let Some(kind) = part.strip_prefix("publish_error=") {
-            use io::ErrorKind as K;
-            f.publish_error = match kind {
-                "eacces" => Some(K::PermissionDenied),
-                "erofs" => Some(K::ReadOnlyFilesystem),
-                "enospc" => Some(K::StorageFull),
-                "eio" => Some(K::Other),
-                _ => None,
-            };
-        }
-    }
-    f
-}
-
-impl Faults {
-    fn step(&self) {
-        if let Some(p) = self.pause {
-            std::thread::sleep(p);
-        }
-    }
 }
 
 fn parent(path: &Path) -> &Path {
@@ -182,7 +135,11 @@ impl Storage for LocalStorage {
         let target = Path::new(key);
         // The test faults are for publishing commits, not for DV files (also created new).
         let is_commit = parent(target).ends_with("_delta_log");
-        let faults = if is_commit { faults() } else { Faults::none() };
+        let faults = if is_commit {
+            Faults::from_env()
+        } else {
+            Faults::none()
+        };
         if let Some(kind) = faults.publish_error {
             return Err(io::Error::new(kind, "injected fault: publish failed"));
         }
@@ -240,16 +197,6 @@ impl Storage for LocalStorage {
 
     fn local_path(&self, key: &str) -> Option<PathBuf> {
         Some(PathBuf::from(key))
-    }
-}
-
-impl Faults {
-    fn none() -> Self {
-        Faults {
-            pause: None,
-            ack_lost: false,
-            publish_error: None,
-        }
     }
 }
 

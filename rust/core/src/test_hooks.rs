@@ -1,0 +1,119 @@
+//! Switches the reliability tests use to make the library misbehave on purpose: injected storage
+//! faults (`DELTA_OCC_FAULTS`) and disabled conflict rules (`DELTA_OCC_TEST_DISABLE_RULE`).
+//! They exist only in a build with the cargo feature `test-hooks` (the extension the tests build
+//! for themselves); without it every switch is a constant "off", so an environment variable can
+//! never weaken the published library.
+
+use std::io;
+use std::time::Duration;
+
+use crate::error::{Conflict, Error};
+
+/// Whether this build carries the test hooks.
+pub const ENABLED: bool = cfg!(feature = "test-hooks");
+
+/// Faults to inject while publishing a commit on a local disk, from `DELTA_OCC_FAULTS`
+/// (comma-separated): `pause_ms=N` sleeps N ms between the steps of a put (so a SIGKILL lands
+/// inside it), `ack_lost` reports an I/O error after a successful publish (an ambiguous outcome),
+/// and `publish_error=eacces|erofs|enospc|eio` fails the publish before anything is written with
+/// that error (a permission problem, a read-only or full file system, or a transient I/O error).
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    pub pause: Option<Duration>,
+    pub ack_lost: bool,
+    pub publish_error: Option<io::ErrorKind>,
+}
+
+impl Faults {
+    pub fn none() -> Self {
+        Faults::default()
+    }
+
+    /// The faults this process is asked for (none without the `test-hooks` feature).
+    pub fn from_env() -> Self {
+        #[cfg(feature = "test-hooks")]
+        {
+            Faults::parse(&std::env::var("DELTA_OCC_FAULTS").unwrap_or_default())
+        }
+        #[cfg(not(feature = "test-hooks"))]
+        {
+            Faults::none()
+        }
+    }
+
+    #[cfg(any(feature = "test-hooks", test))]
+    fn parse(spec: &str) -> Self {
+        use io::ErrorKind as K;
+        let mut f = Faults::none();
+        for part in spec.split(',').map(str::trim) {
+            if let Some(ms) = part
+                .strip_prefix("pause_ms=")
+                .and_then(|v| v.parse::<u64>().ok())
+            {
+                f.pause = Some(Duration::from_millis(ms));
+            } else if part == "ack_lost" {
+                f.ack_lost = true;
+            } else if let Some(kind) = part.strip_prefix("publish_error=") {
+                f.publish_error = match kind {
+                    "eacces" => Some(K::PermissionDenied),
+                    "erofs" => Some(K::ReadOnlyFilesystem),
+                    "enospc" => Some(K::StorageFull),
+                    "eio" => Some(K::Other),
+                    _ => None,
+                };
+            }
+        }
+        f
+    }
+
+    /// One step of a put: pause when asked to.
+    pub fn step(&self) {
+        if let Some(p) = self.pause {
+            std::thread::sleep(p);
+        }
+    }
+}
+
+/// Whether a conflict must pass unnoticed, as if its rule were missing: the mutation switch of
+/// the reliability checks (`DELTA_OCC_TEST_DISABLE_RULE` naming Delta exception names such as
+/// `ConcurrentAppendException`), so a test can show that the history checker catches what the
+/// rule prevents. Always false without the `test-hooks` feature.
+pub(crate) fn rule_disabled(e: &Error) -> bool {
+    let Error::Conflict(c) = e else { return false };
+    disabled(c)
+}
+
+#[cfg(feature = "test-hooks")]
+fn disabled(c: &Conflict) -> bool {
+    std::env::var("DELTA_OCC_TEST_DISABLE_RULE")
+        .is_ok_and(|v| v.split(',').any(|r| r.trim() == c.kind.class_name()))
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn disabled(_: &Conflict) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_specs_parse() {
+        let f = Faults::parse("pause_ms=5, ack_lost,publish_error=erofs");
+        assert_eq!(f.pause, Some(Duration::from_millis(5)));
+        assert!(f.ack_lost);
+        assert_eq!(f.publish_error, Some(io::ErrorKind::ReadOnlyFilesystem));
+        let none = Faults::parse("publish_error=bogus,pause_ms=x");
+        assert!(none.pause.is_none() && !none.ack_lost && none.publish_error.is_none());
+    }
+
+    /// Without the feature no environment can switch a hook on.
+    #[cfg(not(feature = "test-hooks"))]
+    #[test]
+    fn a_build_without_the_feature_ignores_the_environment() {
+        assert!(!ENABLED);
+        let f = Faults::from_env();
+        assert!(f.pause.is_none() && !f.ack_lost && f.publish_error.is_none());
+    }
+}

@@ -21,6 +21,7 @@ from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
 from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from .scan_plan import scan_plan
 
 ROW = "__delta_occ_row"
 #: Delta truncates string statistics to this prefix length.
@@ -80,11 +81,10 @@ class Layout:
         missing = [p for p in dict.fromkeys(paths) if p not in self._plan]
         if not missing:
             return
-        plan = _arrow.batch(self.snapshot._h.scan_plan(missing))
+        plan, partition_values = scan_plan(self.snapshot._h, missing, self.partition_columns)
         abs_paths = plan.column("abs_path").to_pylist()
         dv = plan.column("dv_cardinality").to_pylist()
-        # scan_plan: 7 fixed columns, then the partition columns in table order.
-        values = [plan.column(7 + k) for k in range(len(self.partition_columns))]
+        values = partition_values.columns
         for i, path in enumerate(missing):
             parts = {c: values[k][i] for k, c in enumerate(self.partition_columns)}
             self._plan[path] = (abs_paths[i], dv[i] > 0, parts)

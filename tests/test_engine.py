@@ -810,7 +810,7 @@ def test_optimize_with_nothing_to_compact_writes_no_commit(table, layout, setup)
     version = t.version
     r = t.optimize(where=where)
     assert (r.committed, r.version, r.read_version, r.attempts) == (False, version, version, 0)
-    assert r.operation == "OPTIMIZE" and r.metrics["numFilesRemoved"] == "0"
+    assert r.operation == "OPTIMIZE" and r.metrics["numRemovedFiles"] == "0"
     assert docc.Table(path).version == version
     assert_rows(path, rows, dv=is_dv(layout))
 
@@ -967,3 +967,18 @@ def test_merge_on_tables_with_nested_columns(tmp_path, typ, value):
     assert got == oracle
     assert [(r["id"], r["v"]) for r in got] == [(1, 10), (2, 20), (3, 0)]
     assert pa.array([r["c"] for r in got], typ).to_pylist() == pa.array([e["c"] for e in expected], typ).to_pylist()
+
+
+def test_optimize_commit_info_uses_deltas_metric_names(tmp_path):
+    """OPTIMIZE's removed-file count is Delta's ``numRemovedFiles`` (as the core and the CLI
+    spell it), never a second ``numFilesRemoved`` beside it."""
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.append(pa.table({"id": [i]}))
+    t.optimize()
+    info = t.history(1)[0]
+    assert info["operation"] == "OPTIMIZE"
+    assert info["operationMetrics"]["numRemovedFiles"] == "3"
+    assert info["operationMetrics"]["numAddedFiles"] == "1"
+    assert "numFilesRemoved" not in info["operationMetrics"]
+

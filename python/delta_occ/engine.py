@@ -579,7 +579,7 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
         for f in b:
             txn.remove_file(f["path"], data_change=False)
     params = {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)}
-    _stage(txn, "OPTIMIZE", params, {"numBins": len(bins), "numFilesRemoved": sum(len(b) for b in bins), "numOutputRows": rows_out})
+    _stage(txn, "OPTIMIZE", params, {"numBins": len(bins), "numRemovedFiles": sum(len(b) for b in bins), "numOutputRows": rows_out})
     return len(bins)
 
 

@@ -325,7 +325,7 @@ def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Op
             ctx.txn.remove_file(f["path"], data_change=False)
             ctx.touched.add(f["path"])
     params = {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)}
-    ctx.record("OPTIMIZE", params, {"numBins": len(bins), "numFilesRemoved": sum(len(b) for b in bins), "numOutputRows": rows_out})
+    ctx.record("OPTIMIZE", params, {"numBins": len(bins), "numRemovedFiles": sum(len(b) for b in bins), "numOutputRows": rows_out})
     return len(bins)
 
 

@@ -982,3 +982,23 @@ def test_optimize_commit_info_uses_deltas_metric_names(tmp_path):
     assert info["operationMetrics"]["numAddedFiles"] == "1"
     assert "numFilesRemoved" not in info["operationMetrics"]
 
+
+def test_optimize_bin_written_as_several_files_is_a_typed_error(tmp_path, monkeypatch):
+    """A bin must become one file (its provenance tag names its inputs); a bin that would not is
+    refused with a typed error, also under ``python -O``, and the transaction leaves no file."""
+    from delta_occ import engine as optimize_op
+
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_by=["p"])
+    for p in (1, 1, 2, 2):
+        t.append(pa.table({"id": [p], "p": [p]}))
+    real = optimize_op.compaction_bins
+
+    def one_bin_across_partitions(*args, **kwargs):
+        return [[f for b in real(*args, **kwargs) for f in b]]  # breaks the core's one-partition rule
+
+    monkeypatch.setattr(optimize_op, "compaction_bins", one_bin_across_partitions)
+    before = sorted(p.name for p in (tmp_path / "t").rglob("*.parquet"))
+    with pytest.raises(exc.InvalidArgumentError, match="one file"):
+        t.optimize()
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*.parquet")) == before
+    assert t.version == 4

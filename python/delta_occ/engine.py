@@ -575,7 +575,8 @@ def optimize(txn: Any, target_file_size: Optional[int] = None, where: Optional[s
         rows_out += data.num_rows
         if data.num_rows:
             written = lay.write(txn, data, data_change=False, tags={PROVENANCE_TAG: provenance})
-            assert len(written) == 1, "one bin is one partition"
+            if len(written) != 1:  # (a typed error, not an assert: -O must not let a wrong tag through)
+                raise InvalidArgumentError(f"OPTIMIZE: a bin was written as {len(written)} files, not one file; provenance would be wrong")
         for f in b:
             txn.remove_file(f["path"], data_change=False)
     params = {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)}

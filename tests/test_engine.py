@@ -986,7 +986,7 @@ def test_optimize_commit_info_uses_deltas_metric_names(tmp_path):
 def test_optimize_bin_written_as_several_files_is_a_typed_error(tmp_path, monkeypatch):
     """A bin must become one file (its provenance tag names its inputs); a bin that would not is
     refused with a typed error, also under ``python -O``, and the transaction leaves no file."""
-    from delta_occ import engine as optimize_op
+    from delta_occ.operations import optimize as optimize_op
 
     t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_by=["p"])
     for p in (1, 1, 2, 2):

@@ -13,7 +13,7 @@ from ._args import int_arg
 from ._schema import arrow_schema_to_delta
 from .exceptions import InvalidArgumentError
 from .isolation import IsolationLevel
-from .operations.bookkeeping import Bookkeeping
+from .operations.bookkeeping import Bookkeeping, Lifecycle
 from .operations.commit_info import OperationRecord
 from .snapshot import Snapshot
 
@@ -77,7 +77,7 @@ def _parameters(parameters: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     return {str(k): v if isinstance(v, str) else json.dumps(v, default=str) for k, v in parameters.items()}
 
 
-class Transaction:
+class Transaction(Lifecycle):
     """One optimistic transaction: pin a snapshot, record reads, stage actions, commit.
 
     ``with table.begin() as txn: ...`` commits on normal exit and aborts on an exception.
@@ -352,12 +352,3 @@ class Transaction:
         self._h.abort()
         if was_open:
             self.bookkeeping.remove_outputs(self._h.storage)
-
-    def __enter__(self) -> "Transaction":
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif self.state == "open":
-            self.commit()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from typing import Iterable, Iterator, List, Optional, Protocol, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Protocol, Tuple, TypeVar
 
 from ..exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
 from . import commit_info
@@ -21,6 +21,33 @@ class OutputStorage(Protocol):
     def list(self, prefix: str) -> Iterable[Tuple[str, int]]: ...
 
     def local_path(self, path: str) -> Optional[str]: ...
+
+
+_T = TypeVar("_T", bound="Lifecycle")
+
+
+class Lifecycle:
+    """``with`` on a transaction (either engine's): commit on a normal exit when still open,
+    abort on an exception (which removes the outputs)."""
+
+    @property
+    def state(self) -> str:
+        raise NotImplementedError
+
+    def commit(self) -> object:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _T) -> _T:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif self.state == "open":
+            self.commit()
 
 
 class Bookkeeping:
@@ -101,4 +128,4 @@ class Bookkeeping:
         self.keep_outputs()
 
 
-__all__ = ["Bookkeeping", "OutputStorage"]
+__all__ = ["Bookkeeping", "Lifecycle", "OutputStorage"]

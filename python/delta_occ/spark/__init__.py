@@ -27,6 +27,7 @@ from .._schema import arrow_schema_to_delta
 from .._write import Layout
 from ..exceptions import InvalidArgumentError
 from ..isolation import IsolationLevel
+from ..operations.bookkeeping import Lifecycle
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, partition_by_arg, storage_options_arg, table_location
 from ..transaction import CommitResult, Transaction
@@ -54,7 +55,7 @@ def _read(spark: SparkSession, snap: Snapshot, where: Optional[str], columns: Op
     return df.select(*[df[c] for c in names]) if needed != names else df
 
 
-class SparkTransaction:
+class SparkTransaction(Lifecycle):
     """A driver-side transaction over several Spark steps: ``read`` records what it reads,
     ``append`` / ``overwrite`` / ``delete`` / ``update`` / ``merge`` / ``optimize`` run their Spark
     jobs now and stage the result; ``commit`` checks and rebases in the core without running a
@@ -83,14 +84,17 @@ class SparkTransaction:
 
     @property
     def read_version(self) -> int:
+        """As ``Transaction.read_version``: this is the driver's transaction."""
         return self.txn.read_version
 
     @property
     def state(self) -> str:
+        """As ``Transaction.state``."""
         return self.txn.state
 
     @property
     def isolation_level(self) -> IsolationLevel:
+        """As ``Transaction.isolation_level``."""
         return self.txn.isolation_level
 
     # -- bookkeeping used by the operations ----------------------------------------------------
@@ -159,14 +163,6 @@ class SparkTransaction:
         if self.txn.state == "open":
             self.txn.abort()
 
-    def __enter__(self) -> "SparkTransaction":
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif self.state == "open":
-            self.commit()
 
 
 class SparkTable:

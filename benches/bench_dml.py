@@ -187,8 +187,8 @@ def _delete(table: Any, where: str) -> int:
 def _optimize(table: Any) -> int:
     """Compaction; returns the number of files removed."""
     if isinstance(table, delta_occ.Table):
-        return int(table.optimize().metrics["numFilesRemoved"])
-    return int(table.optimize.compact()["numFilesRemoved"])
+        return int(table.optimize().metrics["numRemovedFiles"])
+    return int(table.optimize.compact()["numFilesRemoved"])  # (deltalake's own name for it)
 
 
 def _read_back(reader: str, path: str) -> Dict[str, int]:

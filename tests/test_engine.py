@@ -810,7 +810,7 @@ def test_optimize_with_nothing_to_compact_writes_no_commit(table, layout, setup)
     version = t.version
     r = t.optimize(where=where)
     assert (r.committed, r.version, r.read_version, r.attempts) == (False, version, version, 0)
-    assert r.operation == "OPTIMIZE" and r.metrics["numFilesRemoved"] == "0"
+    assert r.operation == "OPTIMIZE" and r.metrics["numRemovedFiles"] == "0"
     assert docc.Table(path).version == version
     assert_rows(path, rows, dv=is_dv(layout))
 
@@ -967,3 +967,38 @@ def test_merge_on_tables_with_nested_columns(tmp_path, typ, value):
     assert got == oracle
     assert [(r["id"], r["v"]) for r in got] == [(1, 10), (2, 20), (3, 0)]
     assert pa.array([r["c"] for r in got], typ).to_pylist() == pa.array([e["c"] for e in expected], typ).to_pylist()
+
+
+def test_optimize_commit_info_uses_deltas_metric_names(tmp_path):
+    """OPTIMIZE's removed-file count is Delta's ``numRemovedFiles`` (as the core and the CLI
+    spell it), never a second ``numFilesRemoved`` beside it."""
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.append(pa.table({"id": [i]}))
+    t.optimize()
+    info = t.history(1)[0]
+    assert info["operation"] == "OPTIMIZE"
+    assert info["operationMetrics"]["numRemovedFiles"] == "3"
+    assert info["operationMetrics"]["numAddedFiles"] == "1"
+    assert "numFilesRemoved" not in info["operationMetrics"]
+
+
+def test_optimize_bin_written_as_several_files_is_a_typed_error(tmp_path, monkeypatch):
+    """A bin must become one file (its provenance tag names its inputs); a bin that would not is
+    refused with a typed error, also under ``python -O``, and the transaction leaves no file."""
+    from delta_occ.operations import optimize as optimize_op
+
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_by=["p"])
+    for p in (1, 1, 2, 2):
+        t.append(pa.table({"id": [p], "p": [p]}))
+    real = optimize_op.compaction_bins
+
+    def one_bin_across_partitions(*args, **kwargs):
+        return [[f for b in real(*args, **kwargs) for f in b]]  # breaks the core's one-partition rule
+
+    monkeypatch.setattr(optimize_op, "compaction_bins", one_bin_across_partitions)
+    before = sorted(p.name for p in (tmp_path / "t").rglob("*.parquet"))
+    with pytest.raises(exc.InvalidArgumentError, match="one file"):
+        t.optimize()
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*.parquet")) == before
+    assert t.version == 4

@@ -62,3 +62,12 @@ def test_object_store_block_runs_against_the_test_server(s3_server, monkeypatch,
     exec(compile(code.replace("s3://delta-occ/", f"s3://{bucket}/").replace("s3a://delta-occ/", f"s3a://{bucket}/"), "README.md S3", "exec"), {})
     assert capsys.readouterr().out.strip() == "[2] 1"
     assert "It prints `[2] 1`" in section
+
+
+def test_row_level_fallbacks_agree_with_the_guide():
+    """The README's row-level bullet names the fallbacks of concurrency.md §4 rule 6, as
+    docs/guide.md does: arithmetic and functions are decided on rows, not a reason to fall back."""
+    bullet = README.read_text().split("- **Row-level concurrency**", 1)[1].split("\n- **", 1)[0]
+    fallback = bullet.split("falls back to file level", 1)[1].split(". ", 1)[0]
+    assert "arithmetic" not in fallback and "functions" not in fallback
+    assert "not deterministic" in fallback or "non-deterministic" in fallback

@@ -350,3 +350,42 @@ def test_delete_counts_rows_of_whole_files_removed_and_dv_rows(spark, bases, tmp
     r = SparkTable(spark, b).delete("p IS NULL OR id IN (1, 2)")
     after = docc.Table(b).snapshot().to_pyarrow().num_rows
     assert int(r.metrics["numDeletedRows"]) == before - after > 0
+
+
+def test_optimize_commit_info_uses_deltas_metric_names(spark, bases, tmp_path):
+    """As the embedded engine: Delta's ``numRemovedFiles``, never ``numFilesRemoved``."""
+    b = tmp_path / "t"
+    shutil.copytree(bases["flat"], b)
+    files = len(live_files(b))
+    SparkTable(spark, b).optimize()
+    info = docc.Table(b).history(1)[0]
+    assert info["operation"] == "OPTIMIZE"
+    assert info["operationMetrics"]["numRemovedFiles"] == str(files)
+    assert "numFilesRemoved" not in info["operationMetrics"]
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["rewrite", "dv"])
+@pytest.mark.parametrize("name", ["key", "size", "path"])
+def test_partition_column_named_like_a_scan_plan_column(spark, tmp_path, name, dv):
+    """The scan plan's own columns (``file``, ``path``, ``key``, ``size``, ...) must not be
+    confused with a partition column of the same name."""
+    schema = pa.schema([("id", pa.int64()), (name, pa.string()), ("x", pa.float64())])
+    rows = [{"id": i, name: f"v{i % 3}", "x": float(i)} for i in range(12)]
+    st = SparkTable.create(spark, tmp_path / "t", schema, partition_by=[name], properties=DV if dv else None)
+    st.append(spark.createDataFrame(pa.Table.from_pylist(rows[:6], schema=schema)))
+    st.append(spark.createDataFrame(pa.Table.from_pylist(rows[6:], schema=schema)))
+
+    def got(df):
+        return sorted(tuple(r) for r in df.select("id", name, "x").collect())
+
+    assert got(st.to_df()) == [(r["id"], r[name], r["x"]) for r in rows]
+    assert got(st.to_df(where=f"{name} = 'v1'")) == [(r["id"], r[name], r["x"]) for r in rows if r[name] == "v1"]
+    r = st.update("id < 5", {"x": "x + 100"})
+    assert r.metrics["numUpdatedRows"] == "5"
+    expected = [(r["id"], r[name], r["x"] + 100 if r["id"] < 5 else r["x"]) for r in rows]
+    assert got(st.to_df()) == expected
+    assert canon_rows(docc.Table(tmp_path / "t").snapshot().to_pyarrow(), name) == expected
+
+
+def canon_rows(t: pa.Table, name: str) -> list:
+    return sorted((r["id"], r[name], r["x"]) for r in t.to_pylist())

@@ -20,36 +20,25 @@ import pyarrow.parquet as pq
 from . import _arrow, _core
 from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
 from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
-from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from .exceptions import InvalidArgumentError, SchemaMismatchError
+from .operations.conform import check_writable, data_columns, unenforced_rules
+from .operations.protocols import Staging
+from .scan_plan import scan_plan
+from .snapshot import Snapshot
 
 ROW = "__delta_occ_row"
+_MERGE_HINT = 'pass schema_mode="merge" to add them, or change the schema first'
 #: Delta truncates string statistics to this prefix length.
 _STRING_PREFIX = 32
-
-
-def _unenforced_rules(props: Dict[str, str], fields: List[dict]) -> List[str]:
-    """Data rules of the table the embedded engine does not enforce on rows it writes: CHECK
-    constraints, generated columns, column invariants and column defaults (Delta protocol)."""
-    rules = [f"CHECK constraint {k[len('delta.constraints.'):]} ({v})" for k, v in props.items()
-             if k.lower().startswith("delta.constraints.")]
-    for f in fields:
-        meta = f.get("metadata") or {}
-        if "delta.generationExpression" in meta:
-            rules.append(f"generated column {f['name']} ({meta['delta.generationExpression']})")
-        if "delta.invariants" in meta:
-            rules.append(f"invariant on column {f['name']}")
-        if "CURRENT_DEFAULT" in meta:
-            rules.append(f"default value of column {f['name']}")
-    return rules
 
 
 class Layout:
     """What writing and reading data files of one snapshot needs."""
 
-    def __init__(self, snapshot: Any, schema_json: Optional[str] = None) -> None:
+    def __init__(self, snapshot: Snapshot, schema_json: Optional[str] = None) -> None:
         """``schema_json``: the schema to write with when it is not the snapshot's (a
         transaction that changes the schema)."""
-        h = snapshot._h
+        h = snapshot.handle
         self.snapshot = snapshot
         self.root = h.root
         #: Where the data files are read and written: the table's storage (a local directory or an
@@ -66,7 +55,7 @@ class Layout:
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
         self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], List[dict], pa.Schema]] = {}
-        self.unenforced = _unenforced_rules(props, self.delta_fields)
+        self.unenforced = unenforced_rules(props, self.delta_fields)
 
     @property
     def data_columns(self) -> List[str]:
@@ -80,11 +69,10 @@ class Layout:
         missing = [p for p in dict.fromkeys(paths) if p not in self._plan]
         if not missing:
             return
-        plan = _arrow.batch(self.snapshot._h.scan_plan(missing))
+        plan, partition_values = scan_plan(self.snapshot.handle, missing, self.partition_columns)
         abs_paths = plan.column("abs_path").to_pylist()
         dv = plan.column("dv_cardinality").to_pylist()
-        # scan_plan: 7 fixed columns, then the partition columns in table order.
-        values = [plan.column(7 + k) for k in range(len(self.partition_columns))]
+        values = partition_values.columns
         for i, path in enumerate(missing):
             parts = {c: values[k][i] for k, c in enumerate(self.partition_columns)}
             self._plan[path] = (abs_paths[i], dv[i] > 0, parts)
@@ -125,7 +113,7 @@ class Layout:
             arrays.append(arange(n))
         table = pa.Table.from_arrays(arrays, schema=schema)
         if has_dv:
-            table = table.filter(keep_mask(self.snapshot._h, path, n))
+            table = table.filter(keep_mask(self.snapshot.handle, path, n))
         return table
 
     def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True) -> List[pa.Table]:
@@ -141,21 +129,10 @@ class Layout:
         of it; a missing nullable column filled with NULLs. Anything else is a
         SchemaMismatchError."""
         data = as_table(data)
-        lower = {n.lower(): n for n in data.column_names}
-        known = {f.name.lower() for f in self.schema}
-        extra = [n for n in data.column_names if n.lower() not in known and n != ROW]
-        if extra:
-            raise SchemaMismatchError(
-                f"column(s) {extra} are not in the table schema {self.schema.names} (pass "
-                'schema_mode="merge" to add them, or change the schema first)',
-                column=extra[0],
-            )
+        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW])
         arrays = []
-        for f in self.schema:
-            name = lower.get(f.name.lower())
+        for f, name in zip(self.schema, sources):
             if name is None:
-                if not f.nullable:
-                    raise SchemaMismatchError(f"column {f.name!r} is NOT NULL and missing from the data", column=f.name)
                 arrays.append(pa.nulls(data.num_rows, f.type))
                 continue
             col = widened(f, data.column(name))
@@ -165,38 +142,33 @@ class Layout:
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def write(
-        self, txn: Any, data: pa.Table, *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False
+        self, txn: Staging, data: pa.Table, *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False
     ) -> List[str]:
         """Write rows (already conformed) as one file per partition and stage the adds. `rewrite`:
         the rows are existing rows copied unchanged (a DELETE without deletion vectors)."""
         return self.write_many(txn, [data], data_change=data_change, tags=tags, rewrite=rewrite)
 
     def write_many(
-        self, txn: Any, tables: Sequence[pa.Table], *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False
+        self, txn: Staging, tables: Sequence[pa.Table], *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False
     ) -> List[str]:
         """`write` for several tables, each its own file(s): encoded on a few threads (pyarrow
         releases the GIL), the adds staged in order."""
         tables = [t.drop_columns([ROW]) if ROW in t.column_names else t for t in tables if t.num_rows]
         if not tables:
             return []
-        if data_change and not rewrite and self.unenforced:
-            # Rows copied unchanged still obey the rules; new or changed rows would have to be checked.
-            raise UnsupportedFeatureError(
-                f"the embedded engine cannot write rows to {self.root}: it does not enforce "
-                f"{'; '.join(self.unenforced)} (deleting rows works; other writers can write)",
-                what="data rules",
-            )
+        if data_change and not rewrite:
+            check_writable(self.root, self.unenforced)
         pieces = [piece for t in tables for piece in self._by_partition(t)]
         return self.stage(txn, each(pieces, lambda piece: self._encode(txn, *piece)), data_change=data_change, tags=tags)
 
-    def encode(self, txn: Any, data: pa.Table) -> List[Tuple[str, Dict[str, Optional[str]], int, str]]:
+    def encode(self, txn: Staging, data: pa.Table) -> List[Tuple[str, Dict[str, Optional[str]], int, str]]:
         """Write existing rows copied unchanged (a rewrite: no data rule to check) as one file
         per partition, on the calling thread; the adds are left to `stage`."""
         data = data.drop_columns([ROW]) if ROW in data.column_names else data
         return [self._encode(txn, *piece) for piece in self._by_partition(data)] if data.num_rows else []
 
     def stage(
-        self, txn: Any, written: Sequence[Tuple[str, Dict[str, Optional[str]], int, str]], *, data_change: bool = True, tags: Optional[Dict[str, str]] = None
+        self, txn: Staging, written: Sequence[Tuple[str, Dict[str, Optional[str]], int, str]], *, data_change: bool = True, tags: Optional[Dict[str, str]] = None
     ) -> List[str]:
         """Stage the adds of written files, in order; their log paths."""
         for rel, partition, size, stats in written:
@@ -225,7 +197,7 @@ class Layout:
             out.append((data.filter(m), values))
         return out
 
-    def _encode(self, txn: Any, data: pa.Table, partition: Dict[str, Optional[str]]) -> Tuple[str, Dict[str, Optional[str]], int, str]:
+    def _encode(self, txn: Staging, data: pa.Table, partition: Dict[str, Optional[str]]) -> Tuple[str, Dict[str, Optional[str]], int, str]:
         """Write one data file; its log path, partition values, size and stats (not staged)."""
         fields = {f["name"]: f for f in self.delta_fields}
         cols, out_fields = [], []
@@ -244,7 +216,7 @@ class Layout:
         else:
             sub = uuid.uuid4().hex[:2]  # column mapping: no partition directories (Delta's layout)
         rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
-        txn._own_file(rel)  # before writing: a failure elsewhere still cleans this file up
+        txn.bookkeeping.own_file(rel)  # before writing: a failure elsewhere still cleans this file up
         data_bytes = _write_parquet(self.storage, rel, physical)
         return rel, partition, len(data_bytes), file_stats(physical, data_bytes)
 
@@ -374,11 +346,6 @@ def partition_strings(rows: pa.Table, columns: List[str]) -> List[Dict[str, Opti
     """Per row of ``rows``, the ``partitionValues`` of ``columns`` as the core spells them."""
     per_column = {c: _core.partition_strings(_arrow.array_capsules(rows.column(c))) for c in columns}
     return [{c: per_column[c][i] for c in columns} for i in range(rows.num_rows)]
-
-
-def sql_literals(values: Any) -> List[str]:
-    """Arrow values as SQL literals the core's predicate parser reads back exactly."""
-    return _core.sql_literals(_arrow.array_capsules(values))
 
 
 def arange(n: int, type: Optional[pa.DataType] = None) -> pa.Array:

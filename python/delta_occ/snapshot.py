@@ -25,6 +25,11 @@ class Snapshot:
         return f"Snapshot(root={self._h.root!r}, version={self.version}, files={self._h.num_files()})"
 
     @property
+    def handle(self) -> "_core.SnapshotHandle":
+        """The core's snapshot, for the engines that read and plan files through it."""
+        return self._h
+
+    @property
     def version(self) -> int:
         return self._h.version
 

@@ -19,7 +19,7 @@ from .transaction import CommitResult, Transaction
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _location(path: PathLike) -> str:
+def table_location(path: PathLike) -> str:
     """A table location as the core reads it (a local path, made absolute with `~` expanded, or an
     object-store URI). An empty path is refused rather than taken for the current directory."""
     if isinstance(path, os.PathLike):
@@ -66,10 +66,11 @@ class Table:
     _behind = False
 
     def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
-        self._h = _core.TableHandle.open(_location(path), storage_options_arg(storage_options))
+        self._h = _core.TableHandle.open(table_location(path), storage_options_arg(storage_options))
 
     @classmethod
-    def _wrap(cls, handle: "_core.TableHandle") -> "Table":
+    def from_handle(cls, handle: "_core.TableHandle") -> "Table":
+        """A Table on a handle the core opened or created (for the engines' ``create``)."""
         t = cls.__new__(cls)
         t._h = handle
         return t
@@ -90,9 +91,9 @@ class Table:
         :class:`Table`."""
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         handle = _core.TableHandle.create(
-            _location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
+            table_location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
         )
-        return cls._wrap(handle)
+        return cls.from_handle(handle)
 
     def __repr__(self) -> str:
         return f"Table({self._h.root!r}, version={self.version})"
@@ -303,7 +304,7 @@ class Table:
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         return Transaction(
             _core.TableHandle.begin_create(
-                _location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
+                table_location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
             )
         )
 

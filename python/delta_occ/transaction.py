@@ -11,8 +11,10 @@ import pyarrow as pa
 from . import _arrow, _core, engine
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
-from .exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
+from .exceptions import InvalidArgumentError
 from .isolation import IsolationLevel
+from .operations.bookkeeping import Bookkeeping, Lifecycle
+from .operations.commit_info import OperationRecord
 from .snapshot import Snapshot
 
 
@@ -75,7 +77,7 @@ def _parameters(parameters: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     return {str(k): v if isinstance(v, str) else json.dumps(v, default=str) for k, v in parameters.items()}
 
 
-class Transaction:
+class Transaction(Lifecycle):
     """One optimistic transaction: pin a snapshot, record reads, stage actions, commit.
 
     ``with table.begin() as txn: ...`` commits on normal exit and aborts on an exception.
@@ -94,12 +96,10 @@ class Transaction:
         self._max_attempts = max_attempts
         self._time_budget = time_budget
         self._row_level_budget = row_level_budget
-        self._operation: Optional[str] = None
-        self._parameters: Dict[str, Any] = {}
         self.result: Optional[CommitResult] = None
-        #: Data files the embedded engine wrote for this transaction (paths in the table's storage):
-        #: removed again when it does not commit, so failed work leaves no orphans behind.
-        self._own_files: List[str] = []
+        #: The operations engines staged here and the files they wrote for it (removed again when
+        #: it does not commit).
+        self.bookkeeping = Bookkeeping()
 
     def __repr__(self) -> str:
         return f"Transaction(read_version={self.read_version}, state={self.state!r}, isolation_level={self.isolation_level.value})"
@@ -296,20 +296,24 @@ class Transaction:
         """Name the one operation an engine staged on this transaction: the commitInfo
         ``operation``, ``operationParameters`` and ``operationMetrics`` that ``commit()`` writes
         unless given others. InvalidArgumentError if an operation is staged already."""
-        if self._operation is not None:
-            raise InvalidArgumentError(f"this transaction already staged {self._operation}; one engine operation per transaction")
-        self._operation, self._parameters = str(operation), dict(parameters)
+        self.bookkeeping.record(OperationRecord(str(operation), dict(parameters), dict(metrics or {})), alone=True)
         if metrics is not None:
             self.set_operation_metrics(metrics)
+
+    def record_operation(self, record: OperationRecord) -> None:
+        """Stage one of several operations on this transaction (as Spark's transactions do):
+        ``commit()`` writes them as one ``WRITE`` listing them, their metrics summed."""
+        self.bookkeeping.record(record, alone=False)
+        self.set_operation_metrics(self.bookkeeping.combined().metrics)
 
     @property
     def staged_operation(self) -> Optional[str]:
         """The operation staged with :meth:`stage_operation` (None before)."""
-        return self._operation
+        return self.bookkeeping.combined().operation if self.bookkeeping.staged else None
 
     @property
     def staged_parameters(self) -> Dict[str, Any]:
-        return dict(self._parameters)
+        return dict(self.bookkeeping.combined().parameters)
 
     def set_operation_metrics(self, metrics: Mapping[str, int]) -> None:
         """The commitInfo ``operationMetrics`` (counts; written as strings, as Delta does)."""
@@ -323,20 +327,12 @@ class Transaction:
         the staged engine operation, else ``WRITE``. A transaction with no action to write
         commits nothing and cannot conflict: the result has ``committed=False``."""
         if operation is None:
-            operation = self._operation or "WRITE"
-            if parameters is None and self._operation is not None:
-                parameters = self._parameters
-        try:
+            staged = self.bookkeeping.combined()
+            operation = staged.operation
+            if parameters is None and self.bookkeeping.staged:
+                parameters = staged.parameters
+        with self.bookkeeping.committing(self._h.storage):
             d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
-        except CommitOutcomeUnknownError:
-            # The commit may have landed: its files stay (readers of that version need them).
-            self._own_files = []
-            raise
-        except DeltaOccError:
-            # Otherwise the core raises only when no attempt landed (it resolves unknown outcomes
-            # by the commit's txnId), so the files this transaction wrote are referenced by nobody.
-            self._remove_own_files()
-            raise
         self.result = CommitResult._from_core(d)
         if self._table is not None:
             self._table._committed()
@@ -350,30 +346,9 @@ class Transaction:
         return self._h.validate(through)
 
     def abort(self) -> None:
-        """Drop the staged actions and remove the data files the embedded engine wrote for them
-        (files added through ``add_file`` by other writers are theirs to clean up)."""
+        """Drop the staged actions and remove the data files the engines wrote for them (files
+        added through ``add_file`` by other writers are theirs to clean up)."""
         was_open = self.state == "open"
         self._h.abort()
         if was_open:
-            self._remove_own_files()
-
-    def _own_file(self, path: str) -> None:
-        self._own_files.append(path)
-
-    def _remove_own_files(self) -> None:
-        storage = self._h.storage
-        for f in self._own_files:
-            try:
-                storage.delete(f)
-            except DeltaOccError:
-                pass  # best effort: an orphan file is harmless (nothing references it)
-        self._own_files = []
-
-    def __enter__(self) -> "Transaction":
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif self.state == "open":
-            self.commit()
+            self.bookkeeping.remove_outputs(self._h.storage)

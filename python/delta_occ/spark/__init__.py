@@ -25,10 +25,11 @@ from .. import _core
 from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
-from ..exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
+from ..exceptions import InvalidArgumentError
 from ..isolation import IsolationLevel
+from ..operations.bookkeeping import Lifecycle
 from ..snapshot import Snapshot
-from ..table import PathLike, Table, _location, partition_by_arg, storage_options_arg
+from ..table import PathLike, Table, partition_by_arg, storage_options_arg, table_location
 from ..transaction import CommitResult, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
@@ -39,7 +40,7 @@ from ._write import Job
 def _read(spark: SparkSession, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]] = None) -> DataFrame:
     """Rows of ``snap`` matching ``where`` with DVs applied (``paths``: the files to read, when
     a transaction's scan already chose them)."""
-    h = snap._h
+    h = snap.handle
     selected_files, tree = predicate(h, where)
     if paths is None:
         all_paths = snap.files().column("path")
@@ -54,7 +55,7 @@ def _read(spark: SparkSession, snap: Snapshot, where: Optional[str], columns: Op
     return df.select(*[df[c] for c in names]) if needed != names else df
 
 
-class SparkTransaction:
+class SparkTransaction(Lifecycle):
     """A driver-side transaction over several Spark steps: ``read`` records what it reads,
     ``append`` / ``overwrite`` / ``delete`` / ``update`` / ``merge`` / ``optimize`` run their Spark
     jobs now and stage the result; ``commit`` checks and rebases in the core without running a
@@ -66,37 +67,37 @@ class SparkTransaction:
         self.spark = table.spark
         self.table = table
         self.txn = txn
-        self.snap_handle = txn.snapshot._h
+        self.snap_handle = txn.snapshot.handle
         self.lay = Layout(txn.snapshot)
         #: The table schema as Spark types with logical names.
         self.logical = logical_schema(self.snap_handle.schema_json)
-        self.job = Job(self.lay.storage)
+        #: Its output directories are the transaction's: removed with it when it does not commit.
+        self.job = Job(txn.bookkeeping)
         self.touched: Set[str] = set()
-        self._ops: List[tuple] = []
         self.result: Optional[CommitResult] = None
         #: Seconds spent in Spark jobs that find rows ("spark") and on the driver staging and
         #: committing ("driver"); for benchmarks and for users sizing their jobs.
         self.timings: Dict[str, float] = {"spark": 0.0, "driver": 0.0}
 
     def __repr__(self) -> str:
-        return f"SparkTransaction(read_version={self.read_version}, state={self.state!r}, operations={[o[0] for o in self._ops]})"
+        return f"SparkTransaction(read_version={self.read_version}, state={self.state!r}, operations={self.txn.bookkeeping.operations})"
 
     @property
     def read_version(self) -> int:
+        """As ``Transaction.read_version``: this is the driver's transaction."""
         return self.txn.read_version
 
     @property
     def state(self) -> str:
+        """As ``Transaction.state``."""
         return self.txn.state
 
     @property
     def isolation_level(self) -> IsolationLevel:
+        """As ``Transaction.isolation_level``."""
         return self.txn.isolation_level
 
     # -- bookkeeping used by the operations ----------------------------------------------------
-
-    def record(self, operation: str, parameters: Dict[str, Any], metrics: Dict[str, int]) -> None:
-        self._ops.append((operation, parameters, metrics))
 
     @contextlib.contextmanager
     def timed(self, what: str) -> Iterator[None]:
@@ -149,32 +150,11 @@ class SparkTransaction:
     # -- end -----------------------------------------------------------------------------------
 
     def commit(self) -> CommitResult:
-        """Check against concurrent commits, rebase where the rules allow, commit. A conflict
-        raises the typed exception after removing this transaction's output."""
-        if len(self._ops) == 1:
-            operation, params, metrics = self._ops[0]
-        elif self._ops:
-            operation = "WRITE"
-            params = {"operations": [{"operation": o, **p} for o, p, _ in self._ops]}
-            metrics = {}
-            for _, _, m in self._ops:
-                for k, v in m.items():
-                    metrics[k] = metrics.get(k, 0) + v
-        else:
-            operation, params, metrics = "WRITE", {}, {}
-        self.txn.set_operation_metrics(metrics)
-        try:
-            with self.timed("driver"):
-                self.result = self.txn.commit(operation, params)
-        except CommitOutcomeUnknownError:
-            # The commit may have landed: its files stay (abort() then removes nothing either).
-            self.job.dirs = []
-            raise
-        except DeltaOccError:
-            # Otherwise raised only when no attempt landed: nothing references this transaction's
-            # output. (Not on KeyboardInterrupt: a commit that landed must keep its files.)
-            self.job.cleanup()
-            raise
+        """Check against concurrent commits, rebase where the rules allow, commit: the operations
+        as one commit (``WRITE`` listing them when there are several). A conflict raises the
+        typed exception after removing this transaction's output."""
+        with self.timed("driver"), self.txn.bookkeeping.committing(self.lay.storage):
+            self.result = self.txn.commit()
         self.table.table.refresh()
         return self.result
 
@@ -182,16 +162,7 @@ class SparkTransaction:
         """Drop the staged actions and delete the files this transaction wrote."""
         if self.txn.state == "open":
             self.txn.abort()
-        self.job.cleanup()
 
-    def __enter__(self) -> "SparkTransaction":
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif self.state == "open":
-            self.commit()
 
 
 class SparkTable:
@@ -225,10 +196,10 @@ class SparkTable:
         else:
             schema_json = arrow_schema_to_delta(schema)
         props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options))
+        handle = _core.TableHandle.create(table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options))
         st = cls.__new__(cls)
         st.spark = spark
-        st.table = Table._wrap(handle)
+        st.table = Table.from_handle(handle)
         return st
 
     def __repr__(self) -> str:

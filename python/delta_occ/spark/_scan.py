@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from .. import _arrow
 from ..exceptions import DeltaOccError, InvalidArgumentError
+from ..scan_plan import scan_plan
 from ._columns import col, logical_schema, physical_schema, quote
 
 FILE = "__delta_occ_file"
@@ -66,8 +67,9 @@ class ScanPlan:
     def __init__(self, snap_handle: Any, paths: Sequence[str]) -> None:
         self.handle = snap_handle
         self.paths = list(paths)
-        self.table: pa.Table = _arrow.table([snap_handle.scan_plan(self.paths)])
         self.partition_columns: List[str] = list(snap_handle.partition_columns)
+        #: The plan's fixed columns, and its partition values apart (see ``delta_occ.scan_plan``).
+        self.table, self.partition_values = scan_plan(snap_handle, self.paths, self.partition_columns)
         self.mode: str = snap_handle.column_mapping_mode
         self.schema_json: str = snap_handle.schema_json
         self.logical = logical_schema(self.schema_json)
@@ -166,7 +168,9 @@ def _scan(spark: SparkSession, plan: ScanPlan, files: Sequence[int], read_fields
 
 def _with_plan_columns(spark: SparkSession, plan: ScanPlan, df: DataFrame, extra: Optional[pa.Table]) -> DataFrame:
     """Every row joined to its file's plan entry: ``FILE``, the partition values, ``extra``."""
-    per_file = plan.table.select(["file", "key"] + plan.partition_columns).rename_columns([FILE, _KEY] + plan.partition_columns)
+    per_file = pa.Table.from_arrays(
+        [plan.table.column("file"), plan.table.column("key")] + plan.partition_values.columns, names=[FILE, _KEY] + plan.partition_columns
+    )
     if extra is not None:
         for name in extra.column_names:
             per_file = per_file.append_column(name, extra.column(name))

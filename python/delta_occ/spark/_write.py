@@ -7,10 +7,9 @@ which cannot tell NULL from "" and depend on the session time zone."""
 from __future__ import annotations
 
 import posixpath
-import shutil
 import uuid
 from functools import reduce
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -18,7 +17,10 @@ from pyspark.sql import functions as F
 
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
-from ..exceptions import DeltaOccError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from ..exceptions import InvalidArgumentError
+from ..operations.bookkeeping import Bookkeeping
+from ..operations.conform import check_writable, data_columns
+from ..operations.protocols import Staging
 from ._columns import col, logical_schema, physical_schema
 from ._scan import session_conf
 
@@ -31,32 +33,18 @@ _WRITE_CONF = {
 
 
 class Job:
-    """The output directories of one operation (relative to the table root, in the table's
-    storage); removed again when the operation does not commit."""
+    """The Spark jobs of one transaction: each writes into a new output directory, which the
+    transaction's bookkeeping removes again when it does not commit."""
 
-    def __init__(self, storage: Any) -> None:
-        self.storage = storage
-        self.dirs: List[str] = []
+    def __init__(self, bookkeeping: Bookkeeping) -> None:
+        self.bookkeeping = bookkeeping
         self.rows = 0  # rows in the files staged so far
         self.written: List[int] = []  # the group of each file staged, in order
 
     def new_dir(self) -> str:
         d = f"spark-{uuid.uuid4().hex}"
-        self.dirs.append(d)
+        self.bookkeeping.own_dir(d)
         return d
-
-    def cleanup(self) -> None:
-        """Delete every file of the job's directories (best effort: an orphan is harmless)."""
-        for d in self.dirs:
-            try:
-                for name, _ in self.storage.list(d):
-                    self.storage.delete(f"{d}/{name}")
-            except DeltaOccError:
-                pass
-            local = self.storage.local_path(d)
-            if local is not None:
-                shutil.rmtree(local, ignore_errors=True)
-        self.dirs = []
 
 
 def conform(df: DataFrame, lay: Layout) -> DataFrame:
@@ -66,17 +54,10 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
     if not isinstance(df, DataFrame):
         raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
     schema = logical_schema(json_schema(lay))
-    lower = {n.lower(): n for n in df.columns}
-    known = {f.name.lower() for f in schema.fields}
-    extra = [n for n in df.columns if n.lower() not in known]
-    if extra:
-        raise SchemaMismatchError(f"column(s) {extra} are not in the table schema {schema.names} (change the schema first)", column=extra[0])
+    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first")
     out: List[Column] = []
-    for f in schema.fields:
-        name = lower.get(f.name.lower())
+    for f, name in zip(schema.fields, sources):
         if name is None:
-            if not f.nullable:
-                raise SchemaMismatchError(f"column {f.name!r} is NOT NULL and missing from the data", column=f.name)
             out.append(F.lit(None).cast(f.dataType).alias(f.name))
             continue
         data_type = df.schema[name].dataType
@@ -90,22 +71,13 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
 
 
 def json_schema(lay: Layout) -> str:
-    return lay.snapshot._h.schema_json
-
-
-def check_writable(lay: Layout) -> None:
-    if lay.unenforced:
-        raise UnsupportedFeatureError(
-            f"delta-occ cannot write rows to {lay.root}: it does not enforce "
-            f"{'; '.join(lay.unenforced)} (deleting rows works; other writers can write)",
-            what="data rules",
-        )
+    return lay.snapshot.handle.schema_json
 
 
 def write(
     spark: SparkSession,
     lay: Layout,
-    txn: Any,
+    txn: Staging,
     job: Job,
     df: DataFrame,
     *,
@@ -115,7 +87,7 @@ def write(
     """Write conformed rows (logical names) and stage one add per file. Returns the paths and,
     on a partitioned table, the distinct partition tuples written (typed, as Arrow)."""
     if data_change and not rewrite:
-        check_writable(lay)
+        check_writable(lay.root, lay.unenforced)
     parts = lay.partition_columns
     if not parts:
         return write_groups(spark, lay, txn, job, df, None, {0: ({}, None)}, data_change), None
@@ -138,7 +110,7 @@ def write(
 def write_groups(
     spark: SparkSession,
     lay: Layout,
-    txn: Any,
+    txn: Staging,
     job: Job,
     df: DataFrame,
     group_col: Optional[str],
@@ -170,7 +142,7 @@ def write_groups(
 
 def stage_written(
     lay: Layout,
-    txn: Any,
+    txn: Staging,
     job: Job,
     out_dir: str,
     group_col: Optional[str],

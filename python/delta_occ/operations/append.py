@@ -1,0 +1,31 @@
+"""Append: conform the data to the table, write it, record a blind ``WRITE`` (reads nothing; a
+schema change staged with it makes the transaction read the whole table)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Protocol, TypeVar
+
+from . import commit_info
+from .protocols import Engine, Written
+
+#: An engine's rows (pa.Table, DataFrame).
+Rows = TypeVar("Rows")
+
+
+class Writer(Engine, Protocol[Rows]):
+    def conform(self, data: Any, schema_mode: Optional[str]) -> Rows:
+        """``data`` as rows of the table schema (``schema_mode="merge"`` first adds the columns
+        the table lacks, where the engine supports it)."""
+        ...
+
+    def write(self, rows: Rows) -> Written:
+        """Write new rows and stage their adds."""
+        ...
+
+
+def append(engine: Writer[Rows], data: Any, schema_mode: Optional[str] = None) -> None:
+    written = engine.write(engine.conform(data, schema_mode))
+    engine.record(commit_info.append(written.rows, written.files))
+
+
+__all__ = ["Writer", "append"]

@@ -1,0 +1,70 @@
+"""The commitInfo ``operation``, ``operationParameters`` and ``operationMetrics`` of each operation,
+as Delta names them (the same for every engine, so that their commits read the same)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+
+
+class OperationRecord(NamedTuple):
+    operation: str
+    parameters: Dict[str, Any]
+    metrics: Dict[str, int]
+
+
+def _predicate(where: Optional[str]) -> str:
+    return where if where is not None else "true"
+
+
+def append(rows: int, files: int) -> OperationRecord:
+    return OperationRecord("WRITE", {"mode": "Append"}, {"numOutputRows": rows, "numFiles": files})
+
+
+def overwrite(replace_where: Optional[str], rows: int, removed: int) -> OperationRecord:
+    params: Dict[str, Any] = {"mode": "Overwrite"}
+    if replace_where is not None:
+        params["predicate"] = replace_where
+    return OperationRecord("WRITE", params, {"numOutputRows": rows, "numRemovedRows": removed})
+
+
+def delete(where: Optional[str], deleted: int) -> OperationRecord:
+    return OperationRecord("DELETE", {"predicate": _predicate(where)}, {"numDeletedRows": deleted})
+
+
+def update(where: Optional[str], set_: Mapping[str, str], updated: int) -> OperationRecord:
+    return OperationRecord("UPDATE", {"predicate": _predicate(where), "set": dict(set_)}, {"numUpdatedRows": updated})
+
+
+def merge(on: str, read_where: Optional[str], updated: int, deleted: int, inserted: int) -> OperationRecord:
+    return OperationRecord(
+        "MERGE",
+        {"predicate": on, "readPredicate": _predicate(read_where)},
+        {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted},
+    )
+
+
+def optimize(where: Optional[str], target: int, bins: Sequence[Sequence[Any]], rows: int) -> OperationRecord:
+    """Delta's OPTIMIZE metric names: ``numRemovedFiles`` (the core adds ``numAddedFiles``)."""
+    return OperationRecord(
+        "OPTIMIZE",
+        {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)},
+        {"numBins": len(bins), "numRemovedFiles": sum(len(b) for b in bins), "numOutputRows": rows},
+    )
+
+
+def combined(records: List[OperationRecord]) -> OperationRecord:
+    """One commit's record for the operations of one transaction: the operation itself when there
+    is one; else ``WRITE`` listing them, with their metrics summed."""
+    if len(records) == 1:
+        return records[0]
+    if not records:
+        return OperationRecord("WRITE", {}, {})
+    metrics: Dict[str, int] = {}
+    for r in records:
+        for k, v in r.metrics.items():
+            metrics[k] = metrics.get(k, 0) + v
+    return OperationRecord("WRITE", {"operations": [{"operation": r.operation, **r.parameters} for r in records]}, metrics)
+
+
+__all__ = ["OperationRecord", "append", "overwrite", "delete", "update", "merge", "optimize", "combined"]

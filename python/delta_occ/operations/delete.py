@@ -1,0 +1,21 @@
+"""Delete: the rows matching ``where`` (all rows when None) leave their files (see ``removal``)."""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol
+
+from . import commit_info
+from .protocols import Engine
+
+
+class Remover(Engine, Protocol):
+    def remove_matching(self, where: Optional[str]) -> int:
+        """Record the read of ``where`` and remove its rows (``removal.choose`` per file); how many."""
+        ...
+
+
+def delete(engine: Remover, where: Optional[str] = None) -> None:
+    engine.record(commit_info.delete(where, engine.remove_matching(where)))
+
+
+__all__ = ["Remover", "delete"]

@@ -1,0 +1,114 @@
+"""OPTIMIZE: bin-packing compaction (dataChange=false). Per partition, small files (and files with
+deletion vectors) are rewritten into files of about the target size; each output records its
+inputs in order (``add.tags``), so concurrent DML on DV tables is remapped instead of conflicting
+(concurrency.md §4 rule 5)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Protocol, Sequence, Tuple
+
+import pyarrow as pa
+
+from .._args import int_arg
+from ..exceptions import InvalidArgumentError
+from . import commit_info
+from .protocols import Engine, Staging
+
+#: Compaction provenance tag (see concurrency.md §4 rule 5).
+PROVENANCE_TAG = "delta-occ.compactedFrom"
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+
+#: One input file of a bin: ``path``, ``partition_values``, ``size``, ``deletion_vector``,
+#: ``dv_cardinality`` (as ``Snapshot.files()`` gives them).
+BinFile = Dict[str, Any]
+
+
+class Compacted(NamedTuple):
+    rows: int
+    #: Files written per bin, in bin order.
+    files_per_bin: List[int]
+
+
+class Compactor(Engine, Protocol):
+    @property
+    def txn(self) -> Staging: ...
+
+    def compact(self, bins: List[List[BinFile]]) -> Compacted:
+        """Write each bin's live rows as one file, in input order, tagged ``PROVENANCE_TAG``
+        with ``provenance_tag``."""
+        ...
+
+    def remove_files(self, paths: Sequence[str]) -> None:
+        """Stage the removal of the compacted inputs (dataChange=false)."""
+        ...
+
+
+def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
+    """Returns the number of bins staged (0: nothing to compact, and no commit)."""
+    target = target_size(engine.txn.snapshot.properties, target_file_size)
+    bins = compaction_bins(engine.txn, where, target)
+    compacted = engine.compact(bins) if bins else Compacted(0, [])
+    check_one_file_per_bin(compacted.files_per_bin)
+    engine.remove_files([f["path"] for b in bins for f in b])
+    engine.record(commit_info.optimize(where, target, bins, compacted.rows))
+    return len(bins)
+
+
+def target_size(properties: Mapping[str, str], target_file_size: Optional[int]) -> int:
+    if target_file_size is None:
+        return int(properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
+    return int_arg("target_file_size (bytes)", target_file_size, 1)
+
+
+def compaction_bins(txn: Staging, where: Optional[str], target: int) -> List[List[BinFile]]:
+    """OPTIMIZE's bins among the live files ``where`` selects. Only the inputs it compacts are
+    recorded as read (§4 rule 5; §8 scenario 15): files it looked at and left alone, or an
+    OPTIMIZE that found nothing to do, must not make it conflict."""
+    snap = txn.snapshot
+    selected = None
+    if where is not None:
+        if not isinstance(where, str):
+            raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+        selected, _ = snap.handle.prune(where)
+    # The core packs the bins (no stats needed); only the files in them come to Python.
+    by_bin = snap.handle.compaction_bins(selected, target)
+    chosen = [i for b in by_bin for i in b]
+    files = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
+    rows = iter(files.take(pa.array(chosen, pa.int64())).to_pylist())
+    bins = [[next(rows) for _ in b] for b in by_bin]
+    txn.record_files_read([f["path"] for b in bins for f in b])
+    return bins
+
+
+def provenance_tag(inputs: Sequence[Tuple[BinFile, int]]) -> str:
+    """The compaction provenance (concurrency.md §4 rule 5): per input in output order its path,
+    the live rows written from it, and the DV it was read with (Delta's descriptor, or null), so
+    that a later transaction can map rows exactly even after the input's DV has grown."""
+    out = []
+    for f, rows in inputs:
+        d = f.get("deletion_vector")
+        dv = None if not d else {
+            "storageType": d["storage_type"],
+            "pathOrInlineDv": d["path_or_inline_dv"],
+            "offset": d["offset"],
+            "sizeInBytes": d["size_in_bytes"],
+            "cardinality": d["cardinality"],
+        }
+        out.append([f["path"], rows, dv])
+    return json.dumps(out)
+
+
+def check_one_file_per_bin(files_per_bin: Sequence[int]) -> None:
+    """A bin's provenance tag names all its inputs: a bin written as several files (a bin across
+    partitions, an engine splitting its output) would tag wrong rows. Bins with no live row write
+    nothing. A typed error, not an assert: ``python -O`` must not let a wrong tag through."""
+    split = {i: n for i, n in enumerate(files_per_bin) if n > 1}
+    if split:
+        raise InvalidArgumentError(f"OPTIMIZE: bin(s) written as several files, not one file each ({split}); provenance would be wrong")
+
+
+__all__ = [
+    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "target_size", "compaction_bins",
+    "provenance_tag", "check_one_file_per_bin",
+]

@@ -1,0 +1,31 @@
+"""Update: the rows matching ``where`` are replaced by their assigned versions (SET values are
+checked before any row is read)."""
+
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional, Protocol, TypeVar
+
+from . import assignments, commit_info
+from .protocols import Engine
+
+#: An engine's checked expression (a compiled RowExpr, SQL text for Spark).
+Expr = TypeVar("Expr")
+
+
+class Updater(Engine, Protocol[Expr]):
+    def expression(self, text: str) -> Expr:
+        """A SET value, checked (PredicateError) as the engine will evaluate it."""
+        ...
+
+    def update_matching(self, where: Optional[str], assign: Dict[str, Expr]) -> int:
+        """Record the read of ``where`` and replace its rows by the assigned ones; how many."""
+        ...
+
+
+def update(engine: Updater[Expr], where: Optional[str], set_: Mapping[str, str]) -> None:
+    assign = assignments.resolve(engine.schema, set_, "set", engine.expression)
+    updated = engine.update_matching(where, assign)
+    engine.record(commit_info.update(where, set_, updated))
+
+
+__all__ = ["Updater", "update"]

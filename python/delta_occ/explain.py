@@ -3,8 +3,9 @@
 `commit(table, version)` reads what delta-occ recorded in the commit's `commitInfo.deltaOcc`: the
 concurrent commits (winners) it was checked against and, for each, the ids of the rules that let
 it pass (and the sentence the checker wrote for humans). It names the rule of concurrency.md that
-let the commit pass or be rebased, and the files and partitions the commit shares with each winner. `conflict(exception)` says the same of a conflict
-exception: the winning version, the rule, the file and the partition.
+let the commit pass or be rebased, and the files and partitions the commit shares with each
+winner. `conflict(exception)` says the same of a conflict exception: the winning version, the
+rule, the file and the partition.
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@
 from typing import Any, Dict, List, Optional, Tuple, final
 
 __version__: str
-#: Whether this build carries the test hooks (fault injection, rule disabling): never in a wheel.
+#: Whether this build carries the test hooks (cargo feature ``test-hooks``): never in a wheel.
 TEST_HOOKS: bool
 
 __all__ = [
     "__version__",
     "TEST_HOOKS",
+    "rule_ids",
+    "rule_description",
     "TableHandle",
     "SnapshotHandle",
     "TransactionHandle",
@@ -309,6 +311,13 @@ def spark_file_keys(paths: List[str]) -> List[str]:
 
 def parse_isolation_level(text: str) -> str:
     """Canonical name of an isolation level given in any letter case."""
+
+def rule_ids() -> List[str]:
+    """Every rule id of the core: conflict rules, pass rules (``pass_...``) and row-level
+    fallbacks (``fallback_...``)."""
+
+def rule_description(id: str) -> Optional[str]:
+    """The text ``explain`` gives for a rule or fallback id; None for an unknown id."""
 
 def parse_commit(data: bytes) -> int:
     """Parse commit-file bytes and return the number of actions (CorruptLogError otherwise)."""

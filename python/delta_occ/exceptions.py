@@ -51,7 +51,10 @@ class DeltaConcurrentModificationException(DeltaOccError):
 
     Attributes: ``winning_version``, ``winning_operation``, ``table``, ``isolation_level``,
     ``partition_hint`` (dict or None), ``conflicting_file``, ``winning_commit_info`` (dict) and,
-    for row-level conflicts, ``overlapping_rows``.
+    for row-level conflicts, ``overlapping_rows``. ``rule`` is the id of the rule of
+    concurrency.md that failed (``"concurrent_append"``, ``"row_delete_delete"``, ...; docs/guide.md
+    lists them) and ``fallback`` the id of the reason row-level concurrency fell back to file
+    level (§4 rule 6), or None. Decide on these ids, never on the message's words.
     """
 
     winning_version: Optional[int] = None
@@ -64,15 +67,8 @@ class DeltaConcurrentModificationException(DeltaOccError):
     overlapping_rows: Optional[int] = None
 
     reason: Optional[str] = None
-    #: The rule of concurrency.md that raises this class: at file level, and at row level.
-    _rules: "tuple[str, str]" = ("§3", "§4")
-
-    def rule(self) -> str:
-        """The rule of concurrency.md that failed (row-level when rows overlapped)."""
-        rule = self._rules[1] if self.overlapping_rows is not None else self._rules[0]
-        if "fell back to file level" in str(self):
-            rule += " (§4 rule 6: row-level concurrency fell back to file level)"
-        return rule
+    rule: Optional[str] = None
+    fallback: Optional[str] = None
 
     def explain(self) -> Dict[str, Any]:
         """The winning version, the rule that failed, the file and the partition involved (the
@@ -83,7 +79,7 @@ class DeltaConcurrentModificationException(DeltaOccError):
             "winning_version": self.winning_version,
             "winning_operation": self.winning_operation,
             "isolation_level": self.isolation_level,
-            "rule": self.rule(),
+            "rule": rule_text(self.rule, self.fallback),
             "file": self.conflicting_file,
             "partition": self.partition_hint,
             "overlapping_rows": self.overlapping_rows,
@@ -91,51 +87,45 @@ class DeltaConcurrentModificationException(DeltaOccError):
         }
 
 
+def rule_text(rule: Optional[str], fallback: Optional[str] = None) -> Optional[str]:
+    """The rule of concurrency.md an id names, as `explain` words it (the core owns the texts);
+    a fallback's rule follows in parentheses. An id this version does not know is given as is."""
+    if rule is None:
+        return None
+    from . import _core
+
+    text = _core.rule_description(rule) or rule
+    if fallback is not None:
+        text += f" ({_core.rule_description(fallback) or fallback})"
+    return text
+
+
 class ConcurrentWriteException(DeltaConcurrentModificationException):
     """A concurrent transaction wrote data this one could not be reconciled with."""
-
-    _rules = ("§3 check 8: identity columns", "§3 check 8: identity columns")
 
 
 class MetadataChangedException(DeltaConcurrentModificationException):
     """A concurrent commit changed the table metadata (schema, partitioning, properties)."""
 
-    _rules = ("§3 check 2: a metadata change fails every concurrent writer",) * 2
-
 
 class ProtocolChangedException(DeltaConcurrentModificationException):
     """A concurrent commit changed the protocol, or both transactions created the table."""
-
-    _rules = ("§3 check 1: a protocol change fails every concurrent writer",) * 2
 
 
 class ConcurrentAppendException(DeltaConcurrentModificationException):
     """A concurrent commit added files this transaction should have read."""
 
-    _rules = ("§3 check 5: the winner added files this transaction should have read",
-              "§4 rule 4: rows the winner added match the read predicate")
-
 
 class ConcurrentDeleteReadException(DeltaConcurrentModificationException):
     """A concurrent commit removed a file (or rows) this transaction read."""
-
-    _rules = ("§3 check 6: the winner removed a file this transaction read",
-              "§4 rule 2: the winner changed rows this transaction read")
 
 
 class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
     """A concurrent commit removed a file (or rows) this transaction also removes."""
 
-    _rules = ("§3 check 7: both removed the same file", "§4 rule 1: both changed the same rows")
-
 
 class ConcurrentTransactionException(DeltaConcurrentModificationException):
     """Application transaction ids or metadata domains collided."""
-
-    def rule(self) -> str:
-        if "domain" in str(self):
-            return "§3 check 3: both wrote the same metadata domain"
-        return "§3 check 4: the winner set an application id this transaction read"
 
 
 class TableNotFoundError(DeltaOccError, FileNotFoundError):

@@ -1,10 +1,11 @@
 """Why a commit passed its conflict checks, or why a transaction failed them.
 
 `commit(table, version)` reads what delta-occ recorded in the commit's `commitInfo.deltaOcc`: the
-concurrent commits (winners) it was checked against and, for each, the sentence the checker wrote.
-It names the rule of concurrency.md that let the commit pass or be rebased, and the files and
-partitions the commit shares with each winner. `conflict(exception)` says the same of a conflict
-exception: the winning version, the rule, the file and the partition.
+concurrent commits (winners) it was checked against and, for each, the ids of the rules that let
+it pass (and the sentence the checker wrote for humans). It names the rule of concurrency.md that
+let the commit pass or be rebased, and the files and partitions the commit shares with each
+winner. `conflict(exception)` says the same of a conflict exception: the winning version, the
+rule, the file and the partition.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError, VersionNotFoundError
+from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError, VersionNotFoundError, rule_text
 
-# The checker's sentences (rust/core/src/conflict) → the rule of concurrency.md they apply.
-# Checked in order; the first matching phrase names the rule.
+# Legacy, only for records written before rule ids (no "rules" in a checkedWinners entry): the
+# checker's sentences of those versions → the rule of concurrency.md they apply. Checked in
+# order; the first matching phrase names the rule. Newer records are read by id.
 _PASS_RULES: Sequence[Tuple[str, str]] = (
     ("rule disabled for a test", "test switch DELTA_OCC_TEST_DISABLE_RULE"),
     ("bin was dropped", "§4 rule 5: of two overlapping compactions the later drops the bins already replaced"),
@@ -35,10 +37,20 @@ _PASS_RULES: Sequence[Tuple[str, str]] = (
 
 
 def pass_rules(outcome: str) -> List[str]:
-    """The rules that let a transaction pass one winner, from the checker's recorded sentence
-    (the most specific first)."""
+    """The rules that let a transaction pass one winner, from the sentence an older delta-occ
+    recorded (the most specific first). Records with rule ids are read by `record_rules`."""
     rules = [rule for phrase, rule in _PASS_RULES if phrase in outcome]
     return list(dict.fromkeys(rules)) or ["§3 checks 1-8: no check failed"]
+
+
+def record_rules(rec: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+    """The rules that let a transaction pass one winner, from a ``checkedWinners`` record or a
+    ``CommitResult.checks`` entry: their ids (empty for an old record) and their texts, the most
+    specific first."""
+    ids = rec.get("rules")
+    if ids:
+        return list(ids), [rule_text(i) or i for i in ids]
+    return [], pass_rules(rec.get("outcome", ""))
 
 
 def conflict(e: DeltaConcurrentModificationException) -> Dict[str, Any]:
@@ -58,12 +70,13 @@ def commit(table: Any, version: int) -> Dict[str, Any]:
     checked = []
     for rec in occ.get("checkedWinners", []):
         theirs = _files(table, rec["version"], _summary(table, rec["version"]))
-        rules = pass_rules(rec["outcome"])
+        ids, rules = record_rules(rec)
         checked.append({
             "version": rec["version"],
             "operation": rec["operation"],
             "rule": rules[0],
             "rules": rules,
+            "rule_ids": ids,
             "outcome": rec["outcome"],
             "shared_files": sorted(set(mine) & set(theirs)),
             "shared_partitions": _shared_partitions(mine, theirs),

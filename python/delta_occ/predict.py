@@ -217,12 +217,13 @@ def _race(t: Table, winner: Planned, loser: Planned, level: Optional[str], row_l
     try:
         r = txns[0].commit()
     except DeltaConcurrentModificationException as e:
-        out.update(outcome=type(e).__name__, explanation=explain.conflict(e), message=str(e))
+        out.update(outcome=type(e).__name__, rule_id=e.rule, explanation=explain.conflict(e), message=str(e))
         return out
     if not r.committed:
         out.update(outcome="no conflict", rule="nothing to commit", explanation=None)
         return out
     detail = explain.commit(t, r.version)
     rules = [c["rule"] for c in detail["checked"]]
-    out.update(outcome="no conflict", rule=rules[0] if rules else None, explanation=detail)
+    ids = [i for c in detail["checked"] for i in c["rule_ids"][:1]]
+    out.update(outcome="no conflict", rule=rules[0] if rules else None, rule_id=ids[0] if ids else None, explanation=detail)
     return out

@@ -373,6 +373,7 @@ class Table:
                     winning_operation=summary["operation"],
                     table=self.path,
                     winning_commit_info=info,
+                    rule="metadata_changed",
                 )
             yield summary
             version += 1

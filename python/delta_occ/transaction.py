@@ -40,7 +40,9 @@ class CommitResult:
 
     ``attempts`` is 1 when no other writer got in the way; ``rebased_over`` lists the winning
     versions this commit was checked against and rebased onto; ``checks`` says, for each of them,
-    why it did not conflict (the same text is stored in the commit's ``commitInfo.deltaOcc``).
+    why it did not conflict: ``rules``, the ids of the rules that let it pass (most specific
+    first; ``delta_occ.exceptions.rule_text`` words them), and ``outcome``, a sentence for humans
+    (both are stored in the commit's ``commitInfo.deltaOcc``).
     """
 
     version: int

@@ -1,9 +1,11 @@
 //! The one error type of the core, and the write conflict (concurrency.md §6) it carries. The
-//! Python binding maps each variant, and each conflict kind, to one exception class.
+//! Python binding maps each variant, and each conflict kind, to one exception class; the core
+//! names no Python class.
 
 use std::fmt;
 
 use crate::isolation::IsolationLevel;
+use crate::rule::{Fallback, Rule};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -279,7 +281,7 @@ pub(crate) fn no_panic<T>(
     })
 }
 
-/// The §6 exception classes, by name.
+/// The §6 conflict exceptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConflictKind {
     ConcurrentWrite,
@@ -292,7 +294,10 @@ pub enum ConflictKind {
 }
 
 impl ConflictKind {
-    pub fn class_name(self) -> &'static str {
+    /// The name Delta gives this exception (delta-spark's `io.delta.exceptions`), which the test
+    /// switch `DELTA_OCC_TEST_DISABLE_RULE` is given. Not a Python class: the binding maps kinds
+    /// to classes itself.
+    pub fn delta_name(self) -> &'static str {
         match self {
             ConflictKind::ConcurrentWrite => "ConcurrentWriteException",
             ConflictKind::MetadataChanged => "MetadataChangedException",
@@ -336,6 +341,11 @@ impl ConflictKind {
 #[derive(Debug, Clone)]
 pub struct Conflict {
     pub kind: ConflictKind,
+    /// The rule that failed (its [`Rule::kind`] is `kind`); with a `fallback` it is the
+    /// file-level rule that decided after row-level concurrency fell back.
+    pub rule: Rule,
+    /// Why row-level concurrency fell back to file level (§4 rule 6), if it did.
+    pub fallback: Option<Fallback>,
     pub table: String,
     pub winning_version: i64,
     /// The winner's `commitInfo.operation`, or `TRANSACTION` when it has none.

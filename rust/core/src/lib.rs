@@ -20,6 +20,7 @@ mod partition;
 mod predicate;
 mod properties;
 mod protocol;
+mod rule;
 mod schema;
 mod schema_change;
 mod snapshot;
@@ -49,6 +50,9 @@ pub mod rowexpr;
 
 // Errors: the one error type, and the write conflict (concurrency.md §6) it carries.
 pub use error::{Conflict, ConflictKind, Error, PredicateProblem, Result, StorageProblem};
+
+// Rule identities: which rule of concurrency.md failed a conflict or let a winner pass.
+pub use rule::{describe as describe_rule, ids as rule_ids, Fallback, Rule};
 
 // Storage: where a table's files live (a local disk, S3, Azure, GCS).
 pub use storage::{Entry, FileReader, Location, Storage};

@@ -1,5 +1,6 @@
 //! Switches the reliability tests use to make the library misbehave on purpose: injected storage
-//! faults (`DELTA_OCC_FAULTS`) and disabled conflict rules (`DELTA_OCC_TEST_DISABLE_RULE`).
+//! faults (`DELTA_OCC_FAULTS`), disabled conflict rules (`DELTA_OCC_TEST_DISABLE_RULE`) and
+//! reworded checker sentences (`DELTA_OCC_TEST_REWORD`).
 //! They exist only in a build with the cargo feature `test-hooks` (the extension the tests build
 //! for themselves); without it every switch is a constant "off", so an environment variable can
 //! never weaken the published library.
@@ -86,12 +87,27 @@ pub(crate) fn rule_disabled(e: &Error) -> bool {
 #[cfg(feature = "test-hooks")]
 fn disabled(c: &Conflict) -> bool {
     std::env::var("DELTA_OCC_TEST_DISABLE_RULE")
-        .is_ok_and(|v| v.split(',').any(|r| r.trim() == c.kind.class_name()))
+        .is_ok_and(|v| v.split(',').any(|r| r.trim() == c.kind.delta_name()))
 }
 
 #[cfg(not(feature = "test-hooks"))]
 fn disabled(_: &Conflict) -> bool {
     false
+}
+
+/// A sentence the checker writes for humans (a conflict reason, a pass record). With
+/// `DELTA_OCC_TEST_REWORD=1` it is replaced by `reworded <hash>`, none of its words kept, so a
+/// test can show that no decision depends on the wording.
+pub(crate) fn worded(text: String) -> String {
+    #[cfg(feature = "test-hooks")]
+    if std::env::var_os("DELTA_OCC_TEST_REWORD").is_some_and(|v| v == "1") {
+        // FNV-1a: a different text per sentence, stable across runs.
+        let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        return format!("reworded {h}");
+    }
+    text
 }
 
 #[cfg(test)]
@@ -115,5 +131,10 @@ mod tests {
         assert!(!ENABLED);
         let f = Faults::from_env();
         assert!(f.pause.is_none() && !f.ack_lost && f.publish_error.is_none());
+        // The env var is never set in the unit tests; without the feature it would not matter.
+        assert_eq!(
+            worded("it added no data files".into()),
+            "it added no data files"
+        );
     }
 }

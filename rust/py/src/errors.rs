@@ -1,11 +1,12 @@
 //! The one conversion from core errors to the exception classes of `delta_occ.exceptions`.
 
-use delta_occ_core::Error;
+use delta_occ_core::{ConflictKind, Error};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 
+/// The class of `delta_occ.exceptions` each error is raised as.
 fn class_name(e: &Error) -> &'static str {
     match e {
         Error::TableNotFound { .. } => "TableNotFoundError",
@@ -19,9 +20,21 @@ fn class_name(e: &Error) -> &'static str {
         Error::CommitOutcomeUnknown { .. } => "CommitOutcomeUnknownError",
         Error::InvalidArgument(_) => "InvalidArgumentError",
         Error::Predicate { .. } => "PredicateError",
-        Error::Conflict(c) => c.kind.class_name(),
+        Error::Conflict(c) => conflict_class(c.kind),
         Error::CommitRetriesExceeded { .. } => "CommitRetriesExceededError",
         Error::Interrupted { .. } => "CommitInterruptedError",
+    }
+}
+
+fn conflict_class(kind: ConflictKind) -> &'static str {
+    match kind {
+        ConflictKind::ConcurrentWrite => "ConcurrentWriteException",
+        ConflictKind::MetadataChanged => "MetadataChangedException",
+        ConflictKind::ProtocolChanged => "ProtocolChangedException",
+        ConflictKind::ConcurrentAppend => "ConcurrentAppendException",
+        ConflictKind::ConcurrentDeleteRead => "ConcurrentDeleteReadException",
+        ConflictKind::ConcurrentDeleteDelete => "ConcurrentDeleteDeleteException",
+        ConflictKind::ConcurrentTransaction => "ConcurrentTransactionException",
     }
 }
 
@@ -106,6 +119,8 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("winning_commit_info", info)?;
             d.set_item("overlapping_rows", c.overlapping_rows)?;
             d.set_item("reason", &c.reason)?;
+            d.set_item("rule", c.rule.id())?;
+            d.set_item("fallback", c.fallback.map(|f| f.id()))?;
         }
         Error::CommitRetriesExceeded {
             table,

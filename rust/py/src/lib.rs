@@ -28,6 +28,18 @@ fn parse_isolation_level(text: &str) -> PyResult<&'static str> {
         .map(|l| l.as_str())
 }
 
+/// Every rule id of the core (conflict, pass and row-level fallback rules), in declaration order.
+#[pyfunction]
+fn rule_ids() -> Vec<&'static str> {
+    delta_occ_core::rule_ids().collect()
+}
+
+/// The text `explain` gives for a rule or fallback id (the core owns it); None for an unknown id.
+#[pyfunction]
+fn rule_description(id: &str) -> Option<&'static str> {
+    delta_occ_core::describe_rule(id)
+}
+
 /// Parse commit-file bytes; returns the number of actions. For tests and tools.
 #[pyfunction]
 fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
@@ -171,6 +183,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rowexpr::referenced_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(rule_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(rule_description, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
     m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(read_parquet_columns, m)?)?;

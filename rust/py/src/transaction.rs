@@ -338,6 +338,7 @@ fn checks_list<'py>(py: Python<'py>, checks: &[CheckRecord]) -> PyResult<Bound<'
         let cd = PyDict::new(py);
         cd.set_item("version", c.version)?;
         cd.set_item("operation", &c.operation)?;
+        cd.set_item("rules", c.rules.iter().map(|r| r.id()).collect::<Vec<_>>())?;
         cd.set_item("outcome", &c.outcome)?;
         out.append(cd)?;
     }

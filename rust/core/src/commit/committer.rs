@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::commit::{checkpoint, log_store};
 use crate::conflict::rows::ColumnCache;
-use crate::conflict::{self, DvChange, RowContext, Staged, TxnView, WinningCommit};
+use crate::conflict::{self, DvChange, Passed, RowContext, Staged, TxnView, WinningCommit};
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
@@ -19,8 +19,10 @@ use crate::log::actions::{remove_of, AddFile, Metadata, Protocol, RemoveFile};
 use crate::log::path::commit_path;
 use crate::log::segment::{self, log_dir};
 use crate::protocol::{self, is_true};
+use crate::rule::Rule;
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
+use crate::test_hooks::worded;
 use crate::transaction::{Transaction, TxnState};
 
 /// `commitInfo.engineInfo` of every commit delta-occ writes.
@@ -62,20 +64,23 @@ impl Default for CommitOptions {
     }
 }
 
-/// Why one winner did not conflict (or `outcome` starting with "conflict" for the one that did).
+/// Why one winner did not conflict: the rules that let it pass (most specific first; what
+/// programs read) and `outcome`, the sentence for humans.
 #[derive(Debug, Clone)]
 pub struct CheckRecord {
     pub version: i64,
     pub operation: String,
+    pub rules: Vec<Rule>,
     pub outcome: String,
 }
 
 impl CheckRecord {
-    fn passed(w: &WinningCommit, why: String) -> Self {
+    fn passed(w: &WinningCommit, p: Passed) -> Self {
         CheckRecord {
             version: w.version,
             operation: w.operation.clone(),
-            outcome: format!("no conflict: {why}"),
+            rules: p.rules,
+            outcome: worded(format!("no conflict: {}", p.why)),
         }
     }
 }
@@ -347,13 +352,12 @@ fn run_attempts(
         let st = rebased.as_ref().unwrap_or(&prepared.staged);
         let checked = check_winners(txn, &prepared, st, &table, &winners, deadline, &cache)?;
         rows_resolved += checked.rows_resolved;
-        let whys = checked.whys;
         if let Some(r) = checked.rebased {
             rebased = Some(r);
             actions = None;
         }
-        for (why, w) in whys.into_iter().zip(&winners) {
-            checks.push(CheckRecord::passed(w, why));
+        for (passed, w) in checked.passed.into_iter().zip(&winners) {
+            checks.push(CheckRecord::passed(w, passed));
             rebased_over.push(w.version);
             if w.in_commit_timestamp.is_some() {
                 prev_ict = prev_ict.max(w.in_commit_timestamp);
@@ -375,7 +379,7 @@ fn run_attempts(
 }
 
 struct Checked {
-    whys: Vec<String>,
+    passed: Vec<Passed>,
     /// The staged actions after the rebases, when any winner changed them.
     rebased: Option<Staged>,
     rows_resolved: u64,
@@ -395,14 +399,12 @@ fn check_winners(
     let Some(exact) = prepared.dv_table else {
         let removed = removed_paths(st);
         let view = make_view(txn, prepared, st, &removed, table);
-        let whys = match conflict::check_all(&view, winners) {
-            Err(e) if crate::test_hooks::rule_disabled(&e) => {
-                vec!["(rule disabled for a test)".to_string(); winners.len()]
-            }
+        let passed = match conflict::check_all(&view, winners) {
+            Err(e) if crate::test_hooks::rule_disabled(&e) => vec![disabled(); winners.len()],
             r => r?,
         };
         return Ok(Checked {
-            whys,
+            passed,
             rebased: None,
             rows_resolved: 0,
         });
@@ -414,7 +416,7 @@ fn check_winners(
         cache,
     };
     let mut out = Checked {
-        whys: Vec::with_capacity(winners.len()),
+        passed: Vec::with_capacity(winners.len()),
         rebased: None,
         rows_resolved: 0,
     };
@@ -427,18 +429,23 @@ fn check_winners(
             .and_then(|v| conflict::check_identity(&view, w).map(|()| v));
         let v = match checked {
             Err(e) if crate::test_hooks::rule_disabled(&e) => {
-                out.whys.push("(rule disabled for a test)".into());
+                out.passed.push(disabled());
                 continue;
             }
             r => r?,
         };
-        out.whys.push(v.why);
+        out.passed.push(v.passed);
         out.rows_resolved += v.rows_resolved;
         if v.rebased.is_some() {
             out.rebased = v.rebased;
         }
     }
     Ok(out)
+}
+
+/// The pass record of a conflict the test switch (test_hooks.rs) let through.
+fn disabled() -> Passed {
+    Passed::new(Rule::PassRuleDisabled, "(rule disabled for a test)")
 }
 
 fn removed_paths(st: &Staged) -> HashSet<Box<str>> {
@@ -501,7 +508,7 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
     let read_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let deadline = started + CommitOptions::default().row_level_budget;
-    let whys = check_winners(
+    let passed = check_winners(
         txn,
         &prepared,
         &prepared.staged,
@@ -510,11 +517,11 @@ pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
         deadline,
         &ColumnCache::default(),
     )?
-    .whys;
-    let checks = whys
+    .passed;
+    let checks = passed
         .into_iter()
         .zip(&winners)
-        .map(|(why, w)| CheckRecord::passed(w, why))
+        .map(|(p, w)| CheckRecord::passed(w, p))
         .collect();
     Ok(Validation {
         winners: winners.len(),
@@ -910,12 +917,16 @@ fn serialize(
     info.insert("operationMetrics".into(), json!(m.metrics));
     info.insert("engineInfo".into(), json!(ENGINE_INFO));
     info.insert("txnId".into(), json!(p.txn_id));
-    // How this commit got here, for `delta-occ explain`: the winners it was checked against.
+    // How this commit got here, for `delta-occ explain`: the winners it was checked against,
+    // each with the ids of the rules that let it pass (what explain reads) and the sentence.
     const MAX_RECORDED: usize = 100;
     let recorded: Vec<Value> = checks
         .iter()
         .take(MAX_RECORDED)
-        .map(|c| json!({ "version": c.version, "operation": c.operation, "outcome": c.outcome }))
+        .map(|c| {
+            let rules: Vec<&str> = c.rules.iter().map(|r| r.id()).collect();
+            json!({ "version": c.version, "operation": c.operation, "rules": rules, "outcome": c.outcome })
+        })
         .collect();
     info.insert(
         "deltaOcc".into(),
@@ -1170,6 +1181,17 @@ mod tests {
             "{:?}",
             r.checks
         );
+        // Data skipping is on by default: the rule names it, and the commit records its id.
+        assert_eq!(r.checks[0].rules, vec![Rule::PassDataSkipping]);
+        let text = std::fs::read_to_string(dir.path().join("_delta_log/00000000000000000002.json"))
+            .unwrap_or_default();
+        let line = text.lines().next().unwrap_or_default();
+        let info: Value = serde_json::from_str(line).unwrap_or_default();
+        assert_eq!(
+            info["commitInfo"]["deltaOcc"]["checkedWinners"][0]["rules"],
+            json!(["pass_data_skipping"]),
+            "{line}"
+        );
 
         let mut c = begin(&mut t);
         c.scan(Some("p = 2")).unwrap();
@@ -1180,6 +1202,7 @@ mod tests {
         match commit(&mut c, "WRITE", &BTreeMap::new(), &CommitOptions::default()) {
             Err(Error::Conflict(x)) => {
                 assert_eq!(x.kind, ConflictKind::ConcurrentAppend);
+                assert_eq!((x.rule, x.fallback), (Rule::ConcurrentAppend, None));
                 assert_eq!(x.winning_version, 3);
                 assert_eq!(
                     x.partition_hint,

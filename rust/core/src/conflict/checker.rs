@@ -1,6 +1,6 @@
 //! The file-level checks of concurrency.md §3, in their order. Each check of one winner either
-//! fails with the conflict it found or returns a sentence saying why the winner did not conflict,
-//! so every decision can be explained afterwards.
+//! fails with the conflict it found or returns the rule that let the winner pass and a sentence
+//! saying why, so every decision can be explained afterwards (by rule id, not by the sentence).
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -9,7 +9,9 @@ use crate::isolation::IsolationLevel;
 use crate::log::actions::{AddFile, PartitionValues, RemoveFile};
 use crate::predicate::{FileJudge, Predicate};
 use crate::protocol;
+use crate::rule::Rule;
 use crate::snapshot::{PartitionColumn, Snapshot};
+use crate::test_hooks::worded;
 
 use super::WinningCommit;
 use crate::error::{Conflict, ConflictKind};
@@ -17,6 +19,36 @@ use crate::error::{Conflict, ConflictKind};
 const EMPTY_DIRECTORY_HINT: &str =
     "This happens when multiple writers are writing to an empty directory. \
 Creating the table ahead of time will avoid this conflict.";
+
+/// Why a winner did not conflict: the rules that let it pass (most specific first) and the
+/// sentences saying so for humans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passed {
+    pub rules: Vec<Rule>,
+    pub why: String,
+}
+
+impl Passed {
+    pub fn new(rule: Rule, why: impl Into<String>) -> Self {
+        Passed::from_notes(vec![(rule, why.into())])
+    }
+
+    /// One record from the notes of several checks of one winner.
+    pub fn from_notes(notes: Vec<(Rule, String)>) -> Self {
+        let mut rules: Vec<Rule> = notes.iter().map(|(r, _)| *r).collect();
+        rules.sort();
+        rules.dedup();
+        if rules.is_empty() {
+            rules.push(Rule::PassNoCheckFailed);
+        }
+        let why = notes
+            .into_iter()
+            .map(|(_, w)| w)
+            .collect::<Vec<_>>()
+            .join("; ");
+        Passed { rules, why }
+    }
+}
 
 /// What a transaction read (concurrency.md §1 step 1).
 #[derive(Debug, Clone, Default)]
@@ -57,9 +89,12 @@ pub struct TxnView<'a> {
 }
 
 impl TxnView<'_> {
-    fn conflict(&self, kind: ConflictKind, w: &WinningCommit, reason: String) -> Error {
+    fn conflict(&self, kind: ConflictKind, rule: Rule, w: &WinningCommit, reason: String) -> Error {
+        debug_assert_eq!(rule.kind(), Some(kind), "{rule:?}");
         Error::Conflict(Box::new(Conflict {
             kind,
+            rule,
+            fallback: None,
             table: self.table.to_string(),
             winning_version: w.version,
             winning_operation: w.operation.clone(),
@@ -68,19 +103,20 @@ impl TxnView<'_> {
             conflicting_file: None,
             winning_commit_info: w.commit_info.clone(),
             overlapping_rows: None,
-            reason,
+            reason: worded(reason),
         }))
     }
 
     pub(crate) fn file_conflict(
         &self,
         kind: ConflictKind,
+        rule: Rule,
         w: &WinningCommit,
         path: &str,
         pv: Option<&PartitionValues>,
         reason: String,
     ) -> Error {
-        let mut e = self.conflict(kind, w, reason);
+        let mut e = self.conflict(kind, rule, w, reason);
         if let Error::Conflict(c) = &mut e {
             c.conflicting_file = Some(path.to_string());
             c.partition_hint = pv.and_then(|pv| self.hint(pv));
@@ -110,7 +146,7 @@ impl TxnView<'_> {
 /// Check the transaction against winners in version order: the explanations of all, or the first
 /// conflict. The per-winner checks are pure, so they run in parallel and the first failure in
 /// version order decides, exactly as a sequential walk would.
-pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<String>> {
+pub fn check_all(t: &TxnView, winners: &[WinningCommit]) -> Result<Vec<Passed>> {
     let adds: usize = winners.iter().map(|w| w.adds.len() + w.removes.len()).sum();
     if crate::parallel::threads_for(adds, 20_000) <= 1 {
         let mut j = Judges::new(t);
@@ -141,12 +177,12 @@ fn check_with<'a>(
     t: &TxnView<'a>,
     w: &'a WinningCommit,
     judges: &mut Judges<'a>,
-) -> Result<String> {
+) -> Result<Passed> {
     check_head(t, w)?;
     let appends = check_appends_with(t, w, judges)?;
     check_deletes(t, w)?;
     check_identity(t, w)?;
-    Ok(appends)
+    Ok(Passed::new(appends.0, appends.1))
 }
 
 /// Checks 1–4 (protocol, metadata, domains, application ids): the same at file and row level.
@@ -155,6 +191,7 @@ pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
     if w.metadata.is_some() {
         return Err(t.conflict(
             ConflictKind::MetadataChanged,
+            Rule::MetadataChanged,
             w,
             "Metadata changes (schema, partitioning, table properties, isolation level) fail every concurrent write.".into(),
         ));
@@ -163,6 +200,7 @@ pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
         if d.domain != "delta.rowTracking" && t.domains.contains(&d.domain) {
             return Err(t.conflict(
                 ConflictKind::ConcurrentTransaction,
+                Rule::SameDomain,
                 w,
                 format!("A conflicting metadata domain {} is added.", d.domain),
             ));
@@ -172,6 +210,7 @@ pub fn check_head(t: &TxnView, w: &WinningCommit) -> Result<()> {
         if t.read.app_ids.contains(&x.app_id) {
             return Err(t.conflict(
                 ConflictKind::ConcurrentTransaction,
+                Rule::AppIdRead,
                 w,
                 format!(
                     "It set the version of application id {:?}, which this transaction read.",
@@ -188,6 +227,7 @@ pub fn check_identity(t: &TxnView, w: &WinningCommit) -> Result<()> {
     if t.identity_columns && t.adds_data && w.num_data_adds > 0 {
         return Err(t.conflict(
             ConflictKind::ConcurrentWrite,
+            Rule::IdentityColumns,
             w,
             "Tables with identity columns do not support concurrent transactions that both add data.".into(),
         ));
@@ -198,15 +238,22 @@ pub fn check_identity(t: &TxnView, w: &WinningCommit) -> Result<()> {
 fn check_protocol(t: &TxnView, w: &WinningCommit) -> Result<()> {
     let Some(p) = &w.protocol else { return Ok(()) };
     protocol::check_writable(p, t.table, w.version)?;
-    let mut reason = "A protocol change fails every concurrent writer.".to_string();
-    if t.read_version < 0 {
-        reason = format!("Both transactions created the table. {EMPTY_DIRECTORY_HINT}");
-    }
-    Err(t.conflict(ConflictKind::ProtocolChanged, w, reason))
+    let (rule, reason) = if t.read_version < 0 {
+        (
+            Rule::BothCreatedTable,
+            format!("Both transactions created the table. {EMPTY_DIRECTORY_HINT}"),
+        )
+    } else {
+        (
+            Rule::ProtocolChanged,
+            "A protocol change fails every concurrent writer.".to_string(),
+        )
+    };
+    Err(t.conflict(ConflictKind::ProtocolChanged, rule, w, reason))
 }
 
 /// §3 check 5, with the §2 table deciding which added files are candidates.
-pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<String> {
+pub(crate) fn check_appends(t: &TxnView, w: &WinningCommit) -> Result<(Rule, String)> {
     check_appends_with(t, w, &mut Judges::new(t))
 }
 
@@ -214,10 +261,10 @@ fn check_appends_with<'a>(
     t: &TxnView<'a>,
     w: &'a WinningCommit,
     judges: &mut Judges<'a>,
-) -> Result<String> {
+) -> Result<(Rule, String)> {
     let n = w.num_data_adds;
     if n == 0 {
-        return Ok("it added no data files".into());
+        return Ok((Rule::PassNoDataAdded, "it added no data files".into()));
     }
     if let Some(why) = appends_ignored(t, w, n) {
         return Ok(why);
@@ -226,6 +273,7 @@ fn check_appends_with<'a>(
         let (_, a) = w.data_adds().next().expect("n > 0");
         return Err(t.file_conflict(
             ConflictKind::ConcurrentAppend,
+            Rule::ConcurrentAppend,
             w,
             &a.path,
             None,
@@ -233,8 +281,9 @@ fn check_appends_with<'a>(
         ));
     }
     if t.read.predicates.is_empty() {
-        return Ok(format!(
-            "this transaction recorded no read predicate; {n} added files cannot match"
+        return Ok((
+            Rule::PassNoReadPredicate,
+            format!("this transaction recorded no read predicate; {n} added files cannot match"),
         ));
     }
     if let Some((a, p)) = first_appended_match(w, &mut judges.0) {
@@ -244,19 +293,21 @@ fn check_appends_with<'a>(
         };
         return Err(t.file_conflict(
             ConflictKind::ConcurrentAppend,
+            Rule::ConcurrentAppend,
             w,
             &a.path,
             Some(&a.partition_values),
             what,
         ));
     }
-    Ok(format!(
-        "none of the {n} added files can hold rows matching the read predicates{}",
-        if t.data_skipping {
-            " (partition values and statistics)"
-        } else {
-            " (partition values)"
-        }
+    let (rule, how) = if t.data_skipping {
+        (Rule::PassDataSkipping, "partition values and statistics")
+    } else {
+        (Rule::PassPartitions, "partition values")
+    };
+    Ok((
+        rule,
+        format!("none of the {n} added files can hold rows matching the read predicates ({how})"),
     ))
 }
 
@@ -296,19 +347,26 @@ fn first_appended_match<'a>(
 }
 
 /// Whether the §2 table (or a blind-append txn) makes the winner's `n` added files irrelevant.
-pub(crate) fn appends_ignored(t: &TxnView, w: &WinningCommit, n: usize) -> Option<String> {
+pub(crate) fn appends_ignored(t: &TxnView, w: &WinningCommit, n: usize) -> Option<(Rule, String)> {
     if t.is_blind_append {
-        return Some(format!(
-            "this transaction is a blind append; the winner's {n} added files do not matter"
+        return Some((
+            Rule::PassBlindAppend,
+            format!(
+                "this transaction is a blind append; the winner's {n} added files do not matter"
+            ),
         ));
     }
     match t.level {
-        IsolationLevel::SnapshotIsolation => Some(format!(
-            "SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files"
+        IsolationLevel::SnapshotIsolation => Some((
+            Rule::PassSnapshotIsolation,
+            format!(
+                "SnapshotIsolation (dataChange=false commit) ignores the winner's {n} added files"
+            ),
         )),
-        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => Some(
+        IsolationLevel::WriteSerializable if w.is_blind_append && !t.metadata_changed => Some((
+            Rule::PassWriteSerializable,
             format!("WriteSerializable ignores the winner's blind append of {n} files"),
-        ),
+        )),
         _ => None,
     }
 }
@@ -339,6 +397,7 @@ pub(crate) fn check_deletes_of(
             let pv = removed_partition(t, r);
             return Err(t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
+                Rule::DeleteRead,
                 w,
                 &r.path,
                 pv.as_ref(),
@@ -350,6 +409,7 @@ pub(crate) fn check_deletes_of(
         if let Some(r) = removes.first() {
             return Err(t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
+                Rule::DeleteRead,
                 w,
                 &r.path,
                 None,
@@ -362,6 +422,7 @@ pub(crate) fn check_deletes_of(
             let pv = removed_partition(t, r);
             return Err(t.file_conflict(
                 ConflictKind::ConcurrentDeleteDelete,
+                Rule::DeleteDelete,
                 w,
                 &r.path,
                 pv.as_ref(),
@@ -406,6 +467,29 @@ mod tests {
             version,
             json::parse_actions(text.as_bytes(), "t.json", Some(version)).unwrap(),
         )
+    }
+
+    #[test]
+    fn a_pass_lists_its_rules_most_specific_first_once() {
+        let p = Passed::from_notes(vec![
+            (Rule::PassNoNewDataFiles, "a".into()),
+            (Rule::PassDisjointRows, "b".into()),
+            (Rule::PassNoNewDataFiles, "c".into()),
+            (Rule::PassBinDropped, "d".into()),
+        ]);
+        assert_eq!(
+            p.rules,
+            vec![
+                Rule::PassBinDropped,
+                Rule::PassDisjointRows,
+                Rule::PassNoNewDataFiles
+            ]
+        );
+        assert_eq!(p.why, "a; b; c; d", "the sentences keep their order");
+        assert_eq!(
+            Passed::from_notes(Vec::new()).rules,
+            vec![Rule::PassNoCheckFailed]
+        );
     }
 
     /// The judges (one tuple judged once per content, across winners; statistics only before the

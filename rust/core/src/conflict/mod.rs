@@ -6,6 +6,6 @@ pub mod row_level;
 pub mod rows;
 pub mod winner;
 
-pub use checker::{check_all, check_head, check_identity, ReadSet, TxnView};
+pub use checker::{check_all, check_head, check_identity, Passed, ReadSet, TxnView};
 pub use row_level::{DvChange, RowContext, Staged};
 pub use winner::WinningCommit;

@@ -15,10 +15,15 @@ use crate::error::{Error, Result};
 use crate::log::actions::{remove_of, AddFile, RemoveFile};
 use crate::predicate::Predicate;
 
-use super::checker::{self, ReadSet, TxnView};
+use super::checker::{self, Passed, ReadSet, TxnView};
 use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};
 use super::WinningCommit;
 use crate::error::ConflictKind;
+use crate::rule::{Fallback, Rule};
+
+/// Why row-level resolution of a file cannot decide (§4 rule 6): the cause and, for the
+/// message, the details.
+type Why = (Fallback, String);
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
 /// of `[path, liveRows]`. Output row `k` is the k-th live row of the inputs taken in this order
@@ -99,7 +104,7 @@ impl<'a> Ours<'a> {
 /// What checking one winner decided: why it passed, the rebased actions (`None` when nothing
 /// changed), and how many file pairs were resolved at row level.
 pub struct Verdict {
-    pub why: String,
+    pub passed: Passed,
     pub rebased: Option<Staged>,
     pub rows_resolved: u64,
 }
@@ -201,7 +206,7 @@ fn compacted_dv(
     written: u64,
     latest: &DeletionBitmap,
     read: Option<&Option<DeletionVectorDescriptor>>,
-) -> std::result::Result<DeletionBitmap, String> {
+) -> std::result::Result<DeletionBitmap, Why> {
     // The tag names the DV the compaction read: exact, whatever happened to the file since.
     if let Some(read) = read {
         let dv = or_fallback(read_dv(cx.root, read.as_ref()))?;
@@ -210,8 +215,9 @@ fn compacted_dv(
         }
     }
     let Some(file) = t.read_snapshot.and_then(|s| s.file(path)) else {
-        return Err(format!(
-            "{path} is not a file of the snapshot this transaction read"
+        return Err((
+            Fallback::Unreadable,
+            format!("{path} is not a file of the snapshot this transaction read"),
         ));
     };
     let physical = or_fallback(super::rows::physical_rows(cx.root, file))?;
@@ -225,10 +231,13 @@ fn compacted_dv(
     if written + ours.len() == physical && ours.0.is_subset(&latest.0) {
         return Ok(ours);
     }
-    Err(format!(
-        "the concurrent compaction wrote {written} rows of {path}, which has {physical} rows and {} deleted now; \
-         the rows it left out cannot be identified",
-        latest.len()
+    Err((
+        Fallback::NoProvenance,
+        format!(
+            "the concurrent compaction wrote {written} rows of {path}, which has {physical} rows and {} deleted now; \
+             the rows it left out cannot be identified",
+            latest.len()
+        ),
     ))
 }
 
@@ -254,19 +263,29 @@ pub(crate) fn read_dv(
 }
 
 /// Run `f`; a failure to read a DV or data file becomes a file-level fallback (§4 rule 6).
-fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, String> {
-    r.map_err(|e| format!("a file needed for the row-level decision could not be read ({e})"))
+fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, Why> {
+    r.map_err(|e| {
+        (
+            Fallback::Unreadable,
+            format!("a file needed for the row-level decision could not be read ({e})"),
+        )
+    })
 }
 
-fn unevaluable(preds: &[&Predicate], cache: &ColumnCache) -> Option<String> {
+fn unevaluable(preds: &[&Predicate], cache: &ColumnCache) -> Option<Why> {
     preds.iter().find_map(|p| {
         let e = compiled(p, cache).err()?;
-        Some(format!(
-            "the read predicate `{}` cannot be decided on rows ({e})",
-            p.text.as_deref().unwrap_or("")
+        Some((
+            Fallback::Predicate,
+            format!(
+                "the read predicate `{}` cannot be decided on rows ({e})",
+                p.text.as_deref().unwrap_or("")
+            ),
         ))
     })
 }
+
+const OUT_OF_TIME: &str = "the time budget for row-level resolution of this commit attempt ran out";
 
 fn fallback_reason(why: &str) -> String {
     format!("Row-level concurrency fell back to file level: {why}.")
@@ -336,8 +355,8 @@ pub fn check_winner(
                 t,
                 w,
                 r,
-                ConflictKind::ConcurrentDeleteRead,
-                "the time budget for row-level resolution of this commit attempt ran out",
+                Rule::DeleteRead,
+                (Fallback::TimeBudget, OUT_OF_TIME.into()),
             ));
         }
         // Rule 5: the winner compacted this file.
@@ -350,7 +369,7 @@ pub fn check_winner(
                 continue;
             }
             let latest = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
-                .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
+                .map_err(|why| fallback(t, w, r, Rule::DeleteDelete, why))?;
             let input_dv = compacted_dv(
                 t,
                 cx,
@@ -359,7 +378,7 @@ pub fn check_winner(
                 &latest,
                 bin.read_dvs[k].as_ref(),
             )
-            .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteDelete, &why))?;
+            .map_err(|why| fallback(t, w, r, Rule::DeleteDelete, why))?;
             let s = next.edit();
             let mut moved = s.dv.remove(path).map(|ch| ch.rows).unwrap_or_default();
             if ours_idx.deletes(path) {
@@ -381,9 +400,12 @@ pub fn check_winner(
             if st.read.files.contains(path) {
                 s.read.files.insert(bin.output.path.as_ref().into());
             }
-            notes.push(format!(
-                "it compacted {path}; this transaction's changes were remapped onto {}",
-                bin.output.path
+            notes.push((
+                Rule::PassRemappedOntoCompaction,
+                format!(
+                    "it compacted {path}; this transaction's changes were remapped onto {}",
+                    bin.output.path
+                ),
             ));
             continue;
         }
@@ -404,17 +426,19 @@ pub fn check_winner(
                     t,
                     w,
                     r,
-                    ConflictKind::ConcurrentDeleteRead,
-                    &format!("{path} is not a file of the snapshot this compaction read"),
+                    Rule::DeleteRead,
+                    (
+                        Fallback::Unreadable,
+                        format!("{path} is not a file of the snapshot this compaction read"),
+                    ),
                 ));
             };
             let base_dv = or_fallback(read_dv(cx.root, read_file.deletion_vector.as_deref()))
-                .map_err(|why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why))?;
+                .map_err(|why| fallback(t, w, r, Rule::DeleteRead, why))?;
             let gone = match readded.get(path) {
                 Some(a) => {
-                    let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref())).map_err(
-                        |why| fallback(t, w, r, ConflictKind::ConcurrentDeleteRead, &why),
-                    )?;
+                    let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref()))
+                        .map_err(|why| fallback(t, w, r, Rule::DeleteRead, why))?;
                     DeletionBitmap(&new.0 - &base_dv.0)
                 }
                 None => {
@@ -434,7 +458,7 @@ pub fn check_winner(
                 (false, readded.get(path).map(|a| remove_of(a, false))),
             );
             resolved += 1;
-            notes.push(format!("it deleted {} rows of {path}, which this compaction carries to {}; they stay deleted there", gone.len(), bin.output.path));
+            notes.push((Rule::PassCompactionCarries, format!("it deleted {} rows of {path}, which this compaction carries to {}; they stay deleted there", gone.len(), bin.output.path)));
             continue;
         }
         if !cx.exact {
@@ -460,9 +484,12 @@ pub fn check_winner(
         let bin = &our_bins[ob];
         replaced.extend(bin.inputs.iter().map(|(p, _)| p.as_str()));
         outputs.insert(&bin.output.path);
-        notes.push(format!(
-            "a concurrent compaction already replaced inputs of {}; that bin was dropped",
-            bin.output.path
+        notes.push((
+            Rule::PassBinDropped,
+            format!(
+                "a concurrent compaction already replaced inputs of {}; that bin was dropped",
+                bin.output.path
+            ),
         ));
     }
     if !outputs.is_empty() {
@@ -490,26 +517,31 @@ pub fn check_winner(
             .collect();
     }
     Ok(Verdict {
-        why: notes.join("; "),
+        passed: Passed::from_notes(notes),
         rebased: next.next,
         rows_resolved: resolved,
     })
 }
 
-fn fallback(
-    t: &TxnView,
-    w: &WinningCommit,
-    r: &RemoveFile,
-    kind: ConflictKind,
-    why: &str,
-) -> Error {
-    t.file_conflict(
+/// The file-level conflict on a file the winner removed when row-level resolution of it cannot
+/// decide (§4 rule 6): `rule` is check 6 or check 7.
+fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, rule: Rule, why: Why) -> Error {
+    let kind = match rule {
+        Rule::DeleteDelete => ConflictKind::ConcurrentDeleteDelete,
+        _ => ConflictKind::ConcurrentDeleteRead,
+    };
+    let mut e = t.file_conflict(
         kind,
+        rule,
         w,
         &r.path,
         checker::removed_partition(t, r).as_ref(),
-        fallback_reason(why),
-    )
+        fallback_reason(&why.1),
+    );
+    if let Error::Conflict(c) = &mut e {
+        c.fallback = Some(why.0);
+    }
+    e
 }
 
 /// Whether the remove's DV covers every row of its file (false when that cannot be told).
@@ -551,45 +583,52 @@ fn rows_of_file(
     r: &RemoveFile,
     readded: Option<&AddFile>,
     cx: &RowContext,
-) -> Result<String> {
+) -> Result<(Rule, String)> {
     let (st, path): (&Staged, &str) = (ours.st, &r.path);
-    let fb = |kind, why: String| fallback(t, w, r, kind, &why);
+    let fb = |rule: Rule, why: Why| fallback(t, w, r, rule, why);
     if !r.data_change && readded.is_none() {
         // A compaction drops a file whose rows are all deleted without writing an output (and
         // so without provenance): it removed no live row, whatever this transaction read.
         if !ours.changes_file(path) && all_rows_deleted(t, cx, r) {
-            return Ok(format!(
-                "it dropped {path}, whose rows were all deleted already"
+            return Ok((
+                Rule::PassAllRowsDeleted,
+                format!("it dropped {path}, whose rows were all deleted already"),
             ));
         }
-        let kind = if ours.changes_file(path) {
-            ConflictKind::ConcurrentDeleteDelete
+        let rule = if ours.changes_file(path) {
+            Rule::DeleteDelete
         } else {
-            ConflictKind::ConcurrentDeleteRead
+            Rule::DeleteRead
         };
         return Err(fb(
-            kind,
-            "the concurrent compaction recorded no row provenance".into(),
+            rule,
+            (
+                Fallback::NoProvenance,
+                "the concurrent compaction recorded no row provenance".into(),
+            ),
         ));
     }
     let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref()))
-        .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+        .map_err(|e| fb(Rule::DeleteRead, e))?;
     let file = readded.cloned().or_else(|| removed_file(t, r));
     let Some(file) = file else {
         return Err(fb(
-            ConflictKind::ConcurrentDeleteRead,
-            format!("{path} is not a file of the snapshot this transaction read"),
+            Rule::DeleteRead,
+            (
+                Fallback::Unreadable,
+                format!("{path} is not a file of the snapshot this transaction read"),
+            ),
         ));
     };
     let w_rows = match readded {
         Some(a) => {
             let new = or_fallback(read_dv(cx.root, a.deletion_vector.as_deref()))
-                .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+                .map_err(|e| fb(Rule::DeleteRead, e))?;
             DeletionBitmap(&new.0 - &base_dv.0)
         }
         None => {
-            let n = or_fallback(physical_rows(cx.root, &file))
-                .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+            let n =
+                or_fallback(physical_rows(cx.root, &file)).map_err(|e| fb(Rule::DeleteRead, e))?;
             live_rows(n, &base_dv)
         }
     };
@@ -598,8 +637,8 @@ fn rows_of_file(
     let c_rows = if let Some(ch) = st.dv.get(path) {
         Some(DeletionBitmap(&ch.rows.0 - &base_dv.0))
     } else if ours.deletes(path) {
-        let n = or_fallback(physical_rows(cx.root, &file))
-            .map_err(|e| fb(ConflictKind::ConcurrentDeleteDelete, e))?;
+        let n =
+            or_fallback(physical_rows(cx.root, &file)).map_err(|e| fb(Rule::DeleteDelete, e))?;
         Some(live_rows(n, &base_dv))
     } else {
         None
@@ -609,6 +648,7 @@ fn rows_of_file(
         if !both.is_empty() {
             let mut e = t.file_conflict(
                 ConflictKind::ConcurrentDeleteDelete,
+                Rule::RowDeleteDelete,
                 w,
                 path,
                 pv.as_ref(),
@@ -627,13 +667,14 @@ fn rows_of_file(
     if st.read.whole_table || st.read.files.contains(path) {
         let preds = read_predicates(&st.read);
         if let Some(why) = unevaluable(&preds, cx.cache) {
-            return Err(fb(ConflictKind::ConcurrentDeleteRead, why));
+            return Err(fb(Rule::DeleteRead, why));
         }
         let hit = or_fallback(matching_rows(cx.root, &file, &preds, &w_rows, cx.cache))
-            .map_err(|e| fb(ConflictKind::ConcurrentDeleteRead, e))?;
+            .map_err(|e| fb(Rule::DeleteRead, e))?;
         if !hit.is_empty() {
             let mut e = t.file_conflict(
                 ConflictKind::ConcurrentDeleteRead,
+                Rule::RowDeleteRead,
                 w,
                 path,
                 pv.as_ref(),
@@ -655,9 +696,12 @@ fn rows_of_file(
             }
         }
     }
-    Ok(format!(
-        "it changed {} row(s) of {path}, none of which this transaction read or changes",
-        w_rows.len()
+    Ok((
+        Rule::PassDisjointRows,
+        format!(
+            "it changed {} row(s) of {path}, none of which this transaction read or changes",
+            w_rows.len()
+        ),
     ))
 }
 
@@ -668,7 +712,7 @@ fn appends(
     w: &WinningCommit,
     cx: &RowContext,
     removed: &HashMap<&str, &RemoveFile>,
-) -> Result<String> {
+) -> Result<(Rule, String)> {
     let candidates: Vec<&AddFile> = w
         .adds
         .iter()
@@ -676,14 +720,18 @@ fn appends(
         .collect();
     let n = candidates.len();
     if n == 0 {
-        return Ok("it added no new data files".into());
+        return Ok((
+            Rule::PassNoNewDataFiles,
+            "it added no new data files".into(),
+        ));
     }
     if let Some(why) = checker::appends_ignored(t, w, n) {
         return Ok(why);
     }
     if !st.read.whole_table && st.read.predicates.is_empty() {
-        return Ok(format!(
-            "this transaction recorded no read predicate; {n} added files cannot match"
+        return Ok((
+            Rule::PassNoReadPredicate,
+            format!("this transaction recorded no read predicate; {n} added files cannot match"),
         ));
     }
     let preds = read_predicates(&st.read);
@@ -696,9 +744,15 @@ fn appends(
         if may.is_empty() {
             continue;
         }
-        let conflict = |reason: String, rows: Option<u64>| {
+        // Rule 4 with the rows that match, or check 5 when row-level resolution fell back.
+        let conflict = |reason: String, rows: Option<u64>, fell_back: Option<Fallback>| {
+            let rule = match fell_back {
+                Some(_) => Rule::ConcurrentAppend,
+                None => Rule::RowAppend,
+            };
             let mut e = t.file_conflict(
                 ConflictKind::ConcurrentAppend,
+                rule,
                 w,
                 &a.path,
                 Some(&a.partition_values),
@@ -706,18 +760,18 @@ fn appends(
             );
             if let Error::Conflict(x) = &mut e {
                 x.overlapping_rows = rows;
+                x.fallback = fell_back;
             }
             e
         };
-        if let Some(why) = unevaluable(&may, cx.cache) {
-            return Err(conflict(fallback_reason(&why), None));
+        if let Some((cause, why)) = unevaluable(&may, cx.cache) {
+            return Err(conflict(fallback_reason(&why), None, Some(cause)));
         }
         if Instant::now() > cx.deadline {
             return Err(conflict(
-                fallback_reason(
-                    "the time budget for row-level resolution of this commit attempt ran out",
-                ),
+                fallback_reason(OUT_OF_TIME),
                 None,
+                Some(Fallback::TimeBudget),
             ));
         }
         let hit = (|| -> Result<DeletionBitmap> {
@@ -739,6 +793,7 @@ fn appends(
                         h.len()
                     ),
                     Some(h.len()),
+                    None,
                 ));
             }
             Err(e) => {
@@ -747,12 +802,14 @@ fn appends(
                         "a file needed for the row-level decision could not be read ({e})"
                     )),
                     None,
+                    Some(Fallback::Unreadable),
                 ))
             }
         }
     }
-    Ok(format!(
-        "none of the rows in the winner's {n} added files match the read predicates"
+    Ok((
+        Rule::PassNoAddedRowMatches,
+        format!("none of the rows in the winner's {n} added files match the read predicates"),
     ))
 }
 

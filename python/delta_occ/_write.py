@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import _arrow, _core
-from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
-from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
+from ._read import DataColumns, keep_mask, read_file
+from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 ROW = "__delta_occ_row"
@@ -59,13 +59,15 @@ class Layout:
         self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
         self.delta_fields = json.loads(schema_json)["fields"]
         self.mode: str = h.column_mapping_mode
+        #: The schema as the data files hold it (physical names, field ids), field by field.
+        self.physical: pa.Schema = physical_schema(schema_json, self.mode)
         self.partition_columns: List[str] = snapshot.partition_columns
         props = snapshot.properties
         self.dv_enabled = snapshot.deletion_vectors_enabled
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
-        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], List[dict], pa.Schema]] = {}
+        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
         self.unenforced = _unenforced_rules(props, self.delta_fields)
 
     @property
@@ -96,15 +98,15 @@ class Layout:
             self.prefetch([path])
         return self._plan[path]
 
-    def _columns(self, columns: Optional[Sequence[str]], positions: bool) -> Tuple[List[pa.Field], List[dict], pa.Schema]:
-        """Per selection of columns (computed once): the table fields read, the Delta fields of
-        their data columns, and the schema of the rows returned."""
+    def _columns(self, columns: Optional[Sequence[str]], positions: bool) -> Tuple[List[pa.Field], DataColumns, pa.Schema]:
+        """Per selection of columns (computed once): the table fields read, their data columns,
+        and the schema of the rows returned."""
         key = (None if columns is None else tuple(columns), positions)
         got = self._selections.get(key)
         if got is None:
             fields = [f for f in self.schema if columns is None or f.name in columns]
-            by_name = {f["name"]: f for f in self.delta_fields}
-            wanted = [by_name[f.name] for f in fields if f.name not in self.partition_columns]
+            data = [i for i, f in enumerate(self.schema) if (columns is None or f.name in columns) and f.name not in self.partition_columns]
+            wanted = DataColumns([self.schema.field(i) for i in data], [self.physical.field(i) for i in data])
             schema = pa.schema(fields)
             got = self._selections[key] = (fields, wanted, schema.append(pa.field(ROW, pa.uint64())) if positions else schema)
         return got
@@ -114,7 +116,7 @@ class Layout:
         is False: every column, or only `columns` (table column names) when given."""
         abs_path, has_dv, parts = self._entry(path)
         fields, wanted, schema = self._columns(columns, positions)
-        data, n = _read_file(self.storage, abs_path, wanted, self.mode)
+        data, n = read_file(self.storage, abs_path, wanted)
         arrays = []
         for f in fields:
             if f.name in self.partition_columns:
@@ -227,16 +229,13 @@ class Layout:
 
     def _encode(self, txn: Any, data: pa.Table, partition: Dict[str, Optional[str]]) -> Tuple[str, Dict[str, Optional[str]], int, str]:
         """Write one data file; its log path, partition values, size and stats (not staged)."""
-        fields = {f["name"]: f for f in self.delta_fields}
         cols, out_fields = [], []
         for name in self.data_columns:
-            f = fields[name]
-            phys = _physical(f, self.mode)
-            field = pa.field(phys, self.schema.field(name).type, nullable=True)
-            fid = _field_id(f)
-            if self.mode == "id" and fid is not None:
-                field = field.with_metadata({_FIELD_ID: str(fid).encode()})
-            cols.append(data.column(name))
+            field = self.physical.field(self.schema.get_field_index(name)).with_nullable(True)
+            col = data.column(name)
+            if col.type != field.type:  # nested fields renamed to their physical names
+                col = pa.chunked_array([c.view(field.type) for c in col.chunks], type=field.type)
+            cols.append(col)
             out_fields.append(field)
         physical = pa.Table.from_arrays(cols, schema=pa.schema(out_fields))
         if self.mode == "none":

@@ -21,6 +21,7 @@ mod predicate;
 mod properties;
 mod protocol;
 mod schema;
+mod schema_arrow;
 mod schema_change;
 mod snapshot;
 mod stats;
@@ -78,6 +79,10 @@ pub use predicate::{select_files, Predicate};
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
 pub use schema::file_column_index;
+pub use schema::StructType;
+pub use schema_arrow::{
+    arrow_schema, delta_schema, delta_type, delta_type_of_data, spark_physical_schema_json, Names,
+};
 pub use schema_change::type_writable_as;
 pub use uri::spark_file_key;
 

@@ -3,6 +3,8 @@
 from typing import Any, Dict, List, Optional, Tuple, final
 
 __version__: str
+#: Delta truncates string statistics to this many characters (a min is cut, a longer max dropped).
+STATS_STRING_PREFIX: int
 
 __all__ = [
     "__version__",
@@ -20,6 +22,9 @@ __all__ = [
     "read_parquet_columns",
     "parquet_footer_stats",
     "parquet_footer_stats_of",
+    "rows_stats",
+    "written_file_stats",
+    "STATS_STRING_PREFIX",
     "logical_arrow_schema",
     "physical_arrow_schema",
     "spark_physical_schema_json",
@@ -273,6 +278,14 @@ def parquet_footer_stats(path: str) -> Tuple[str, int]:
 
 def parquet_footer_stats_of(data: bytes) -> Tuple[str, int]:
     """``parquet_footer_stats`` of a whole parquet file in memory."""
+
+def rows_stats(table: Any) -> str:
+    """Delta stats JSON of the rows of a pyarrow table (anything with ``__arrow_c_stream__``),
+    computed from the rows by the same rules as ``parquet_footer_stats``."""
+
+def written_file_stats(written: bytes, table: Any) -> str:
+    """Delta stats JSON of the parquet file ``written`` (its bytes) just encoded from ``table``:
+    its footer's bounds, corrected by what only the rows tell (NaN, values above 4 KiB)."""
 
 def logical_arrow_schema(schema_json: str) -> object:
     """The table schema (Delta schema JSON) as an ``arrow_schema`` PyCapsule, logical names.

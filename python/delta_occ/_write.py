@@ -4,8 +4,6 @@ existing files read back with their physical row positions (for DVs)."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import json
 import math
 import os
@@ -23,8 +21,6 @@ from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_
 from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 
 ROW = "__delta_occ_row"
-#: Delta truncates string statistics to this prefix length.
-_STRING_PREFIX = 32
 
 
 def _unenforced_rules(props: Dict[str, str], fields: List[dict]) -> List[str]:
@@ -386,78 +382,16 @@ def arange(n: int, type: Optional[pa.DataType] = None) -> pa.Array:
     return pc.indices_nonzero(pa.repeat(True, n)).cast(type or pa.uint64())
 
 
-def _stat_value(v: Any) -> Any:
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
-    if isinstance(v, datetime.date):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return float(v) if v == v.to_integral_value() else str(v)
-    return v
-
-
 def stats_json(data: pa.Table) -> str:
-    """Delta stats: numRecords, minValues, maxValues, nullCount (flat columns)."""
-    mins: Dict[str, Any] = {}
-    maxs: Dict[str, Any] = {}
-    nulls: Dict[str, Any] = {}
-    for f in data.schema:
-        col = data.column(f.name)
-        t = f.type
-        if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t):
-            continue
-        nulls[f.name] = col.null_count
-        if col.null_count == len(col) or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
-            continue
-        mm = pc.min_max(col)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi) or pc.any(pc.is_nan(col)).as_py()):
-            continue
-        if isinstance(lo, str):
-            lo = lo[:_STRING_PREFIX]  # a prefix of the min is still a lower bound
-            if len(hi) > _STRING_PREFIX:
-                hi = None  # a truncated max is not an upper bound; leave it out
-        # JSON has no infinities: an infinite bound is left out (unknown), the other one kept.
-        if not (isinstance(lo, float) and math.isinf(lo)):
-            mins[f.name] = _stat_value(lo)
-        if hi is not None and not (isinstance(hi, float) and math.isinf(hi)):
-            maxs[f.name] = _stat_value(hi)
-    stats = {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    return json.dumps(stats, allow_nan=False)
+    """Delta stats of rows: numRecords, minValues, maxValues, nullCount (flat columns); the
+    core's rules (``_core.rows_stats``)."""
+    return _core.rows_stats(data)
 
 
 def file_stats(data: pa.Table, written: bytes) -> str:
     """`stats_json(data)` for the file just encoded from `data` (its bytes), read from its footer
-    by the core (``parquet_footer_stats``: the same rules; tests/test_footer_stats.py holds the
-    two to the same results). The parquet writer has computed every bound already, so this costs
-    ~0.03 ms instead of ~3 ms per 100,000 rows of (int, double, string) (most of it string
-    min/max). Two things only the rows tell: pyarrow leaves NaN out of a float column's footer
-    bounds, where Delta's rule is no bound when the column holds a NaN; and pyarrow drops the
-    bounds of a column with a value above 4 KiB, where the rows still give a (cut) string min.
-    The first is corrected here; the second, rare, falls back to `stats_json`."""
-    text, _ = _core.parquet_footer_stats_of(written)
-    stats = json.loads(text)
-    mins, maxs = stats.get("minValues", {}), stats.get("maxValues", {})
-    changed = False
-    for f in data.schema:
-        t = f.type
-        if pa.types.is_nested(t) or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
-            continue
-        col = data.column(f.name)
-        if col.null_count == len(col):
-            continue
-        if pa.types.is_floating(t):
-            if pc.any(pc.is_nan(col)).as_py():
-                changed |= mins.pop(f.name, None) is not None
-                changed |= maxs.pop(f.name, None) is not None
-                continue
-            if f.name in mins or f.name in maxs:
-                continue  # (an infinite bound is left out by both)
-        if f.name not in mins:
-            return stats_json(data)  # a bound the footer lacks (a value above 4 KiB, or -inf)
-    return json.dumps(stats, allow_nan=False) if changed else text
+    and corrected by what only the rows tell (``_core.written_file_stats``)."""
+    return _core.written_file_stats(written, data)
 
 
 def concat(tables: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:

@@ -2,7 +2,7 @@
 //! data file the embedded writer has just encoded from them: its footer
 //! ([`crate::parquet_stats`]) corrected by what only the rows tell.
 
-use arrow_arith::aggregate::{max, max_string, min, min_string};
+use arrow_arith::aggregate::{max, max_string, max_string_view, min, min_string, min_string_view};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
@@ -41,21 +41,38 @@ fn array_bounds(a: &dyn Array, kind: Kind) -> Option<Bounds> {
         Kind::Float => {
             let a = arrow_cast::cast(a, &A::Float64).ok()?;
             let a = a.as_primitive::<Float64Type>();
-            if a.iter().flatten().any(f64::is_nan) {
+            if has_nan(a) {
                 return None;
             }
             Bounds::float(min(a)?, max(a)?)
         }
         Kind::Str => {
-            let a = arrow_cast::cast(a, &A::LargeUtf8).ok()?;
-            let a = a.as_string::<i64>();
+            let (lo, hi) = match a.data_type() {
+                A::Utf8 => (
+                    min_string(a.as_string::<i32>())?,
+                    max_string(a.as_string::<i32>())?,
+                ),
+                A::LargeUtf8 => (
+                    min_string(a.as_string::<i64>())?,
+                    max_string(a.as_string::<i64>())?,
+                ),
+                A::Utf8View => (
+                    min_string_view(a.as_string_view())?,
+                    max_string_view(a.as_string_view())?,
+                ),
+                _ => return None,
+            };
             Some(Bounds::exact(
-                Bound::Text(min_string(a)?.into()),
-                Bound::Text(max_string(a)?.into()),
+                Bound::Text(lo.into()),
+                Bound::Text(hi.into()),
             ))
         }
         Kind::CountOnly => None,
     }
+}
+
+fn has_nan(a: &arrow_array::Float64Array) -> bool {
+    a.iter().flatten().any(f64::is_nan)
 }
 
 /// Per top-level column of `batches` (one table): (kind, statistics); nested columns left out.
@@ -108,22 +125,29 @@ pub fn rows_stats(batches: &[RecordBatch]) -> String {
 pub fn written_file_stats(written: Vec<u8>, batches: &[RecordBatch]) -> Result<String> {
     let (text, _) = crate::parquet_stats::footer_stats_of_bytes(written)?;
     let mut stats: Value = serde_json::from_str(&text).expect("the core's own stats JSON");
+    let Some(first) = batches.first() else {
+        return Ok(text);
+    };
     let mut changed = false;
-    for c in column_stats(batches) {
-        let all_null = batches.iter().all(|b| {
-            b.column_by_name(&c.name)
-                .is_none_or(|a| a.null_count() == a.len())
-        });
-        if c.kind == Kind::CountOnly || all_null {
+    for (j, field) in first.schema().fields().iter().enumerate() {
+        let name = field.name();
+        let kind = kind_of(field.data_type());
+        let columns = || batches.iter().map(|b| b.column(j));
+        if matches!(kind, None | Some(Kind::CountOnly))
+            || columns().all(|a| a.null_count() == a.len())
+        {
             continue;
         }
-        let has = |stats: &Value, key: &str| stats[key].get(&c.name).is_some();
-        if c.kind == Kind::Float {
-            if c.bounds.is_none() {
-                // a NaN (the rows hold a value, so only a NaN leaves them unbounded)
+        let has = |stats: &Value, key: &str| stats[key].get(name).is_some();
+        if kind == Some(Kind::Float) {
+            let nan = columns().any(|a| {
+                arrow_cast::cast(a, &A::Float64)
+                    .is_ok_and(|a| has_nan(a.as_primitive::<Float64Type>()))
+            });
+            if nan {
                 for key in ["minValues", "maxValues"] {
                     if let Some(m) = stats[key].as_object_mut() {
-                        changed |= m.remove(&c.name).is_some();
+                        changed |= m.remove(name).is_some();
                     }
                 }
                 continue;

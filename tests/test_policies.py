@@ -161,6 +161,19 @@ TYPES = [
 ]
 
 
+@pytest.mark.parametrize("data, delta", [
+    (pa.uint8(), "short"), (pa.uint16(), "integer"), (pa.uint32(), "long"), (pa.uint64(), "uint64"),
+    (pa.int32(), "integer"), (pa.large_string(), "string"), (pa.null(), "null"),
+])
+def test_type_names_in_messages(data, delta):
+    """docs/guide.md "Policies": Delta has no unsigned types; unsigned integers count as the
+    smallest Delta type holding every value (uint32: up to 4,294,967,295, above integer's range:
+    long) and are written as that type; uint64 fits no Delta integer and keeps its Arrow name."""
+    from delta_occ._schema import type_name
+
+    assert type_name(data) == delta
+
+
 def _one_row(column: str, values: pa.Array) -> pa.Table:
     base = {"id": pa.array([7], pa.int64())}
     base[column] = values

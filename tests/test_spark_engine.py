@@ -324,6 +324,14 @@ def test_optimize_nothing_to_do_writes_no_commit(spark, bases, tmp_path):
     assert r.committed is False and r.version == st.version
 
 
+@pytest.mark.parametrize("partition_by, want", [(None, []), ("p", ["p"]), (["p"], ["p"])])
+def test_spark_create_takes_every_form_of_partition_by(spark, tmp_path, partition_by, want):
+    """api.md: SparkTable.create takes ``partition_by`` as Table.create does (None, one name, a
+    sequence of names)."""
+    st = SparkTable.create(spark, tmp_path / "t", SCHEMA, partition_by=partition_by)
+    assert st.version == 0 and docc.Table(tmp_path / "t").snapshot().partition_columns == want
+
+
 def test_spark_written_nan_files_keep_no_float_bounds(spark, tmp_path):
     """parquet-mr records NaN as a bound (issue 15 facts): footer statistics of a Spark-written
     file with NaN anywhere must carry no min/max for that column, so `x > 100` still finds the

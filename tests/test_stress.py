@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from delta_occ import stress
+from delta_occ import Table, stress
 
 S, W = "Serializable", "WriteSerializable"
 
@@ -123,8 +123,6 @@ def test_cli_stress_refuses_an_existing_table(tmp_path):
 def test_checker_reports_a_tampered_history(tmp_path):
     """A commit nobody logged (a writer outside the workload) is an anomaly, as is a row change
     the logged operation does not explain."""
-    from delta_occ import Table
-
     path = str(tmp_path / "t")
     stress.create(path, stress.Config(dvs=False))
     Table(path).delete("id = 3")  # not logged
@@ -139,18 +137,18 @@ def test_conflict_over_a_row_appended_after_the_read_is_not_spurious(tmp_path):
     loser's predicate, so the conflict is by the rules; the checker must not call it spurious."""
     path = str(tmp_path / "t")
     stress.create(path, stress.Config(dvs=True))
-    t = stress.Table(path)
-    log = stress._Log(os.path.join(path, "_stress", "x.jsonl"))
+    t = Table(path)
+    log = stress.AttemptLog(os.path.join(path, "_stress", "x.jsonl"))
 
     def stage(name, op):
-        txn = stress._stage(t, op, W, name)
+        txn = stress.stage(t, op, W, name)
         return txn, {"attempt": name, "worker": "x", "level": W, "op": op, "read_version": txn.read_version}
 
     loser = stage("x.0", {"op": "delete", "pred": ["range", 45, 70]})  # a DV on the 40-59 file
-    stress._commit(*stage("x.1", {"op": "append", "ids": [65]}), log)
-    stress._commit(*stage("x.2", {"op": "optimize", "where": None}), log)  # 40-59 and 65 in one file
-    stress._commit(*stage("x.3", {"op": "delete", "pred": _ids(65)}), log)
-    stress._commit(*loser, log)
+    stress.commit(*stage("x.1", {"op": "append", "ids": [65]}), log)
+    stress.commit(*stage("x.2", {"op": "optimize", "where": None}), log)  # 40-59 and 65 in one file
+    stress.commit(*stage("x.3", {"op": "delete", "pred": _ids(65)}), log)
+    stress.commit(*loser, log)
     assert (loser[1]["outcome"], loser[1].get("error")) == ("conflict", "ConcurrentDeleteReadException")
     summary = stress.check(path, dv_table=True)
     assert summary["spurious"] == 0 and summary["anomalies"] == []

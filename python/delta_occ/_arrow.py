@@ -19,6 +19,23 @@ class _Capsules:
         return self._pair
 
 
+class _SchemaCapsule:
+    """An ``arrow_schema`` capsule exposed as ``__arrow_c_schema__`` for ``pa.schema``."""
+
+    __slots__ = ("_capsule",)
+
+    def __init__(self, capsule: Any) -> None:
+        self._capsule = capsule
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._capsule
+
+
+def schema(capsule: Any) -> pa.Schema:
+    """A schema the core handed over as a capsule."""
+    return pa.schema(_SchemaCapsule(capsule))
+
+
 def batch(pair: Tuple[Any, Any]) -> pa.RecordBatch:
     """One record batch the core handed over as capsules."""
     return pa.record_batch(_Capsules(pair))

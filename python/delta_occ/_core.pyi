@@ -5,6 +5,8 @@ from typing import Any, Dict, List, Optional, Tuple, final
 __version__: str
 #: Whether this build carries the test hooks (cargo feature ``test-hooks``): never in a wheel.
 TEST_HOOKS: bool
+#: Delta truncates string statistics to this many characters (a min is cut, a longer max dropped).
+STATS_STRING_PREFIX: int
 
 __all__ = [
     "__version__",
@@ -25,6 +27,15 @@ __all__ = [
     "read_parquet_columns",
     "parquet_footer_stats",
     "parquet_footer_stats_of",
+    "rows_stats",
+    "written_file_stats",
+    "STATS_STRING_PREFIX",
+    "logical_arrow_schema",
+    "physical_arrow_schema",
+    "spark_physical_schema_json",
+    "delta_schema_json",
+    "delta_type_json",
+    "delta_type_of_data",
     "partition_strings",
     "type_writable_as",
     "sql_literals",
@@ -272,6 +283,36 @@ def parquet_footer_stats(path: str) -> Tuple[str, int]:
 
 def parquet_footer_stats_of(data: bytes) -> Tuple[str, int]:
     """``parquet_footer_stats`` of a whole parquet file in memory."""
+
+def rows_stats(table: Any) -> str:
+    """Delta stats JSON of the rows of a pyarrow table (anything with ``__arrow_c_stream__``),
+    computed from the rows by the same rules as ``parquet_footer_stats``."""
+
+def written_file_stats(written: bytes, table: Any) -> str:
+    """Delta stats JSON of the parquet file ``written`` (its bytes) just encoded from ``table``:
+    its footer's bounds, corrected by what only the rows tell (NaN, values above 4 KiB)."""
+
+def logical_arrow_schema(schema_json: str) -> object:
+    """The table schema (Delta schema JSON) as an ``arrow_schema`` PyCapsule, logical names.
+    A column type delta-occ does not read raises UnsupportedFeatureError."""
+
+def physical_arrow_schema(schema_json: str, mode: str) -> object:
+    """The schema the data files hold under column mapping ``mode`` ("none", "name", "id"), as an
+    ``arrow_schema`` PyCapsule: physical names at every level, ``PARQUET:field_id`` in id mode."""
+
+def spark_physical_schema_json(schema_json: str, mode: str) -> str:
+    """The physical schema in Spark's JSON form (field ids as ``parquet.field.id`` metadata)."""
+
+def delta_schema_json(schema: object) -> str:
+    """The Delta schema JSON of an Arrow schema (an ``arrow_schema`` PyCapsule); a type Delta
+    cannot hold (unsigned integers, nulls, ...) raises InvalidArgumentError."""
+
+def delta_type_json(data_type: object) -> str:
+    """The Delta type JSON of an Arrow type (an ``arrow_schema`` PyCapsule)."""
+
+def delta_type_of_data(data_type: object) -> Optional[str]:
+    """The Delta type JSON Arrow data of this type counts as when written (unsigned integers as
+    the smallest Delta integer holding them, NULLs as ``"void"``); None where Delta has none."""
 
 def type_writable_as(data: str, table: str) -> bool:
     """Whether values of Delta type ``data`` may be written to a column of Delta type ``table``

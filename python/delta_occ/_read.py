@@ -4,69 +4,66 @@ partition columns filled from the log."""
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _arrow, _core, _rows
-from ._schema import delta_field_to_arrow, delta_type_to_arrow
+from ._schema import delta_schema_to_arrow, field_id, physical_schema
 from .exceptions import InvalidArgumentError
 
-_FIELD_ID = b"PARQUET:field_id"
+
+class DataColumns(NamedTuple):
+    """Table columns to read from data files: as users see them (logical names and types) and as
+    the files hold them (physical names, field ids), in the same order; both the core's
+    (``_schema``)."""
+
+    logical: List[pa.Field]
+    physical: List[pa.Field]
 
 
-def _physical(field: dict, mode: str) -> str:
-    if mode == "none":
-        return field["name"]
-    return field.get("metadata", {}).get("delta.columnMapping.physicalName", field["name"])
+def data_columns(fields: Sequence[dict], mode: str) -> DataColumns:
+    """:class:`DataColumns` of Delta schema fields under column mapping ``mode``."""
+    schema_json = json.dumps({"type": "struct", "fields": list(fields)})
+    return DataColumns(list(delta_schema_to_arrow(schema_json)), list(physical_schema(schema_json, mode)))
 
 
-def _field_id(field: dict) -> Optional[int]:
-    v = field.get("metadata", {}).get("delta.columnMapping.id")
-    return int(v) if v is not None else None
-
-
-def _find_all(arrow_fields: Sequence[pa.Field], fields: Sequence[dict], mode: str) -> List[Optional[int]]:
-    """Index of the file column holding each Delta field: the core's resolver (field id in id
+def _find_all(file_fields: Sequence[pa.Field], physical: Sequence[pa.Field]) -> List[Optional[int]]:
+    """Index of the file column holding each table field: the core's resolver (field id in id
     mode, the physical name, then any letter case), shared with the row-level conflict checker."""
-    ids = [int(f.metadata[_FIELD_ID]) if f.metadata and f.metadata.get(_FIELD_ID) is not None else None for f in arrow_fields]
-    return _core.file_column_indexes([(f.name, i) for f, i in zip(arrow_fields, ids)], _wanted(fields, mode))
+    return _core.file_column_indexes([(f.name, field_id(f)) for f in file_fields], _wanted(physical))
 
 
-def _wanted(fields: Sequence[dict], mode: str) -> List[Tuple[str, Optional[int]]]:
-    """What the core's resolver looks for per Delta field: its physical name, and its field id in
-    ``id`` mode."""
-    return [(_physical(f, mode), _field_id(f) if mode == "id" else None) for f in fields]
+def _wanted(physical: Sequence[pa.Field]) -> List[Tuple[str, Optional[int]]]:
+    """What the core's resolver looks for per table field: its physical name and field id."""
+    return [(f.name, field_id(f)) for f in physical]
 
 
-def _conform(arr: pa.Array, delta_type: Any, mode: str) -> pa.Array:
+def _conform(arr: pa.Array, logical: pa.DataType, physical: pa.DataType) -> pa.Array:
     """Rename nested physical fields to logical names and cast to the table's types."""
-    target = delta_type_to_arrow(delta_type)
-    if isinstance(delta_type, dict) and delta_type.get("type") == "struct":
+    if pa.types.is_struct(logical):
         src_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]
+        wanted = [physical.field(i) for i in range(physical.num_fields)]
+        fields = [logical.field(i) for i in range(logical.num_fields)]
         children = []
-        for f, i in zip(delta_type["fields"], _find_all(src_fields, delta_type["fields"], mode)):
-            if i is None:
-                children.append(pa.nulls(len(arr), delta_type_to_arrow(f["type"])))
-            else:
-                children.append(_conform(arr.field(i), f["type"], mode))
-        fields = [delta_field_to_arrow(f).with_nullable(True) for f in delta_type["fields"]]
+        for f, p, i in zip(fields, wanted, _find_all(src_fields, wanted)):
+            children.append(pa.nulls(len(arr), f.type) if i is None else _conform(arr.field(i), f.type, p.type))
         mask = arr.is_null() if arr.null_count else None
-        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
-    if isinstance(delta_type, dict) and delta_type.get("type") == "array":
+        return pa.StructArray.from_arrays(children, fields=[f.with_nullable(True) for f in fields], mask=mask)
+    if pa.types.is_list(logical):
         if pa.types.is_large_list(arr.type):
             arr = arr.cast(pa.list_(arr.type.value_type))
-        values = _conform(arr.values, delta_type["elementType"], mode)
+        values = _conform(arr.values, logical.value_type, physical.value_type)
         mask = arr.is_null() if arr.null_count else None
-        return pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=mask)
-    if isinstance(delta_type, dict) and delta_type.get("type") == "map":
-        keys = _conform(arr.keys, delta_type["keyType"], mode)
-        items = _conform(arr.items, delta_type["valueType"], mode)
+        return pa.ListArray.from_arrays(arr.offsets, values, type=logical, mask=mask)
+    if pa.types.is_map(logical):
+        keys = _conform(arr.keys, logical.key_type, physical.key_type)
+        items = _conform(arr.items, logical.item_type, physical.item_type)
         mask = arr.is_null() if arr.null_count else None
-        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
-    if arr.type != target:
-        arr = arr.cast(target)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=logical, mask=mask)
+    if arr.type != logical:
+        arr = arr.cast(logical)
     return arr
 
 
@@ -75,8 +72,8 @@ def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
-def _read_file(storage: Any, path: str, fields: list, mode: str) -> "tuple[dict, int]":
-    """Read the data columns of one file of the table's ``storage`` (a ``_core.StorageHandle``):
+def read_file(storage: Any, path: str, columns: DataColumns) -> "tuple[dict, int]":
+    """Read the data ``columns`` of one file of the table's ``storage`` (a ``_core.StorageHandle``):
     ({logical name: array}, number of physical rows).
 
     The core reads them (parquet-rs, the GIL released, through the table's storage: a local disk
@@ -84,35 +81,46 @@ def _read_file(storage: Any, path: str, fields: list, mode: str) -> "tuple[dict,
     microseconds as Spark means them): 100 files of 1,000 rows in 7 ms against pyarrow's 19 ms.
     The one file it does not decode, an INT96 timestamp nested in a struct, list or map, is read
     by pyarrow."""
-    got = storage.read_parquet_columns(path, _wanted(fields, mode))
+    got = storage.read_parquet_columns(path, _wanted(columns.physical))
     if got is None:
         local = storage.local_path(path)
-        return _read_file_pyarrow(local if local is not None else pa.BufferReader(storage.read(path)), fields, mode)
+        return read_file_pyarrow(local if local is not None else pa.BufferReader(storage.read(path)), columns)
     pairs, n = got
-    return _by_name(fields, [None if p is None else _arrow.array(p) for p in pairs], n, mode), n
+    return _by_name(columns, [None if p is None else _arrow.array(p) for p in pairs], n), n
 
 
-def _read_file_pyarrow(source: Any, fields: list, mode: str) -> "tuple[dict, int]":
-    """`_read_file` by pyarrow, for the one file the core does not decode (and, in tests, as the
+def read_file_pyarrow(source: Any, columns: DataColumns) -> "tuple[dict, int]":
+    """`read_file` by pyarrow, for the one file the core does not decode (and, in tests, as the
     reference reader): ``source`` is a local path or the file's bytes. ``pre_buffer=False``:
     pre-buffering (coalesced reads through the I/O thread pool, meant for object stores) made
     reading 100 local files of 1,000 rows about 1.6x slower. One thread: the engine already reads
     several files at a time."""
     pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", pre_buffer=False)
     file_fields = list(pf.schema_arrow)
-    wanted = {f["name"]: file_fields[i].name for f, i in zip(fields, _find_all(file_fields, fields, mode)) if i is not None}
+    found = _find_all(file_fields, columns.physical)
+    wanted = {f.name: file_fields[i].name for f, i in zip(columns.logical, found) if i is not None}
     n = pf.metadata.num_rows
     names = sorted(set(wanted.values()))
     raw = pf.read(columns=names, use_threads=False) if wanted else None
-    arrays = [_one_chunk(raw.column(wanted[f["name"]])) if raw is not None and f["name"] in wanted else None for f in fields]
-    return _by_name(fields, arrays, n, mode), n
+    arrays = [_one_chunk(raw.column(wanted[f.name])) if raw is not None and f.name in wanted else None for f in columns.logical]
+    return _by_name(columns, arrays, n), n
 
 
-def _by_name(fields: Sequence[dict], arrays: Sequence[Optional[pa.Array]], n: int, mode: str) -> dict:
+def _read_file(storage: Any, path: str, fields: list, mode: str) -> "tuple[dict, int]":
+    """`read_file` of Delta schema ``fields`` under column mapping ``mode``."""
+    return read_file(storage, path, data_columns(fields, mode))
+
+
+def _read_file_pyarrow(source: Any, fields: list, mode: str) -> "tuple[dict, int]":
+    """`read_file_pyarrow` of Delta schema ``fields`` under column mapping ``mode``."""
+    return read_file_pyarrow(source, data_columns(fields, mode))
+
+
+def _by_name(columns: DataColumns, arrays: Sequence[Optional[pa.Array]], n: int) -> dict:
     """{logical name: column in the table's type}, NULLs for a column the file lacks."""
     return {
-        f["name"]: pa.nulls(n, delta_type_to_arrow(f["type"])) if a is None else _conform(a, f["type"], mode)
-        for f, a in zip(fields, arrays)
+        f.name: pa.nulls(n, f.type) if a is None else _conform(a, f.type, p.type)
+        for f, p, a in zip(columns.logical, columns.physical, arrays)
     }
 
 
@@ -145,7 +153,7 @@ def read_snapshot(
         selected, _ = handle.prune(where)
         expression = _rows.compile(where, schema)
         columns = columns + [c for c in expression.columns if c not in columns]
-    data_fields = [by_name[c] for c in columns if c not in partition_cols]
+    data_fields = data_columns([by_name[c] for c in columns if c not in partition_cols], mode)
     out_schema = pa.schema([schema.field(c) for c in columns])
     # Only the files the predicate may match are listed, with their partition values.
     files = handle.data_files(selected)
@@ -157,7 +165,7 @@ def read_snapshot(
     tables = []
     storage = handle.storage
     for i, (abs_path, log_path, has_dv) in enumerate(files):
-        data, n = _read_file(storage, abs_path, data_fields, mode)
+        data, n = read_file(storage, abs_path, data_fields)
         arrays = []
         for c in columns:
             if c in part_columns:

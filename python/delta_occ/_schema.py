@@ -1,4 +1,6 @@
-"""Delta schema JSON (Spark's format) <-> pyarrow schemas, with logical column names."""
+"""Delta schema JSON (Spark's format) <-> pyarrow schemas: the core's type map and column mapping
+(``_core.logical_arrow_schema`` / ``physical_arrow_schema`` / ``delta_schema_json``), and the
+schema enforcement rules built on them."""
 
 from __future__ import annotations
 
@@ -7,115 +9,43 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _core
-from .exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from . import _arrow, _core
+from .exceptions import InvalidArgumentError, SchemaMismatchError
 
-_PRIMITIVE_TO_ARROW = {
-    "string": pa.string(),
-    "long": pa.int64(),
-    "integer": pa.int32(),
-    "short": pa.int16(),
-    "byte": pa.int8(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-    "binary": pa.binary(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
-    "void": pa.null(),
-}
-
-
-def delta_type_to_arrow(t: Any) -> pa.DataType:
-    if isinstance(t, str):
-        if t in _PRIMITIVE_TO_ARROW:
-            return _PRIMITIVE_TO_ARROW[t]
-        if t.startswith("decimal(") and t.endswith(")"):
-            p, s = (int(x) for x in t[len("decimal(") : -1].split(","))
-            return pa.decimal128(p, s)
-        raise UnsupportedFeatureError(f"column type {t!r} is not supported by delta-occ's reader")
-    kind = t.get("type")
-    if kind == "struct":
-        return pa.struct([delta_field_to_arrow(f) for f in t["fields"]])
-    if kind == "array":
-        return pa.list_(pa.field("element", delta_type_to_arrow(t["elementType"]), t.get("containsNull", True)))
-    if kind == "map":
-        return pa.map_(delta_type_to_arrow(t["keyType"]), delta_type_to_arrow(t["valueType"]))
-    raise UnsupportedFeatureError(f"column type {t!r} is not supported by delta-occ's reader")
-
-
-def delta_field_to_arrow(f: dict) -> pa.Field:
-    return pa.field(f["name"], delta_type_to_arrow(f["type"]), f.get("nullable", True))
+#: The field metadata key of a parquet field id in pyarrow (and arrow-rs) schemas.
+FIELD_ID_KEY = b"PARQUET:field_id"
 
 
 def delta_schema_to_arrow(schema_json: str) -> pa.Schema:
-    return pa.schema([delta_field_to_arrow(f) for f in json.loads(schema_json)["fields"]])
+    """The table schema with logical names (UnsupportedFeatureError for a type delta-occ does
+    not read)."""
+    return _arrow.schema(_core.logical_arrow_schema(schema_json))
+
+
+def physical_schema(schema_json: str, mode: str) -> pa.Schema:
+    """The table schema as data files hold it under column mapping ``mode``: physical names at
+    every level, parquet field ids (``FIELD_ID_KEY``) in id mode."""
+    return _arrow.schema(_core.physical_arrow_schema(schema_json, mode))
+
+
+def field_id(field: pa.Field) -> "int | None":
+    """The parquet field id a (physical) field carries, if any."""
+    v = field.metadata.get(FIELD_ID_KEY) if field.metadata else None
+    return int(v) if v is not None else None
 
 
 def arrow_type_to_delta(t: pa.DataType) -> Any:
-    if pa.types.is_dictionary(t):
-        return arrow_type_to_delta(t.value_type)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "binary"
-    if pa.types.is_boolean(t):
-        return "boolean"
-    for check, name in (
-        (pa.types.is_int64, "long"),
-        (pa.types.is_int32, "integer"),
-        (pa.types.is_int16, "short"),
-        (pa.types.is_int8, "byte"),
-        (pa.types.is_float32, "float"),
-        (pa.types.is_float64, "double"),
-        (pa.types.is_date, "date"),
-    ):
-        if check(t):
-            return name
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz is not None else "timestamp_ntz"
-    if pa.types.is_decimal(t):
-        if t.precision > 38:
-            raise InvalidArgumentError(f"decimal precision {t.precision} exceeds Delta's maximum of 38")
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_struct(t):
-        return {"type": "struct", "fields": [arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
-    if pa.types.is_map(t):
-        return {
-            "type": "map",
-            "keyType": arrow_type_to_delta(t.key_type),
-            "valueType": arrow_type_to_delta(t.item_type),
-            "valueContainsNull": t.item_field.nullable,
-        }
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return {
-            "type": "array",
-            "elementType": arrow_type_to_delta(t.value_type),
-            "containsNull": t.value_field.nullable,
-        }
-    raise InvalidArgumentError(
-        f"pyarrow type {t} has no Delta equivalent (unsigned integers, durations, times and nulls "
-        "must be cast first)"
-    )
-
-
-def arrow_field_to_delta(f: pa.Field) -> dict:
-    return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": f.nullable, "metadata": {}}
+    """The Delta type (JSON value) of an Arrow type; InvalidArgumentError where Delta has none."""
+    return json.loads(_core.delta_type_json(t.__arrow_c_schema__()))
 
 
 def arrow_schema_to_delta(schema: pa.Schema) -> str:
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-    if len(schema) == 0:
-        raise InvalidArgumentError("a Delta table needs at least one column")
-    return json.dumps({"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]})
+    return _core.delta_schema_json(schema.__arrow_c_schema__())
 
 
 # -- schema enforcement (docs/guide.md "Policies") ------------------------------------------------
-
-#: Unsigned arrow integers as the smallest Delta type that holds every value (uint64: none).
-_UNSIGNED = {8: "short", 16: "integer", 32: "long"}
 
 
 def widens(data: Any, table: Any) -> bool:
@@ -133,15 +63,9 @@ def widens(data: Any, table: Any) -> bool:
 
 def delta_type_of(t: pa.DataType) -> Any:
     """The Delta type of arrow data (unsigned integers as the smallest type holding them; None
-    for types Delta cannot hold)."""
-    if pa.types.is_null(t):
-        return "void"
-    if pa.types.is_unsigned_integer(t):
-        return _UNSIGNED.get(t.bit_width)
-    try:
-        return arrow_type_to_delta(t)
-    except InvalidArgumentError:
-        return None
+    for types Delta cannot hold): the core's rule."""
+    d = _core.delta_type_of_data(t.__arrow_c_schema__())
+    return None if d is None else json.loads(d)
 
 
 def arrow_widens(data: pa.DataType, table: pa.DataType) -> bool:

@@ -4,8 +4,6 @@ existing files read back with their physical row positions (for DVs)."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import json
 import math
 import os
@@ -18,8 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import _arrow, _core
-from ._read import _FIELD_ID, _field_id, _physical, _read_file, keep_mask
-from ._schema import arrow_widens, delta_schema_to_arrow, type_mismatch, type_name
+from ._read import DataColumns, keep_mask, read_file
+from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .exceptions import InvalidArgumentError, SchemaMismatchError
 from .operations.conform import check_writable, data_columns, unenforced_rules
 from .operations.protocols import Staging
@@ -28,8 +26,6 @@ from .snapshot import Snapshot
 
 ROW = "__delta_occ_row"
 _MERGE_HINT = 'pass schema_mode="merge" to add them, or change the schema first'
-#: Delta truncates string statistics to this prefix length.
-_STRING_PREFIX = 32
 
 
 class Layout:
@@ -48,13 +44,15 @@ class Layout:
         self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
         self.delta_fields = json.loads(schema_json)["fields"]
         self.mode: str = h.column_mapping_mode
+        #: The schema as the data files hold it (physical names, field ids), field by field.
+        self.physical: pa.Schema = physical_schema(schema_json, self.mode)
         self.partition_columns: List[str] = snapshot.partition_columns
         props = snapshot.properties
         self.dv_enabled = snapshot.deletion_vectors_enabled
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
-        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], List[dict], pa.Schema]] = {}
+        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
         self.unenforced = unenforced_rules(props, self.delta_fields)
 
     @property
@@ -84,15 +82,15 @@ class Layout:
             self.prefetch([path])
         return self._plan[path]
 
-    def _columns(self, columns: Optional[Sequence[str]], positions: bool) -> Tuple[List[pa.Field], List[dict], pa.Schema]:
-        """Per selection of columns (computed once): the table fields read, the Delta fields of
-        their data columns, and the schema of the rows returned."""
+    def _columns(self, columns: Optional[Sequence[str]], positions: bool) -> Tuple[List[pa.Field], DataColumns, pa.Schema]:
+        """Per selection of columns (computed once): the table fields read, their data columns,
+        and the schema of the rows returned."""
         key = (None if columns is None else tuple(columns), positions)
         got = self._selections.get(key)
         if got is None:
             fields = [f for f in self.schema if columns is None or f.name in columns]
-            by_name = {f["name"]: f for f in self.delta_fields}
-            wanted = [by_name[f.name] for f in fields if f.name not in self.partition_columns]
+            data = [i for i, f in enumerate(self.schema) if (columns is None or f.name in columns) and f.name not in self.partition_columns]
+            wanted = DataColumns([self.schema.field(i) for i in data], [self.physical.field(i) for i in data])
             schema = pa.schema(fields)
             got = self._selections[key] = (fields, wanted, schema.append(pa.field(ROW, pa.uint64())) if positions else schema)
         return got
@@ -102,7 +100,7 @@ class Layout:
         is False: every column, or only `columns` (table column names) when given."""
         abs_path, has_dv, parts = self._entry(path)
         fields, wanted, schema = self._columns(columns, positions)
-        data, n = _read_file(self.storage, abs_path, wanted, self.mode)
+        data, n = read_file(self.storage, abs_path, wanted)
         arrays = []
         for f in fields:
             if f.name in self.partition_columns:
@@ -199,16 +197,13 @@ class Layout:
 
     def _encode(self, txn: Staging, data: pa.Table, partition: Dict[str, Optional[str]]) -> Tuple[str, Dict[str, Optional[str]], int, str]:
         """Write one data file; its log path, partition values, size and stats (not staged)."""
-        fields = {f["name"]: f for f in self.delta_fields}
         cols, out_fields = [], []
         for name in self.data_columns:
-            f = fields[name]
-            phys = _physical(f, self.mode)
-            field = pa.field(phys, self.schema.field(name).type, nullable=True)
-            fid = _field_id(f)
-            if self.mode == "id" and fid is not None:
-                field = field.with_metadata({_FIELD_ID: str(fid).encode()})
-            cols.append(data.column(name))
+            field = self.physical.field(self.schema.get_field_index(name)).with_nullable(True)
+            col = data.column(name)
+            if col.type != field.type:  # nested fields renamed to their physical names
+                col = pa.chunked_array([c.view(field.type) for c in col.chunks], type=field.type)
+            cols.append(col)
             out_fields.append(field)
         physical = pa.Table.from_arrays(cols, schema=pa.schema(out_fields))
         if self.mode == "none":
@@ -354,78 +349,16 @@ def arange(n: int, type: Optional[pa.DataType] = None) -> pa.Array:
     return pc.indices_nonzero(pa.repeat(True, n)).cast(type or pa.uint64())
 
 
-def _stat_value(v: Any) -> Any:
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
-    if isinstance(v, datetime.date):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return float(v) if v == v.to_integral_value() else str(v)
-    return v
-
-
 def stats_json(data: pa.Table) -> str:
-    """Delta stats: numRecords, minValues, maxValues, nullCount (flat columns)."""
-    mins: Dict[str, Any] = {}
-    maxs: Dict[str, Any] = {}
-    nulls: Dict[str, Any] = {}
-    for f in data.schema:
-        col = data.column(f.name)
-        t = f.type
-        if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t):
-            continue
-        nulls[f.name] = col.null_count
-        if col.null_count == len(col) or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
-            continue
-        mm = pc.min_max(col)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi) or pc.any(pc.is_nan(col)).as_py()):
-            continue
-        if isinstance(lo, str):
-            lo = lo[:_STRING_PREFIX]  # a prefix of the min is still a lower bound
-            if len(hi) > _STRING_PREFIX:
-                hi = None  # a truncated max is not an upper bound; leave it out
-        # JSON has no infinities: an infinite bound is left out (unknown), the other one kept.
-        if not (isinstance(lo, float) and math.isinf(lo)):
-            mins[f.name] = _stat_value(lo)
-        if hi is not None and not (isinstance(hi, float) and math.isinf(hi)):
-            maxs[f.name] = _stat_value(hi)
-    stats = {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    return json.dumps(stats, allow_nan=False)
+    """Delta stats of rows: numRecords, minValues, maxValues, nullCount (flat columns); the
+    core's rules (``_core.rows_stats``)."""
+    return _core.rows_stats(data)
 
 
 def file_stats(data: pa.Table, written: bytes) -> str:
     """`stats_json(data)` for the file just encoded from `data` (its bytes), read from its footer
-    by the core (``parquet_footer_stats``: the same rules; tests/test_footer_stats.py holds the
-    two to the same results). The parquet writer has computed every bound already, so this costs
-    ~0.03 ms instead of ~3 ms per 100,000 rows of (int, double, string) (most of it string
-    min/max). Two things only the rows tell: pyarrow leaves NaN out of a float column's footer
-    bounds, where Delta's rule is no bound when the column holds a NaN; and pyarrow drops the
-    bounds of a column with a value above 4 KiB, where the rows still give a (cut) string min.
-    The first is corrected here; the second, rare, falls back to `stats_json`."""
-    text, _ = _core.parquet_footer_stats_of(written)
-    stats = json.loads(text)
-    mins, maxs = stats.get("minValues", {}), stats.get("maxValues", {})
-    changed = False
-    for f in data.schema:
-        t = f.type
-        if pa.types.is_nested(t) or pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_decimal(t):
-            continue
-        col = data.column(f.name)
-        if col.null_count == len(col):
-            continue
-        if pa.types.is_floating(t):
-            if pc.any(pc.is_nan(col)).as_py():
-                changed |= mins.pop(f.name, None) is not None
-                changed |= maxs.pop(f.name, None) is not None
-                continue
-            if f.name in mins or f.name in maxs:
-                continue  # (an infinite bound is left out by both)
-        if f.name not in mins:
-            return stats_json(data)  # a bound the footer lacks (a value above 4 KiB, or -inf)
-    return json.dumps(stats, allow_nan=False) if changed else text
+    and corrected by what only the rows tell (``_core.written_file_stats``)."""
+    return _core.written_file_stats(written, data)
 
 
 def concat(tables: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:

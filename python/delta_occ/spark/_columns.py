@@ -20,11 +20,10 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, StructType
 
+from .. import _core
 from ..exceptions import PredicateError
 
 _EPOCH = datetime.date(1970, 1, 1)
-#: Spark's parquet writer puts a StructField's `parquet.field.id` metadata into the file.
-PARQUET_FIELD_ID = "parquet.field.id"
 
 
 def quote(name: str) -> str:
@@ -46,8 +45,9 @@ def logical_schema(schema_json: str) -> StructType:
 
 def physical_schema(schema_json: str, mode: str) -> StructType:
     """The schema the data files hold: physical names at every level under column mapping, and
-    the field id (id mode) so that Spark writes it."""
-    return StructType.fromJson(_physical(json.loads(schema_json), mode))
+    the field id (id mode) as `parquet.field.id` metadata, which Spark's parquet writer puts into
+    the file (the core's rule, ``_core.spark_physical_schema_json``)."""
+    return StructType.fromJson(json.loads(_core.spark_physical_schema_json(schema_json, mode)))
 
 
 def _strip(t: Any) -> Any:
@@ -60,22 +60,6 @@ def _strip(t: Any) -> Any:
     if isinstance(t, list):
         return [_strip(v) for v in t]
     return t
-
-
-def _physical(t: Any, mode: str) -> Any:
-    if isinstance(t, list):
-        return [_physical(v, mode) for v in t]
-    if not isinstance(t, dict):
-        return t
-    out = {k: _physical(v, mode) for k, v in t.items() if k != "metadata"}
-    if "name" in t and "type" in t:
-        meta = t.get("metadata") or {}
-        out["metadata"] = {}
-        if mode != "none":
-            out["name"] = meta.get("delta.columnMapping.physicalName", t["name"])
-            if mode == "id" and "delta.columnMapping.id" in meta:
-                out["metadata"] = {PARQUET_FIELD_ID: int(meta["delta.columnMapping.id"])}
-    return out
 
 
 def field(schema: StructType, name: str) -> StructField:

@@ -6,6 +6,7 @@
 //! the timing examples use nothing else; every other module is private to the crate, so the
 //! Delta knowledge in it can move without breaking them.
 
+mod arrow_stats;
 mod commit;
 mod compaction;
 mod conflict;
@@ -22,6 +23,7 @@ mod properties;
 mod protocol;
 mod rule;
 mod schema;
+mod schema_arrow;
 mod schema_change;
 mod snapshot;
 mod stats;
@@ -80,10 +82,16 @@ pub use compaction::plan_bins;
 pub use predicate::{select_files, Predicate};
 
 // Rules the Python engine applies to data files exactly as the core does.
+pub use arrow_stats::{rows_stats, written_file_stats};
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
 pub use schema::file_column_index;
+pub use schema::StructType;
+pub use schema_arrow::{
+    arrow_schema, delta_schema, delta_type, delta_type_of_data, spark_physical_schema_json, Names,
+};
 pub use schema_change::type_writable_as;
+pub use stats::STRING_PREFIX;
 pub use uri::spark_file_key;
 
 // Internals the timing examples (rust/core/examples) drive directly.

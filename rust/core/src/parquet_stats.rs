@@ -1,25 +1,17 @@
 //! Delta statistics (`add.stats`) of a parquet file from its footer alone, for engines that write
-//! parquet themselves (Spark): no data page is read.
-//!
-//! The rules are the embedded writer's: `numRecords`; per top-level primitive column `nullCount`
-//! and, where sound, `minValues` / `maxValues`. No bounds for booleans, binary, decimals, INT96 and
-//! unsigned integers. A float column whose footer holds NaN as a bound (parquet-mr records NaN) gets
-//! none, and an infinite bound is left out (JSON has neither). A string min is cut to 32 characters,
-//! a longer or inexact max is left out. Timestamps are written at millisecond precision (the max is
-//! truncated like the embedded writer's; the checker widens timestamp maxima).
+//! parquet themselves (Spark) and for the file the embedded writer has just encoded: no data page
+//! is read. The rules are [`crate::stats`]'s; a footer adds two of its own: a float column whose
+//! footer holds NaN as a bound (parquet-mr records NaN) gets none, and string bounds from a
+//! legacy writer (no type-defined column order) are not used.
 
-use chrono::{DateTime, NaiveDate};
 use parquet::basic::{ColumnOrder, ConvertedType, LogicalType, TimeUnit, Type as Physical};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescriptor;
-use serde_json::{Map, Number, Value};
 
 use crate::error::{Error, Result};
+use crate::stats::{self, Bound, Bounds, ColumnStats, Kind};
 use crate::storage::Location;
-
-/// Delta truncates string statistics to this many characters.
-const STRING_PREFIX: usize = 32;
 
 /// `(stats JSON, number of rows)` of the parquet file at `path`.
 pub fn footer_stats(path: &Location) -> Result<(String, i64)> {
@@ -51,23 +43,13 @@ fn footer_stats_of<R: parquet::file::reader::ChunkReader>(
     )
 }
 
-#[derive(Clone, PartialEq)]
-enum Kind {
-    Long,
-    Float,
-    Date,
-    Timestamp(TimeUnit),
-    Str,
-    CountOnly,
-}
-
 fn stats_of(meta: &ParquetMetaData) -> (String, i64) {
     let schema = meta.file_metadata().schema_descr();
     let rows = meta.file_metadata().num_rows();
-    let (mut mins, mut maxs, mut nulls) = (Map::new(), Map::new(), Map::new());
+    let mut columns = Vec::new();
     for (j, col) in schema.columns().iter().enumerate() {
         if col.path().parts().len() != 1 || col.max_rep_level() > 0 {
-            continue; // nested: the embedded writer records nothing for them either
+            continue; // nested: no statistics (the rules)
         }
         let name = col.path().parts()[0].clone();
         let mut kind = kind_of(col);
@@ -89,30 +71,19 @@ fn stats_of(meta: &ParquetMetaData) -> (String, i64) {
             if nc.is_some_and(|n| n as i64 == rg.num_rows()) || !bounded {
                 continue; // all NULL: no bound needed
             }
-            match st.and_then(|s| row_group_bounds(s, &kind)) {
+            match st.and_then(|s| row_group_bounds(s, kind)) {
                 Some(b) => acc = Some(acc.map_or(b.clone(), |a| a.merge(b))),
                 None => bounded = false,
             }
         }
-        if let Some(n) = null_count {
-            nulls.insert(name.clone(), Value::from(n));
-        }
-        if let (true, Some(b)) = (bounded, acc) {
-            let (lo, hi) = b.to_json(&kind);
-            if let Some(lo) = lo {
-                mins.insert(name.clone(), lo);
-            }
-            if let Some(hi) = hi {
-                maxs.insert(name, hi);
-            }
-        }
+        columns.push(ColumnStats {
+            name,
+            kind,
+            null_count,
+            bounds: acc.filter(|_| bounded),
+        });
     }
-    let mut out = Map::new();
-    out.insert("numRecords".into(), Value::from(rows));
-    out.insert("minValues".into(), Value::Object(mins));
-    out.insert("maxValues".into(), Value::Object(maxs));
-    out.insert("nullCount".into(), Value::Object(nulls));
-    (Value::Object(out).to_string(), rows)
+    (stats::stats_json(rows, columns).to_string(), rows)
 }
 
 fn kind_of(col: &ColumnDescriptor) -> Kind {
@@ -133,12 +104,16 @@ fn kind_of(col: &ColumnDescriptor) -> Kind {
         ) => Kind::Str,
         (Physical::INT32, Some(LogicalType::Date), _)
         | (Physical::INT32, None, ConvertedType::DATE) => Kind::Date,
-        (Physical::INT64, Some(LogicalType::Timestamp(t)), _) => Kind::Timestamp(t.unit),
+        (Physical::INT64, Some(LogicalType::Timestamp(t)), _) => Kind::Timestamp(match t.unit {
+            TimeUnit::MILLIS => stats::TimeUnit::Millis,
+            TimeUnit::MICROS => stats::TimeUnit::Micros,
+            TimeUnit::NANOS => stats::TimeUnit::Nanos,
+        }),
         (Physical::INT64, None, ConvertedType::TIMESTAMP_MILLIS) => {
-            Kind::Timestamp(TimeUnit::MILLIS)
+            Kind::Timestamp(stats::TimeUnit::Millis)
         }
         (Physical::INT64, None, ConvertedType::TIMESTAMP_MICROS) => {
-            Kind::Timestamp(TimeUnit::MICROS)
+            Kind::Timestamp(stats::TimeUnit::Micros)
         }
         (Physical::INT32 | Physical::INT64, Some(LogicalType::Integer(i)), _) if i.is_signed => {
             Kind::Long
@@ -157,74 +132,9 @@ fn kind_of(col: &ColumnDescriptor) -> Kind {
     }
 }
 
-/// A bound while row groups are merged: the raw value (infinities and long strings included; the
-/// JSON rules apply to the file's final bounds only).
-#[derive(Clone, PartialEq, PartialOrd)]
-enum Bound {
-    Int(i64),
-    Float(f64),
-    Text(String),
-}
-
-#[derive(Clone)]
-struct Bounds {
-    lo: Bound,
-    hi: Bound,
-    /// False when some row group's max was truncated by its writer.
-    hi_exact: bool,
-}
-
-impl Bounds {
-    fn merge(self, other: Bounds) -> Bounds {
-        let lo = if other.lo < self.lo {
-            other.lo
-        } else {
-            self.lo
-        };
-        let hi = if other.hi > self.hi {
-            other.hi
-        } else {
-            self.hi
-        };
-        Bounds {
-            lo,
-            hi,
-            hi_exact: self.hi_exact && other.hi_exact,
-        }
-    }
-
-    fn to_json(&self, kind: &Kind) -> (Option<Value>, Option<Value>) {
-        let one = |b: &Bound, is_max: bool| -> Option<Value> {
-            match (b, kind) {
-                (Bound::Int(v), Kind::Long) => Some(Value::from(*v)),
-                (Bound::Int(v), Kind::Date) => date(*v),
-                (Bound::Int(v), Kind::Timestamp(unit)) => timestamp(*v, unit),
-                (Bound::Float(v), _) => v
-                    .is_finite()
-                    .then(|| Number::from_f64(*v).map(Value::Number))
-                    .flatten(),
-                (Bound::Text(t), _) if is_max => (self.hi_exact
-                    && t.chars().count() <= STRING_PREFIX)
-                    .then(|| Value::from(t.as_str())),
-                (Bound::Text(t), _) => Some(Value::from(
-                    t.chars().take(STRING_PREFIX).collect::<String>(),
-                )),
-                _ => None,
-            }
-        };
-        (one(&self.lo, false), one(&self.hi, true))
-    }
-}
-
 /// A row group's bounds; None when the column cannot be bounded (missing statistics, NaN).
-fn row_group_bounds(st: &Statistics, kind: &Kind) -> Option<Bounds> {
-    let exact = |lo, hi| {
-        Some(Bounds {
-            lo,
-            hi,
-            hi_exact: true,
-        })
-    };
+fn row_group_bounds(st: &Statistics, kind: Kind) -> Option<Bounds> {
+    let exact = |lo, hi| Some(Bounds::exact(lo, hi));
     match (st, kind) {
         (Statistics::Int32(s), Kind::Long | Kind::Date) => exact(
             Bound::Int((*s.min_opt()?).into()),
@@ -234,10 +144,10 @@ fn row_group_bounds(st: &Statistics, kind: &Kind) -> Option<Bounds> {
             exact(Bound::Int(*s.min_opt()?), Bound::Int(*s.max_opt()?))
         }
         (Statistics::Float(s), Kind::Float) if s.nan_count_opt().unwrap_or(0) == 0 => {
-            float_bounds(f64::from(*s.min_opt()?), f64::from(*s.max_opt()?))
+            Bounds::float(f64::from(*s.min_opt()?), f64::from(*s.max_opt()?))
         }
         (Statistics::Double(s), Kind::Float) if s.nan_count_opt().unwrap_or(0) == 0 => {
-            float_bounds(*s.min_opt()?, *s.max_opt()?)
+            Bounds::float(*s.min_opt()?, *s.max_opt()?)
         }
         (Statistics::ByteArray(s), Kind::Str) => {
             let lo = std::str::from_utf8(s.min_opt()?.data()).ok()?;
@@ -250,34 +160,6 @@ fn row_group_bounds(st: &Statistics, kind: &Kind) -> Option<Bounds> {
         }
         _ => None,
     }
-}
-
-/// parquet-mr records NaN as a float bound: such a column has no usable bounds.
-fn float_bounds(lo: f64, hi: f64) -> Option<Bounds> {
-    if lo.is_nan() || hi.is_nan() {
-        return None;
-    }
-    Some(Bounds {
-        lo: Bound::Float(lo),
-        hi: Bound::Float(hi),
-        hi_exact: true,
-    })
-}
-
-fn date(days: i64) -> Option<Value> {
-    let d =
-        NaiveDate::from_ymd_opt(1970, 1, 1)?.checked_add_signed(chrono::Duration::days(days))?;
-    Some(Value::from(d.format("%Y-%m-%d").to_string()))
-}
-
-fn timestamp(v: i64, unit: &TimeUnit) -> Option<Value> {
-    let micros = match unit {
-        TimeUnit::MILLIS => v.checked_mul(1000)?,
-        TimeUnit::MICROS => v,
-        TimeUnit::NANOS => v.div_euclid(1000),
-    };
-    let t = DateTime::from_timestamp_micros(micros)?;
-    Some(Value::from(t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))
 }
 
 #[cfg(test)]
@@ -307,7 +189,7 @@ mod tests {
         f
     }
 
-    fn stats(batch: RecordBatch, rows_per_group: usize) -> Value {
+    fn stats(batch: RecordBatch, rows_per_group: usize) -> serde_json::Value {
         let f = write(&[batch], rows_per_group);
         let (text, _) = footer_stats(&Location::local(f.path())).unwrap();
         serde_json::from_str(&text).unwrap()
@@ -379,7 +261,6 @@ mod tests {
         assert_eq!(s["maxValues"]["inf"], 2.5);
         assert_eq!(s["minValues"]["fin"], -2.0);
         assert_eq!(s["maxValues"]["fin"], 1.5);
-        assert!(float_bounds(f64::NAN, 1.0).is_none() && float_bounds(0.0, f64::NAN).is_none());
         // an infinite bound of one row group is still compared before it is left out
         let s = stats(
             batch(vec![(

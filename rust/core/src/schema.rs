@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+pub use crate::schema_arrow::primitive_arrow_type as arrow_type;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DataType {
@@ -132,6 +133,24 @@ impl DataType {
     }
 }
 
+/// The primitive (non-decimal) Delta types delta-occ knows.
+pub(crate) const PRIMITIVES: [&str; 14] = [
+    "string",
+    "long",
+    "integer",
+    "short",
+    "byte",
+    "float",
+    "double",
+    "boolean",
+    "binary",
+    "date",
+    "timestamp",
+    "timestamp_ntz",
+    "variant",
+    "void",
+];
+
 fn parse_type(v: &Value) -> Result<DataType, String> {
     match v {
         Value::String(s) => parse_primitive(s),
@@ -189,22 +208,6 @@ fn parse_field(v: &Value) -> Result<StructField, String> {
 }
 
 fn parse_primitive(s: &str) -> Result<DataType, String> {
-    const KNOWN: &[&str] = &[
-        "string",
-        "long",
-        "integer",
-        "short",
-        "byte",
-        "float",
-        "double",
-        "boolean",
-        "binary",
-        "date",
-        "timestamp",
-        "timestamp_ntz",
-        "variant",
-        "void",
-    ];
     if let Some(inner) = s.strip_prefix("decimal(").and_then(|r| r.strip_suffix(')')) {
         let (p, sc) = inner
             .split_once(',')
@@ -225,7 +228,7 @@ fn parse_primitive(s: &str) -> Result<DataType, String> {
     if s == "decimal" {
         return Ok(DataType::Decimal(10, 0));
     }
-    if KNOWN.contains(&s) {
+    if PRIMITIVES.contains(&s) {
         return Ok(DataType::Primitive(s.to_string()));
     }
     Err(format!("unknown primitive type {s:?}"))
@@ -363,31 +366,6 @@ pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
             _ => {}
         }
     }
-}
-
-/// The Arrow type a primitive or decimal Delta type is read and evaluated as (`None` for nested
-/// types); timestamps are microseconds, zoned ones labelled UTC.
-pub fn arrow_type(t: &DataType) -> Option<arrow_schema::DataType> {
-    use arrow_schema::{DataType as A, TimeUnit};
-    Some(match t {
-        DataType::Primitive(p) => match p.as_str() {
-            "string" => A::Utf8,
-            "long" => A::Int64,
-            "integer" => A::Int32,
-            "short" => A::Int16,
-            "byte" => A::Int8,
-            "float" => A::Float32,
-            "double" => A::Float64,
-            "boolean" => A::Boolean,
-            "date" => A::Date32,
-            "timestamp" => A::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-            "timestamp_ntz" => A::Timestamp(TimeUnit::Microsecond, None),
-            "binary" => A::Binary,
-            _ => return None,
-        },
-        DataType::Decimal(p, s) => A::Decimal128(*p, *s),
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

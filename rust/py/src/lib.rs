@@ -6,7 +6,9 @@ mod arrow;
 mod dv;
 mod errors;
 mod rowexpr;
+mod schema;
 mod snapshot;
+mod stats;
 mod storage;
 mod table;
 mod transaction;
@@ -47,25 +49,6 @@ fn parse_commit(py: Python<'_>, data: &[u8]) -> PyResult<usize> {
     py.detach(move || delta_occ_core::parse_actions(&data, "<bytes>", None))
         .py_err()
         .map(|a| a.len())
-}
-
-/// Delta stats (JSON text) and the row count of a parquet file (a local path), from its footer
-/// alone. `StorageHandle.footer_stats` reads one in any storage.
-#[pyfunction]
-fn parquet_footer_stats(py: Python<'_>, path: String) -> PyResult<(String, i64)> {
-    py.detach(|| {
-        let at = delta_occ_core::Location::parse(&path, &Default::default())?;
-        delta_occ_core::footer_stats(&at)
-    })
-    .py_err()
-}
-
-/// `parquet_footer_stats` of a whole parquet file in memory.
-#[pyfunction]
-fn parquet_footer_stats_of(py: Python<'_>, data: &[u8]) -> PyResult<(String, i64)> {
-    let bytes = data.to_vec();
-    py.detach(|| delta_occ_core::footer_stats_of_bytes(bytes))
-        .py_err()
 }
 
 /// For each wanted table column (physical name, field id), the index of the file field (name,
@@ -188,8 +171,17 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;
     m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(read_parquet_columns, m)?)?;
-    m.add_function(wrap_pyfunction!(parquet_footer_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(parquet_footer_stats_of, m)?)?;
+    m.add("STATS_STRING_PREFIX", delta_occ_core::STRING_PREFIX)?;
+    m.add_function(wrap_pyfunction!(stats::parquet_footer_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::parquet_footer_stats_of, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::rows_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::written_file_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::logical_arrow_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::physical_arrow_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::spark_physical_schema_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::delta_schema_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::delta_type_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::delta_type_of_data, m)?)?;
     m.add_function(wrap_pyfunction!(partition_strings, m)?)?;
     m.add_function(wrap_pyfunction!(type_writable_as, m)?)?;
     m.add_function(wrap_pyfunction!(sql_literals, m)?)?;

@@ -10,9 +10,7 @@ use crate::log::actions::PartitionValues;
 use crate::partition::{self, Scalar};
 use crate::schema::DataType;
 
-/// Strings in stats are truncated prefixes from this length on (delta-spark's default
-/// `dataSkippingStringPrefixLength`), so such a max is not an upper bound.
-const STRING_PREFIX_LENGTH: usize = 32;
+use crate::stats::STRING_PREFIX;
 
 /// What is known about one column within one file.
 #[derive(Debug, Clone)]
@@ -413,7 +411,7 @@ fn stat_value(text: &str, ty: &DataType, bound: Bound) -> Option<Scalar> {
         "boolean" => serde_json::from_str::<bool>(text).ok().map(Scalar::Boolean),
         "string" => {
             let s: String = serde_json::from_str(text).ok()?;
-            if bound == Bound::Max && s.chars().count() >= STRING_PREFIX_LENGTH {
+            if bound == Bound::Max && s.chars().count() >= STRING_PREFIX {
                 return None;
             }
             Some(Scalar::String(s))

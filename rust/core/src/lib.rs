@@ -72,9 +72,8 @@ pub use log::json::parse_actions;
 pub use log::path::commit_path;
 
 // Transactions and the commit loop (validate = check against the winners without committing).
-pub use commit::committer::{
-    commit, validate, CheckRecord, CommitOptions, CommitResult, Interrupt,
-};
+pub use commit::committer::{commit, CheckRecord, CommitOptions, CommitResult, Interrupt};
+pub use commit::winners::{validate, Validation};
 pub use transaction::{Transaction, TxnOptions, TxnState};
 
 // Read predicates and file skipping.

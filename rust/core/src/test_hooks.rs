@@ -128,7 +128,6 @@ mod tests {
     #[cfg(not(feature = "test-hooks"))]
     #[test]
     fn a_build_without_the_feature_ignores_the_environment() {
-        assert!(!ENABLED);
         let f = Faults::from_env();
         assert!(f.pause.is_none() && !f.ack_lost && f.publish_error.is_none());
         // The env var is never set in the unit tests; without the feature it would not matter.

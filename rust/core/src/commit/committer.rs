@@ -2,23 +2,23 @@
 //! check the transaction against each new winner in order, rebase, and retry at latest + 1, with
 //! bounded attempts, a time budget, and exponential backoff with jitter.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
-
+use crate::commit::attempt::{
+    is_empty_commit, materialize, prepare, previous_ict, serialize, Materialized, Prepared,
+};
+use crate::commit::winners::{check_winners, read_winners};
 use crate::commit::{checkpoint, log_store};
 use crate::conflict::rows::ColumnCache;
-use crate::conflict::{self, DvChange, Passed, RowContext, Staged, TxnView, WinningCommit};
-use crate::dv::{self, DeletionBitmap};
+use crate::conflict::{Passed, Staged, WinningCommit};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
 use crate::load;
-use crate::log::actions::{remove_of, AddFile, Metadata, Protocol, RemoveFile};
 use crate::log::path::commit_path;
-use crate::log::segment::{self, log_dir};
-use crate::protocol::{self, is_true};
+use crate::log::segment::log_dir;
+use crate::protocol;
 use crate::rule::Rule;
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
@@ -75,7 +75,7 @@ pub struct CheckRecord {
 }
 
 impl CheckRecord {
-    fn passed(w: &WinningCommit, p: Passed) -> Self {
+    pub(super) fn passed(w: &WinningCommit, p: Passed) -> Self {
         CheckRecord {
             version: w.version,
             operation: w.operation.clone(),
@@ -104,32 +104,6 @@ pub struct CommitResult {
     /// False when the transaction had nothing to write and no commit was made: `version` is
     /// then the read version and `attempts` the attempts written before a rebase left nothing.
     pub committed: bool,
-}
-
-/// Everything fixed for the whole loop.
-struct Prepared {
-    /// The staged actions before any rebase.
-    staged: Staged,
-    level: IsolationLevel,
-    is_blind_append: bool,
-    domains: BTreeSet<String>,
-    metadata: Option<Metadata>,
-    protocol: Option<Protocol>,
-    ict_enabled: bool,
-    ict_newly_enabled: bool,
-    /// `Some(exact)` on a table with deletion vectors: winners are checked one by one with the
-    /// row-level rules (`exact`) or file-level rules plus compaction remapping (§4 rule 5).
-    dv_table: Option<bool>,
-    txn_id: String,
-}
-
-/// The file actions of one attempt, with DV files written.
-struct Materialized {
-    adds: Vec<AddFile>,
-    removes: Vec<RemoveFile>,
-    metrics: BTreeMap<String, String>,
-    /// The DV file this materialization wrote (referenced only if its attempt lands).
-    dv_file: Option<Location>,
 }
 
 pub fn commit(
@@ -378,205 +352,6 @@ fn run_attempts(
     }
 }
 
-struct Checked {
-    passed: Vec<Passed>,
-    /// The staged actions after the rebases, when any winner changed them.
-    rebased: Option<Staged>,
-    rows_resolved: u64,
-}
-
-/// Check the winners in order. On a DV table each check may rebase the staged actions; elsewhere
-/// the checks are pure and run in parallel.
-fn check_winners(
-    txn: &Transaction,
-    prepared: &Prepared,
-    st: &Staged,
-    table: &str,
-    winners: &[WinningCommit],
-    deadline: Instant,
-    cache: &ColumnCache,
-) -> Result<Checked> {
-    let Some(exact) = prepared.dv_table else {
-        let removed = removed_paths(st);
-        let view = make_view(txn, prepared, st, &removed, table);
-        let passed = match conflict::check_all(&view, winners) {
-            Err(e) if crate::test_hooks::rule_disabled(&e) => vec![disabled(); winners.len()],
-            r => r?,
-        };
-        return Ok(Checked {
-            passed,
-            rebased: None,
-            rows_resolved: 0,
-        });
-    };
-    let cx = RowContext {
-        root: &txn.root,
-        exact,
-        deadline,
-        cache,
-    };
-    let mut out = Checked {
-        passed: Vec::with_capacity(winners.len()),
-        rebased: None,
-        rows_resolved: 0,
-    };
-    for w in winners {
-        let current = out.rebased.as_ref().unwrap_or(st);
-        let removed = removed_paths(current);
-        let view = make_view(txn, prepared, current, &removed, table);
-        let checked = conflict::check_head(&view, w)
-            .and_then(|()| conflict::row_level::check_winner(&view, current, w, &cx))
-            .and_then(|v| conflict::check_identity(&view, w).map(|()| v));
-        let v = match checked {
-            Err(e) if crate::test_hooks::rule_disabled(&e) => {
-                out.passed.push(disabled());
-                continue;
-            }
-            r => r?,
-        };
-        out.passed.push(v.passed);
-        out.rows_resolved += v.rows_resolved;
-        if v.rebased.is_some() {
-            out.rebased = v.rebased;
-        }
-    }
-    Ok(out)
-}
-
-/// The pass record of a conflict the test switch (test_hooks.rs) let through.
-fn disabled() -> Passed {
-    Passed::new(Rule::PassRuleDisabled, "(rule disabled for a test)")
-}
-
-fn removed_paths(st: &Staged) -> HashSet<Box<str>> {
-    st.removes
-        .iter()
-        .map(|r| r.path.clone())
-        .chain(st.dv.keys().cloned())
-        .collect()
-}
-
-fn make_view<'a>(
-    txn: &'a Transaction,
-    prepared: &'a Prepared,
-    st: &'a Staged,
-    removed_paths: &'a HashSet<Box<str>>,
-    table: &'a str,
-) -> TxnView<'a> {
-    TxnView {
-        table,
-        read_version: txn.read_version,
-        level: prepared.level,
-        metadata_changed: prepared.metadata.is_some(),
-        is_blind_append: prepared.is_blind_append,
-        read: &st.read,
-        removed_paths,
-        domains: &prepared.domains,
-        adds_data: st.adds.iter().any(|a| a.data_change),
-        identity_columns: txn
-            .snapshot
-            .as_ref()
-            .is_some_and(|s| s.schema.has_identity_columns()),
-        data_skipping: txn.opts.data_skipping,
-        partition_columns: txn
-            .snapshot
-            .as_ref()
-            .map(|s| s.partition_columns.as_slice())
-            .unwrap_or(&[]),
-        read_snapshot: txn.snapshot.as_deref(),
-    }
-}
-
-/// What checking a transaction against the commits after its read version found, without
-/// committing (and without writing DV files).
-#[derive(Debug, Clone)]
-pub struct Validation {
-    pub winners: usize,
-    pub actions: usize,
-    pub read_seconds: f64,
-    pub check_seconds: f64,
-    pub checks: Vec<CheckRecord>,
-}
-
-/// Read every commit after the transaction's read version (through `through`, or the latest)
-/// and run the checks against them in order; `Err` is the conflict a commit would hit.
-pub fn validate(txn: &Transaction, through: Option<i64>) -> Result<Validation> {
-    let table = txn.root.to_string();
-    let prepared = prepare(txn)?;
-    let started = Instant::now();
-    let winners = read_winners(txn, txn.read_version + 1, through)?;
-    let read_seconds = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let deadline = started + CommitOptions::default().row_level_budget;
-    let passed = check_winners(
-        txn,
-        &prepared,
-        &prepared.staged,
-        &table,
-        &winners,
-        deadline,
-        &ColumnCache::default(),
-    )?
-    .passed;
-    let checks = passed
-        .into_iter()
-        .zip(&winners)
-        .map(|(p, w)| CheckRecord::passed(w, p))
-        .collect();
-    Ok(Validation {
-        winners: winners.len(),
-        actions: winners.iter().map(WinningCommit::num_actions).sum(),
-        read_seconds,
-        check_seconds: started.elapsed().as_secs_f64(),
-        checks,
-    })
-}
-
-/// The commits from `from` on (through `through`, or the latest), parsed in parallel. They must
-/// be contiguous: a missing one is a corrupt log.
-fn read_winners(txn: &Transaction, from: i64, through: Option<i64>) -> Result<Vec<WinningCommit>> {
-    let root = &txn.root;
-    let listing = segment::list(root, from)?;
-    let files: Vec<_> = listing
-        .commits
-        .range(from..=through.unwrap_or(i64::MAX))
-        .map(|(v, f)| (*v, f.path.clone()))
-        .collect();
-    for (expected, (v, _)) in (from..).zip(&files) {
-        if *v != expected {
-            return Err(Error::corrupt(
-                log_dir(root),
-                Some(expected),
-                format!("commit {expected} is missing while checking winners up to {v}"),
-            ));
-        }
-    }
-    let stats_read = txn.options().data_skipping
-        && txn
-            .read_set()
-            .predicates
-            .iter()
-            .any(|p| p.has_data_conjuncts);
-    let winner = |v: i64, actions| {
-        let mut w = WinningCommit::from_actions(v, actions);
-        if stats_read {
-            w.unescape_stats();
-        }
-        w
-    };
-    if files.iter().all(|(_, p)| p.is_local()) {
-        let read = |(v, p): &(i64, Location)| Ok(winner(*v, crate::log::json::read_commit(p, *v)?));
-        return crate::parallel::map(&files, read).into_iter().collect();
-    }
-    // From an object store: every winner fetched concurrently, each once.
-    let parsed = crate::log::json::read_commits(&files);
-    files
-        .iter()
-        .zip(parsed)
-        .map(|((v, _), actions)| Ok(winner(*v, actions?)))
-        .collect()
-}
-
 fn give_up(
     table: &str,
     attempts: u32,
@@ -670,319 +445,6 @@ fn unknown(table: &str, version: i64, last: &Error) -> Error {
 
 /// Time given to learning the outcome of an unknown put, even past the commit's time budget.
 const RESOLVE_AT_LEAST: Duration = Duration::from_secs(10);
-
-fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
-    let Some(snap) = &txn.snapshot else {
-        return Ok(None);
-    };
-    let text = match &snap.state.commit_info {
-        Some(c) => Some(c.to_string()),
-        None => crate::log::json::read_commit_info(
-            &commit_path(&log_dir(&txn.root), snap.version()),
-            snap.version(),
-        )
-        .ok()
-        .flatten(),
-    };
-    Ok(text
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v.get("inCommitTimestamp").and_then(Value::as_i64)))
-}
-
-fn prepare(txn: &Transaction) -> Result<Prepared> {
-    let table = txn.root.to_string();
-    let snap = txn.snapshot.as_deref();
-    let protocol_now = txn
-        .protocol
-        .as_ref()
-        .or(snap.map(Snapshot::protocol))
-        .expect("a protocol is staged or read");
-    protocol::check_writable(protocol_now, &table, txn.read_version + 1)?;
-    let config = txn
-        .metadata
-        .as_ref()
-        .or(snap.map(Snapshot::metadata))
-        .expect("metadata is staged or read")
-        .configuration
-        .clone();
-    let data_removal = txn.removes.iter().any(|r| r.data_change) || !txn.dv_deletes.is_empty();
-    if data_removal && is_true(&config, "delta.appendOnly") {
-        return Err(Error::invalid(format!(
-            "{table} is append-only (delta.appendOnly=true): this transaction removes data"
-        )));
-    }
-    if data_removal && is_true(&config, "delta.enableChangeDataFeed") {
-        return Err(Error::UnsupportedFeature {
-            table: table.clone(),
-            version: Some(txn.read_version),
-            what: "change data feed".into(),
-            detail: "removing data from a table with delta.enableChangeDataFeed=true needs cdc files, which delta-occ does not write yet".into(),
-        });
-    }
-    let mut dv = BTreeMap::new();
-    for (path, rows) in &txn.dv_deletes {
-        let snap = snap.expect("delete_rows needs a snapshot");
-        let f = snap.file(path).ok_or_else(|| {
-            Error::invalid(format!(
-                "{path} is not a live file at version {}",
-                snap.version()
-            ))
-        })?;
-        dv.insert(
-            path.clone(),
-            DvChange {
-                base: f.clone(),
-                rows: rows.clone(),
-            },
-        );
-    }
-    let has_file_actions = !txn.adds.is_empty() || !txn.removes.is_empty() || !dv.is_empty();
-    let only_rearranging = has_file_actions
-        && dv.is_empty()
-        && txn.adds.iter().all(|a| !a.data_change)
-        && txn.removes.iter().all(|r| !r.data_change)
-        && txn.metadata.is_none()
-        && txn.protocol.is_none()
-        && txn.txns.is_empty()
-        && txn.domains.is_empty();
-    let level = if only_rearranging {
-        IsolationLevel::SnapshotIsolation
-    } else {
-        txn.level
-    };
-    let mut read = txn.read.clone();
-    if let (Some(new), Some(old)) = (&txn.metadata, snap.map(Snapshot::metadata)) {
-        // Files written under the old schema or layout must not slip in: treat a schema or
-        // partitioning change as a read of the whole table.
-        if new.schema_string != old.schema_string || new.partition_columns != old.partition_columns
-        {
-            read.whole_table = true;
-        }
-    }
-    let is_blind_append = read.is_empty() && txn.removes.is_empty() && dv.is_empty();
-    let ict_enabled = is_true(&config, "delta.enableInCommitTimestamps");
-    let ict_newly_enabled = ict_enabled
-        && !snap.is_some_and(|s| {
-            is_true(
-                &s.metadata().configuration,
-                "delta.enableInCommitTimestamps",
-            )
-        });
-    let dv_table = snap.filter(|s| s.deletion_vectors_enabled());
-    Ok(Prepared {
-        staged: Staged {
-            adds: txn.adds.clone(),
-            removes: txn.removes.clone(),
-            dv,
-            read,
-            ..Default::default()
-        },
-        domains: txn.domains.keys().cloned().collect(),
-        level,
-        is_blind_append,
-        metadata: txn.metadata.clone(),
-        protocol: txn.protocol.clone(),
-        ict_enabled,
-        ict_newly_enabled: ict_newly_enabled && txn.read_version >= 0,
-        dv_table: dv_table.map(|_| txn.opts.row_level),
-        txn_id: uuid::Uuid::new_v4().to_string(),
-    })
-}
-
-/// The file actions of an attempt. One DV file holds the new DV of every file with staged row
-/// deletions (`remove(F, oldDv)` + `add(F, newDv)`) and of added files that carry deletions.
-fn materialize(root: &Location, st: &Staged) -> Result<Materialized> {
-    let mut adds = st.adds.clone();
-    let mut removes = st.removes.clone();
-    let mut metrics = BTreeMap::new();
-    let mut bitmaps = Vec::new();
-    let mut changed: Vec<&AddFile> = Vec::new();
-    let mut newly = 0u64;
-    for ch in st.dv.values() {
-        let current = conflict::row_level::read_dv(root, ch.base.deletion_vector.as_deref())?;
-        let union = current.union(&ch.rows);
-        if union.len() == current.len() {
-            continue;
-        }
-        newly += union.len() - current.len();
-        changed.push(&ch.base);
-        bitmaps.push(union);
-    }
-    let own: Vec<(usize, &DeletionBitmap)> = st
-        .own_dvs
-        .iter()
-        .filter(|(_, b)| !b.is_empty())
-        .filter_map(|(p, b)| adds.iter().position(|a| *a.path == **p).map(|i| (i, b)))
-        .collect();
-    let mut refs: Vec<&DeletionBitmap> = bitmaps.iter().collect();
-    refs.extend(own.iter().map(|(_, b)| *b));
-    let descriptors = if refs.is_empty() {
-        Vec::new()
-    } else {
-        dv::file::write(root, "", &refs)?
-    };
-    let dv_file = descriptors.first().and_then(|d| match d.location(root) {
-        Ok(dv::descriptor::DvLocation::File { path, .. }) => Some(path),
-        _ => None,
-    });
-    let mut d = descriptors.into_iter();
-    for f in &changed {
-        removes.push(remove_of(f, true));
-        let mut a = (*f).clone();
-        a.deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-        a.data_change = true;
-        a.modification_time = chrono::Utc::now().timestamp_millis();
-        a.stats = a.stats_text()?.as_deref().map(|s| loosen_bounds(s).into());
-        adds.push(a);
-    }
-    for (i, _) in &own {
-        adds[*i].deletion_vector = Some(Box::new(d.next().expect("one descriptor per bitmap")));
-        adds[*i].stats = adds[*i]
-            .stats_text()?
-            .as_deref()
-            .map(|s| loosen_bounds(s).into());
-    }
-    if !changed.is_empty() {
-        metrics.insert("numDeletionVectorsAdded".into(), changed.len().to_string());
-        metrics.insert("numDeletedRows".into(), newly.to_string());
-    }
-    if st.dropped_bins > 0 {
-        metrics.insert("numDroppedBins".into(), st.dropped_bins.to_string());
-    }
-    metrics.insert("numAddedFiles".into(), adds.len().to_string());
-    metrics.insert("numRemovedFiles".into(), removes.len().to_string());
-    metrics.insert(
-        "numAddedBytes".into(),
-        adds.iter().map(|a| a.size).sum::<i64>().to_string(),
-    );
-    metrics.insert(
-        "numRemovedBytes".into(),
-        removes
-            .iter()
-            .filter_map(|r| r.size)
-            .sum::<i64>()
-            .to_string(),
-    );
-    if let Some(n) = adds
-        .iter()
-        .map(|a| a.num_records())
-        .sum::<Result<Option<i64>>>()?
-    {
-        metrics.insert("numOutputRows".into(), n.to_string());
-    }
-    Ok(Materialized {
-        adds,
-        removes,
-        metrics,
-        dv_file,
-    })
-}
-
-/// Stats of a file with a DV describe its physical rows: mark the bounds as not tight.
-fn loosen_bounds(stats: &str) -> String {
-    match serde_json::from_str::<Value>(stats) {
-        Ok(Value::Object(mut m)) => {
-            m.insert("tightBounds".into(), Value::Bool(false));
-            Value::Object(m).to_string()
-        }
-        _ => stats.to_string(),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn serialize(
-    txn: &Transaction,
-    p: &Prepared,
-    m: &Materialized,
-    operation: &str,
-    parameters: &BTreeMap<String, String>,
-    version: i64,
-    now: i64,
-    ict: Option<i64>,
-    attempt: u32,
-    checks: &[CheckRecord],
-) -> Result<Vec<u8>> {
-    let mut info = Map::new();
-    info.insert("timestamp".into(), json!(ict.unwrap_or(now)));
-    if let Some(t) = ict {
-        info.insert("inCommitTimestamp".into(), json!(t));
-    }
-    info.insert("operation".into(), json!(operation));
-    info.insert("operationParameters".into(), json!(parameters));
-    if txn.read_version >= 0 {
-        info.insert("readVersion".into(), json!(txn.read_version));
-    }
-    info.insert("isolationLevel".into(), json!(p.level.as_str()));
-    info.insert("isBlindAppend".into(), json!(p.is_blind_append));
-    info.insert("operationMetrics".into(), json!(m.metrics));
-    info.insert("engineInfo".into(), json!(ENGINE_INFO));
-    info.insert("txnId".into(), json!(p.txn_id));
-    // How this commit got here, for `delta-occ explain`: the winners it was checked against,
-    // each with the ids of the rules that let it pass (what explain reads) and the sentence.
-    const MAX_RECORDED: usize = 100;
-    let recorded: Vec<Value> = checks
-        .iter()
-        .take(MAX_RECORDED)
-        .map(|c| {
-            let rules: Vec<&str> = c.rules.iter().map(|r| r.id()).collect();
-            json!({ "version": c.version, "operation": c.operation, "rules": rules, "outcome": c.outcome })
-        })
-        .collect();
-    info.insert(
-        "deltaOcc".into(),
-        json!({ "attempt": attempt, "checkedWinners": recorded, "winnersNotRecorded": checks.len().saturating_sub(MAX_RECORDED) }),
-    );
-
-    let mut out = Vec::new();
-    let mut line = |v: Value| {
-        serde_json::to_writer(&mut out, &v).expect("JSON values serialize");
-        out.push(b'\n');
-    };
-    line(json!({ "commitInfo": info }));
-    if let Some(pr) = &p.protocol {
-        line(json!({ "protocol": pr }));
-    }
-    if let Some(m) = &p.metadata {
-        let mut m = m.clone();
-        if p.ict_newly_enabled {
-            m.configuration.insert(
-                "delta.inCommitTimestampEnablementVersion".into(),
-                version.to_string(),
-            );
-            m.configuration.insert(
-                "delta.inCommitTimestampEnablementTimestamp".into(),
-                ict.unwrap_or(now).to_string(),
-            );
-        }
-        line(json!({ "metaData": m }));
-    }
-    for (app_id, v) in &txn.txns {
-        line(json!({ "txn": { "appId": app_id, "version": v, "lastUpdated": now } }));
-    }
-    for d in txn.domains.values() {
-        line(json!({ "domainMetadata": d }));
-    }
-    for r in &m.removes {
-        line(r.to_json());
-    }
-    for a in &m.adds {
-        line(a.to_json()?);
-    }
-    Ok(out)
-}
-
-/// Whether an attempt would write only a `commitInfo`: no file, DV, application, domain,
-/// metadata or protocol action (a DELETE that matched no row, an empty append, a transaction that
-/// only read, an OPTIMIZE whose bins a concurrent one already compacted). delta-spark skips
-/// recording such commits (`spark.databricks.delta.skipRecordingEmptyCommits`, on by default).
-fn is_empty_commit(txn: &Transaction, p: &Prepared, m: &Materialized) -> bool {
-    m.adds.is_empty()
-        && m.removes.is_empty()
-        && txn.txns.is_empty()
-        && txn.domains.is_empty()
-        && p.metadata.is_none()
-        && p.protocol.is_none()
-}
 
 /// The result of a transaction that wrote nothing. Its level is SnapshotIsolation, the level
 /// delta-spark gives a commit without data changes: it changed nothing, so nothing conflicts.
@@ -1092,6 +554,7 @@ mod tests {
     use crate::error::ConflictKind;
     use crate::table::Table;
     use crate::transaction::TxnOptions;
+    use serde_json::{json, Value};
 
     const SCHEMA: &str = r#"{"type":"struct","fields":[{"name":"p","type":"integer","nullable":true,"metadata":{}},{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
 

@@ -1,5 +1,7 @@
 //! Writing to the log: put-if-absent, the commit loop, checkpoints.
 
+mod attempt;
 pub mod checkpoint;
 pub mod committer;
 pub mod log_store;
+pub mod winners;

@@ -156,7 +156,7 @@ impl Rule {
             Rule::RowDeleteDelete => "§4 rule 1: both changed the same rows",
             Rule::RowDeleteRead => "§4 rule 2: the winner changed rows this transaction read",
             Rule::RowAppend => "§4 rule 4: rows the winner added match the read predicate",
-            Rule::PassRuleDisabled => "test switch DELTA_OCC_TEST_DISABLE_RULE",
+            Rule::PassRuleDisabled => "a conflict rule switched off in a test build (test hooks)",
             Rule::PassBinDropped => "§4 rule 5: of two overlapping compactions the later drops the bins already replaced",
             Rule::PassCompactionCarries => "§4 rule 5: compaction never conflicts (deleted rows remapped onto its output)",
             Rule::PassRemappedOntoCompaction => "§4 rule 5: compaction never conflicts (this transaction's changes remapped onto its output)",

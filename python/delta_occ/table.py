@@ -55,6 +55,19 @@ def storage_options_arg(options: Optional[Mapping[str, Any]]) -> Optional[Dict[s
     return out
 
 
+def create_handle(
+    path: PathLike,
+    schema_json: str,
+    partition_by: Optional[Union[str, Sequence[str]]],
+    properties: Optional[Mapping[str, str]],
+    name: Optional[str],
+    storage_options: Optional[Mapping[str, str]],
+) -> "_core.TableHandle":
+    """Commit version 0 of a table whose schema is Delta's JSON: the one `create` of both engines."""
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
+    return _core.TableHandle.create(table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options))
+
+
 class Table:
     """A Delta table: a local directory or an object-store location (``s3://``, ``s3a://``,
     ``abfss://``, ``az://``, ``gs://``) reached with ``storage_options`` (deltalake's key names;
@@ -89,11 +102,7 @@ class Table:
         properties: ``delta.enableDeletionVectors=true`` gives reader 3 / writer 7 with the
         ``deletionVectors`` feature, and so on. ``path`` and ``storage_options`` as in
         :class:`Table`."""
-        props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(
-            table_location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
-        )
-        return cls.from_handle(handle)
+        return cls.from_handle(create_handle(path, arrow_schema_to_delta(schema), partition_by, properties, name, storage_options))
 
     def __repr__(self) -> str:
         return f"Table({self._h.root!r}, version={self.version})"

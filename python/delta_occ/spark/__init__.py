@@ -21,7 +21,6 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .. import _core
 from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
@@ -29,7 +28,7 @@ from ..exceptions import InvalidArgumentError
 from ..isolation import IsolationLevel
 from ..operations.bookkeeping import Lifecycle
 from ..snapshot import Snapshot
-from ..table import PathLike, Table, partition_by_arg, storage_options_arg, table_location
+from ..table import PathLike, Table, create_handle
 from ..transaction import CommitResult, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
@@ -195,11 +194,9 @@ class SparkTable:
             schema_json = schema.json()
         else:
             schema_json = arrow_schema_to_delta(schema)
-        props = {str(k): str(v) for k, v in (properties or {}).items()}
-        handle = _core.TableHandle.create(table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options))
         st = cls.__new__(cls)
         st.spark = spark
-        st.table = Table.from_handle(handle)
+        st.table = Table.from_handle(create_handle(path, schema_json, partition_by, properties, name, storage_options))
         return st
 
     def __repr__(self) -> str:

@@ -294,9 +294,8 @@ pub enum ConflictKind {
 }
 
 impl ConflictKind {
-    /// The name Delta gives this exception (delta-spark's `io.delta.exceptions`), which the test
-    /// switch `DELTA_OCC_TEST_DISABLE_RULE` is given. Not a Python class: the binding maps kinds
-    /// to classes itself.
+    /// The name Delta gives this exception (delta-spark's `io.delta.exceptions`): the names the
+    /// test hooks take, and the names the binding's exception classes carry.
     pub fn delta_name(self) -> &'static str {
         match self {
             ConflictKind::ConcurrentWrite => "ConcurrentWriteException",

@@ -26,16 +26,10 @@ fn class_name(e: &Error) -> &'static str {
     }
 }
 
+/// The conflict classes of `delta_occ.exceptions` carry Delta's own exception names (as
+/// delta-spark's `io.delta.exceptions` do), which the core owns.
 fn conflict_class(kind: ConflictKind) -> &'static str {
-    match kind {
-        ConflictKind::ConcurrentWrite => "ConcurrentWriteException",
-        ConflictKind::MetadataChanged => "MetadataChangedException",
-        ConflictKind::ProtocolChanged => "ProtocolChangedException",
-        ConflictKind::ConcurrentAppend => "ConcurrentAppendException",
-        ConflictKind::ConcurrentDeleteRead => "ConcurrentDeleteReadException",
-        ConflictKind::ConcurrentDeleteDelete => "ConcurrentDeleteDeleteException",
-        ConflictKind::ConcurrentTransaction => "ConcurrentTransactionException",
-    }
+    kind.delta_name()
 }
 
 fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {

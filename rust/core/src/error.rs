@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::isolation::IsolationLevel;
+pub use crate::rule::ConflictKind;
 use crate::rule::{Fallback, Rule};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -279,61 +280,6 @@ pub(crate) fn no_panic<T>(
             .unwrap_or_else(|| "unknown panic".to_string());
         Err(on_panic(&msg))
     })
-}
-
-/// The §6 conflict exceptions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConflictKind {
-    ConcurrentWrite,
-    MetadataChanged,
-    ProtocolChanged,
-    ConcurrentAppend,
-    ConcurrentDeleteRead,
-    ConcurrentDeleteDelete,
-    ConcurrentTransaction,
-}
-
-impl ConflictKind {
-    /// The name Delta gives this exception (delta-spark's `io.delta.exceptions`): the names the
-    /// test hooks take, and the names the binding's exception classes carry.
-    pub fn delta_name(self) -> &'static str {
-        match self {
-            ConflictKind::ConcurrentWrite => "ConcurrentWriteException",
-            ConflictKind::MetadataChanged => "MetadataChangedException",
-            ConflictKind::ProtocolChanged => "ProtocolChangedException",
-            ConflictKind::ConcurrentAppend => "ConcurrentAppendException",
-            ConflictKind::ConcurrentDeleteRead => "ConcurrentDeleteReadException",
-            ConflictKind::ConcurrentDeleteDelete => "ConcurrentDeleteDeleteException",
-            ConflictKind::ConcurrentTransaction => "ConcurrentTransactionException",
-        }
-    }
-
-    fn error_class(self, with_hint: bool) -> String {
-        let base = match self {
-            ConflictKind::ConcurrentWrite => "DELTA_CONCURRENT_WRITE",
-            ConflictKind::MetadataChanged => "DELTA_METADATA_CHANGED",
-            ConflictKind::ProtocolChanged => "DELTA_PROTOCOL_CHANGED",
-            ConflictKind::ConcurrentAppend => "DELTA_CONCURRENT_APPEND",
-            ConflictKind::ConcurrentDeleteRead => "DELTA_CONCURRENT_DELETE_READ",
-            ConflictKind::ConcurrentDeleteDelete => "DELTA_CONCURRENT_DELETE_DELETE",
-            ConflictKind::ConcurrentTransaction => "DELTA_CONCURRENT_TRANSACTION",
-        };
-        match self {
-            ConflictKind::ConcurrentAppend
-            | ConflictKind::ConcurrentDeleteRead
-            | ConflictKind::ConcurrentDeleteDelete => {
-                format!(
-                    "{base}.{}",
-                    if with_hint {
-                        "WITH_PARTITION_HINT"
-                    } else {
-                        "WITHOUT_HINT"
-                    }
-                )
-            }
-            _ => base.to_string(),
-        }
-    }
 }
 
 /// A write conflict with everything §6 asks the exception to carry.

@@ -72,7 +72,9 @@ pub use log::json::parse_actions;
 pub use log::path::commit_path;
 
 // Transactions and the commit loop (validate = check against the winners without committing).
-pub use commit::committer::{commit, CheckRecord, CommitOptions, CommitResult, Interrupt};
+pub use commit::check_record::CheckRecord;
+pub use commit::committer::{commit, CommitResult};
+pub use commit::options::{CommitOptions, Interrupt};
 pub use commit::winners::{validate, Validation};
 pub use transaction::{Transaction, TxnOptions, TxnState};
 

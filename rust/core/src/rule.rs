@@ -7,8 +7,6 @@
 //! The ids are stable: they are written into `commitInfo.deltaOcc.checkedWinners[].rules` and
 //! compared by user code (`e.rule`). Never rename one; add a new rule instead.
 
-use crate::error::ConflictKind;
-
 /// A rule of concurrency.md: a conflict (§3 checks 1–8, §4 rules 1, 2 and 4) or a reason why a
 /// winner did not conflict. The pass rules are declared most specific first: a pass record lists
 /// its rules in this order.
@@ -250,6 +248,61 @@ pub fn ids() -> impl Iterator<Item = &'static str> {
         .into_iter()
         .map(Rule::id)
         .chain(Fallback::ALL.into_iter().map(Fallback::id))
+}
+
+/// The §6 conflict exceptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictKind {
+    ConcurrentWrite,
+    MetadataChanged,
+    ProtocolChanged,
+    ConcurrentAppend,
+    ConcurrentDeleteRead,
+    ConcurrentDeleteDelete,
+    ConcurrentTransaction,
+}
+
+impl ConflictKind {
+    /// The name Delta gives this exception (delta-spark's `io.delta.exceptions`): the names the
+    /// test hooks take, and the names the binding's exception classes carry.
+    pub fn delta_name(self) -> &'static str {
+        match self {
+            ConflictKind::ConcurrentWrite => "ConcurrentWriteException",
+            ConflictKind::MetadataChanged => "MetadataChangedException",
+            ConflictKind::ProtocolChanged => "ProtocolChangedException",
+            ConflictKind::ConcurrentAppend => "ConcurrentAppendException",
+            ConflictKind::ConcurrentDeleteRead => "ConcurrentDeleteReadException",
+            ConflictKind::ConcurrentDeleteDelete => "ConcurrentDeleteDeleteException",
+            ConflictKind::ConcurrentTransaction => "ConcurrentTransactionException",
+        }
+    }
+
+    pub(crate) fn error_class(self, with_hint: bool) -> String {
+        let base = match self {
+            ConflictKind::ConcurrentWrite => "DELTA_CONCURRENT_WRITE",
+            ConflictKind::MetadataChanged => "DELTA_METADATA_CHANGED",
+            ConflictKind::ProtocolChanged => "DELTA_PROTOCOL_CHANGED",
+            ConflictKind::ConcurrentAppend => "DELTA_CONCURRENT_APPEND",
+            ConflictKind::ConcurrentDeleteRead => "DELTA_CONCURRENT_DELETE_READ",
+            ConflictKind::ConcurrentDeleteDelete => "DELTA_CONCURRENT_DELETE_DELETE",
+            ConflictKind::ConcurrentTransaction => "DELTA_CONCURRENT_TRANSACTION",
+        };
+        match self {
+            ConflictKind::ConcurrentAppend
+            | ConflictKind::ConcurrentDeleteRead
+            | ConflictKind::ConcurrentDeleteDelete => {
+                format!(
+                    "{base}.{}",
+                    if with_hint {
+                        "WITH_PARTITION_HINT"
+                    } else {
+                        "WITHOUT_HINT"
+                    }
+                )
+            }
+            _ => base.to_string(),
+        }
+    }
 }
 
 #[cfg(test)]

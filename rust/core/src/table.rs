@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::commit::committer::{self, CommitOptions};
+use crate::commit::committer;
+use crate::commit::options::CommitOptions;
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
 use crate::load;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
-use crate::commit::committer::{CheckRecord, ENGINE_INFO};
+use crate::commit::check_record::CheckRecord;
 use crate::conflict::{self, DvChange, Staged};
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
@@ -17,6 +17,9 @@ use crate::protocol::{self, is_true};
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
 use crate::transaction::Transaction;
+
+/// `commitInfo.engineInfo` of every commit delta-occ writes.
+pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
 
 /// Everything fixed for the whole loop.
 pub(super) struct Prepared {

@@ -9,81 +9,21 @@ use std::time::{Duration, Instant};
 use crate::commit::attempt::{
     is_empty_commit, materialize, prepare, previous_ict, serialize, Materialized, Prepared,
 };
+use crate::commit::check_record::CheckRecord;
+use crate::commit::options::CommitOptions;
 use crate::commit::winners::{check_winners, read_winners};
 use crate::commit::{checkpoint, log_store};
 use crate::conflict::rows::ColumnCache;
-use crate::conflict::{Passed, Staged, WinningCommit};
+use crate::conflict::{Staged, WinningCommit};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
 use crate::load;
 use crate::log::path::commit_path;
 use crate::log::segment::log_dir;
 use crate::protocol;
-use crate::rule::Rule;
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
-use crate::test_hooks::worded;
 use crate::transaction::{Transaction, TxnState};
-
-/// `commitInfo.engineInfo` of every commit delta-occ writes.
-pub const ENGINE_INFO: &str = concat!("delta-occ/", env!("CARGO_PKG_VERSION"));
-
-/// Asked after each back-off whether the caller wants the commit loop to stop (Ctrl-C in
-/// Python). Only asked when no attempt has landed, so stopping there publishes nothing.
-#[derive(Clone)]
-pub struct Interrupt(pub std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
-
-impl std::fmt::Debug for Interrupt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Interrupt")
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct CommitOptions {
-    pub interrupted: Option<Interrupt>,
-    pub max_attempts: u32,
-    pub time_budget: Duration,
-    pub backoff_base: Duration,
-    pub backoff_max: Duration,
-    /// Time for row-level resolution within one commit attempt before falling back to file
-    /// level (§4 rule 6).
-    pub row_level_budget: Duration,
-}
-
-impl Default for CommitOptions {
-    fn default() -> Self {
-        CommitOptions {
-            interrupted: None,
-            max_attempts: 100,
-            time_budget: Duration::from_secs(120),
-            backoff_base: Duration::from_millis(2),
-            backoff_max: Duration::from_millis(250),
-            row_level_budget: Duration::from_secs(5),
-        }
-    }
-}
-
-/// Why one winner did not conflict: the rules that let it pass (most specific first; what
-/// programs read) and `outcome`, the sentence for humans.
-#[derive(Debug, Clone)]
-pub struct CheckRecord {
-    pub version: i64,
-    pub operation: String,
-    pub rules: Vec<Rule>,
-    pub outcome: String,
-}
-
-impl CheckRecord {
-    pub(super) fn passed(w: &WinningCommit, p: Passed) -> Self {
-        CheckRecord {
-            version: w.version,
-            operation: w.operation.clone(),
-            rules: p.rules,
-            outcome: worded(format!("no conflict: {}", p.why)),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct CommitResult {
@@ -552,6 +492,7 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
 mod tests {
     use super::*;
     use crate::error::ConflictKind;
+    use crate::rule::Rule;
     use crate::table::Table;
     use crate::transaction::TxnOptions;
     use serde_json::{json, Value};

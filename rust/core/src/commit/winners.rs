@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use crate::commit::committer::{CheckRecord, CommitOptions};
+use crate::commit::check_record::CheckRecord;
+use crate::commit::options::CommitOptions;
 use crate::conflict::rows::ColumnCache;
 use crate::conflict::{self, Passed, RowContext, Staged, TxnView, WinningCommit};
 use crate::error::{Error, Result};

@@ -270,7 +270,7 @@ def test_failed_refresh_leaves_a_current_table_usable(tmp_path):
     with pytest.raises(exc.CorruptLogError):
         t.refresh()
     assert t.version == 0
-    t._committed()  # as after a commit through this table
+    t.note_committed()  # as after a commit through this table
     with pytest.raises(exc.CorruptLogError):
         t.refresh()
     assert t._behind

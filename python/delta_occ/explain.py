@@ -111,7 +111,7 @@ def commit_fields(info: Dict[str, Any], version: int) -> Dict[str, Any]:
 
 
 def _summary(table: Any, version: int) -> Dict[str, Any]:
-    s = table._h.commit_summary(version)
+    s = table.handle.commit_summary(version)
     if s is None:
         latest = table.refresh()
         why = f"the latest is {latest}" if version > latest else "its commit file is gone (log cleanup?)"

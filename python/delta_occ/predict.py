@@ -189,7 +189,7 @@ def check(
     try:
         for n, (winner, loser) in enumerate([(planned[0], planned[1]), (planned[1], planned[0])]):
             dst = os.path.join(scratch, str(n))
-            clone(table.path, dst, table._h.storage)
+            clone(table.path, dst, table.handle.storage)
             orders.append(_race(Table(dst), winner, loser, isolation_level, row_level))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

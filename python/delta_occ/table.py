@@ -108,6 +108,11 @@ class Table:
         return f"Table({self._h.root!r}, version={self.version})"
 
     @property
+    def handle(self) -> "_core.TableHandle":
+        """The core's table, for the modules that read commits and storage through it."""
+        return self._h
+
+    @property
     def path(self) -> str:
         return self._h.root
 
@@ -127,7 +132,7 @@ class Table:
             self._behind = self._behind or was_behind
             raise
 
-    def _committed(self) -> None:
+    def note_committed(self) -> None:
         """A transaction of this table committed: read its commit on next use (see ``_behind``)."""
         self._behind = True
 

@@ -337,7 +337,7 @@ class Transaction(Lifecycle):
             d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
         self.result = CommitResult._from_core(d)
         if self._table is not None:
-            self._table._committed()
+            self._table.note_committed()
         return self.result
 
     def validate(self, through: Optional[int] = None) -> Dict[str, Any]:

@@ -206,7 +206,7 @@ def _local_copy(t: Table) -> str:
     """A local copy of a table's files (the log and the data files), made through its storage."""
     import tempfile
 
-    storage = t._h.storage
+    storage = t.handle.storage
     dest = tempfile.mkdtemp(prefix="delta-occ-oracle-")
     for name, _ in storage.list(""):
         out = os.path.join(dest, name)

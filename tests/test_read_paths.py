@@ -46,13 +46,14 @@ def _data_fields(snap: docc.Snapshot) -> list:
 @pytest.mark.parametrize("rel,snap", READABLE, ids=[r for r, _ in READABLE])
 def test_core_reader_equals_pyarrow_on_golden_files(rel, snap):
     fields, mode = _data_fields(snap), snap._h.column_mapping_mode
+    columns = _read.data_columns(fields, mode)
     for abs_path, _, _ in snap._h.data_files():
         if not os.path.exists(abs_path):  # log-only golden tables: the reader refuses the file
             with pytest.raises(docc.exceptions.CorruptLogError, match="does not exist"):
-                _read._read_file(snap._h.storage, abs_path, fields, mode)
+                _read.read_file(snap._h.storage, abs_path, columns)
             continue
-        expected = _read._read_file_pyarrow(abs_path, fields, mode)
-        got = _read._read_file(snap._h.storage, abs_path, fields, mode)
+        expected = _read.read_file_pyarrow(abs_path, columns)
+        got = _read.read_file(snap._h.storage, abs_path, columns)
         assert got[1] == expected[1], abs_path
         for f in fields:
             a, b = got[0][f["name"]], expected[0][f["name"]]

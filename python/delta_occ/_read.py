@@ -106,16 +106,6 @@ def read_file_pyarrow(source: Any, columns: DataColumns) -> "tuple[dict, int]":
     return _by_name(columns, arrays, n), n
 
 
-def _read_file(storage: Any, path: str, fields: list, mode: str) -> "tuple[dict, int]":
-    """`read_file` of Delta schema ``fields`` under column mapping ``mode``."""
-    return read_file(storage, path, data_columns(fields, mode))
-
-
-def _read_file_pyarrow(source: Any, fields: list, mode: str) -> "tuple[dict, int]":
-    """`read_file_pyarrow` of Delta schema ``fields`` under column mapping ``mode``."""
-    return read_file_pyarrow(source, data_columns(fields, mode))
-
-
 def _by_name(columns: DataColumns, arrays: Sequence[Optional[pa.Array]], n: int) -> dict:
     """{logical name: column in the table's type}, NULLs for a column the file lacks."""
     return {

@@ -16,31 +16,31 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError, VersionNotFoundError, rule_text
 
 # Legacy, only for records written before rule ids (no "rules" in a checkedWinners entry): the
-# checker's sentences of those versions → the rule of concurrency.md they apply. Checked in
-# order; the first matching phrase names the rule. Newer records are read by id.
-_PASS_RULES: Sequence[Tuple[str, str]] = (
-    ("rule disabled for a test", "test switch DELTA_OCC_TEST_DISABLE_RULE"),
-    ("bin was dropped", "§4 rule 5: of two overlapping compactions the later drops the bins already replaced"),
-    ("which this compaction carries", "§4 rule 5: compaction never conflicts (deleted rows remapped onto its output)"),
-    ("rows were all deleted already", "§4 rule 5: the compaction dropped a file with no live row"),
-    ("none of which this transaction read or changes", "§4 rules 1-3: disjoint rows of the same file (deletion vectors merged)"),
-    ("none of the rows in the winner's", "§4 rule 4: no row the winner added matches the read predicates"),
-    ("transaction is a blind append", "§3 check 5: a blind append does not check concurrent appends"),
-    ("SnapshotIsolation", "§2: SnapshotIsolation (a dataChange=false commit) ignores added files"),
-    ("WriteSerializable ignores", "§2: WriteSerializable ignores a concurrent blind append"),
-    ("recorded no read predicate", "§3 check 5: this transaction read nothing the added files could change"),
-    ("(partition values and statistics)", "§3 check 5 with conflict-time data skipping: no added file can hold a matching row"),
-    ("(partition values)", "§3 check 5: no added file is in a partition this transaction read"),
-    ("added no data files", "§3 checks 5-7: the winner added no data and removed nothing this transaction read or removed"),
-    ("added no new data files", "§4: the winner added no data files"),
+# checker's sentences of those versions → the id of the rule they apply (its text is the core's).
+# Checked in order; the first matching phrase names the rule. Newer records are read by id.
+_LEGACY_PHRASES: Sequence[Tuple[str, str]] = (
+    ("rule disabled for a test", "pass_rule_disabled"),
+    ("bin was dropped", "pass_bin_dropped"),
+    ("which this compaction carries", "pass_compaction_carries_deletes"),
+    ("rows were all deleted already", "pass_all_rows_deleted"),
+    ("none of which this transaction read or changes", "pass_disjoint_rows"),
+    ("none of the rows in the winner's", "pass_no_added_row_matches"),
+    ("transaction is a blind append", "pass_blind_append"),
+    ("SnapshotIsolation", "pass_snapshot_isolation"),
+    ("WriteSerializable ignores", "pass_write_serializable"),
+    ("recorded no read predicate", "pass_no_read_predicate"),
+    ("(partition values and statistics)", "pass_data_skipping"),
+    ("(partition values)", "pass_partitions"),
+    ("added no data files", "pass_no_data_added"),
+    ("added no new data files", "pass_no_new_data_files"),
 )
 
 
 def pass_rules(outcome: str) -> List[str]:
     """The rules that let a transaction pass one winner, from the sentence an older delta-occ
     recorded (the most specific first). Records with rule ids are read by `record_rules`."""
-    rules = [rule for phrase, rule in _PASS_RULES if phrase in outcome]
-    return list(dict.fromkeys(rules)) or ["§3 checks 1-8: no check failed"]
+    ids = [rule for phrase, rule in _LEGACY_PHRASES if phrase in outcome] or ["pass_no_check_failed"]
+    return [rule_text(i) or i for i in dict.fromkeys(ids)]
 
 
 def record_rules(rec: Dict[str, Any]) -> Tuple[List[str], List[str]]:

@@ -377,6 +377,9 @@ impl Transaction {
         Ok(())
     }
 
+    /// Stage a `txn` action. It also records the read of the app's version (as
+    /// [`Self::app_version`] does): a concurrent commit of the same app id then conflicts
+    /// (§3 check 4), so two writers of one app id never both commit a version.
     pub fn set_app_version(&mut self, app_id: &str, version: i64) -> Result<()> {
         self.open()?;
         if app_id.is_empty() {
@@ -384,6 +387,7 @@ impl Transaction {
                 "set_app_version: the application id must not be empty",
             ));
         }
+        self.read.app_ids.insert(app_id.to_string());
         self.txns.insert(app_id.to_string(), version);
         Ok(())
     }

@@ -566,6 +566,26 @@ mod tests {
     }
 
     #[test]
+    fn setting_an_app_version_records_its_read() {
+        // Two writers of one app id that never asked for its version: the second must not
+        // commit the same batch again (§3 check 4), so set_app_version itself records the read.
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = table(dir.path(), &[]);
+        let mut a = begin(&mut t);
+        let mut b = begin(&mut t);
+        for txn in [&mut a, &mut b] {
+            txn.set_app_version("stream", 7).unwrap();
+            add(txn, "x", 1);
+        }
+        assert_eq!(commit_ok(&mut a).version, 1);
+        let err = commit(&mut b, "WRITE", &BTreeMap::new(), &CommitOptions::default()).unwrap_err();
+        match err {
+            Error::Conflict(c) => assert_eq!(c.kind, ConflictKind::ConcurrentTransaction),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
+
+    #[test]
     fn rebases_over_a_non_conflicting_winner() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = table(dir.path(), &[("delta.isolationLevel", "Serializable")]);

@@ -51,7 +51,7 @@ def result():
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["matrix", "--json"])
+        rc = main(["matrix", "--json", "--rerun"])
     return rc, json.loads(buf.getvalue())
 
 
@@ -80,6 +80,26 @@ def test_the_run_covers_every_configuration(result):
         assert (c["exception"] is None) == (c["observed"] == "no conflict")
         if c["second"] == "INSERT":
             assert c["exception"] is None
+
+
+def test_re_running_resolves_every_data_conflict(result):
+    """``--rerun``: each cell again with the second as a one-call operation, rerun_on_conflict=1.
+    No matrix operation changes metadata, protocol or app versions, so every §5 conflict is one a
+    fresh read resolves (api.md "Re-running") — except INSERT-READ, a transaction whose reads the
+    caller made, which is never re-run. Cells without a conflict never re-run."""
+    _, doc = result
+    for c in doc["cells"]:
+        if not section5(c):
+            want = "no conflict"
+        elif c["second"] == "INSERT-READ":
+            want = "conflict"
+        else:
+            want = "re-run"
+        assert c["with_rerun"] == want, c
+    conflicts = sum(section5(c) for c in doc["cells"])
+    assert doc["conflicts"] == conflicts
+    assert doc["rerun_resolved"] == sum(section5(c) and c["second"] != "INSERT-READ" for c in doc["cells"])
+    print(f"re-running resolves {doc['rerun_resolved']} of {conflicts} conflicts")
 
 
 @pytest.mark.test_hooks

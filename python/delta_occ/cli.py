@@ -139,15 +139,20 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     levels = args.level or list(matrix.LEVELS)
     parts = {"both": (False, True), "yes": (True,), "no": (False,)}[args.partitioned]
     if args.json:
-        result = matrix.run(modes, parts, levels)
+        result = matrix.run(modes, parts, levels, rerun=args.rerun)
         _emit(result)
     else:
         from rich.progress import Progress
 
         with Progress(console=_err, transient=True) as bar:
             task = bar.add_task("running cells", total=None)
-            result = matrix.run(modes, parts, levels, lambda done, total: bar.update(task, completed=done, total=total))
+            result = matrix.run(modes, parts, levels, lambda done, total: bar.update(task, completed=done, total=total), rerun=args.rerun)
         _print_matrix(result)
+        if args.rerun:
+            _out.print(
+                f"with rerun_on_conflict=1: {result['rerun_resolved']} of the {result['conflicts']} conflicts disappear "
+                "(the operation is executed again on the new snapshot and commits)"
+            )
     return EXIT_FINDING if result["differences"] else EXIT_OK
 
 
@@ -293,6 +298,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", action="append", choices=matrix.MODES, help="only this configuration (repeatable; default all three)")
     p.add_argument("--level", action="append", choices=matrix.LEVELS, help="only this isolation level (repeatable; default both)")
     p.add_argument("--partitioned", choices=["both", "yes", "no"], default="both", help="partitioned tables, unpartitioned, or both (default)")
+    p.add_argument("--rerun", action="store_true", help="also run every cell with the second operation re-run on a conflict (rerun_on_conflict=1) and count the conflicts that disappear")
     p.set_defaults(func=cmd_matrix)
     p = sub.add_parser("demo", help="create a small local table in a new directory, run concurrent DML on it, print its snapshot and history")
     p.add_argument("path", nargs="?", default=None, help="a new directory for the demo table (default: a new temporary directory)")

@@ -7,7 +7,7 @@ follow delta-spark's ``delta.exceptions`` so user code reads the same.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "DeltaOccError",
@@ -69,6 +69,10 @@ class DeltaConcurrentModificationException(DeltaOccError):
     reason: Optional[str] = None
     rule: Optional[str] = None
     fallback: Optional[str] = None
+    #: Set by one-call operations: how many times the operation was executed before this
+    #: conflict ended it, and the winners whose conflicts made it re-run (``rerun_on_conflict``).
+    executions: int = 1
+    reruns: Optional[List[Dict[str, Any]]] = None
 
     def explain(self) -> Dict[str, Any]:
         """The winning version, the rule that failed, the file and the partition involved (the

@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import pyarrow as pa
 
+from . import one_call
 from .exceptions import DeltaConcurrentModificationException
 from .table import Table
 
@@ -33,6 +34,7 @@ MODES = ("row-level", "file-level", "file-level-dv")
 LEVELS = ("Serializable", "WriteSerializable")
 NO_CONFLICT = "no conflict"
 CONFLICT = "conflict"
+RERUN = "re-run"
 
 # The two tables of concurrency.md §5: rows the operation committing second, columns the winner.
 DOCUMENTED = {
@@ -78,6 +80,10 @@ class Cell:
     documented: str
     rule: str  # the §5 text the documented outcome comes from
     message: str = ""
+    #: With ``rerun=True``: the second run as a one-call operation with ``rerun_on_conflict=1``:
+    #: NO_CONFLICT, RERUN (it conflicted, was executed again on the new snapshot and committed)
+    #: or CONFLICT (a conflict re-running does not resolve); None without ``rerun``.
+    with_rerun: Optional[str] = None
 
     @property
     def agrees(self) -> bool:
@@ -175,7 +181,7 @@ def _variants(second: str, first: str) -> List[str]:
     return ["same", "other"] if _group(second) == "DML" and first != "OPTIMIZE" else ["same"]
 
 
-def run_cell(root: str, mode: str, partitioned: bool, level: str, second: str, first: str, variant: str) -> Cell:
+def run_cell(root: str, mode: str, partitioned: bool, level: str, second: str, first: str, variant: str, rerun: bool = False) -> Cell:
     name = f"{mode}-{int(partitioned)}-{level}-{second}-{first}-{variant}"
     t = _scratch(root, name, dv=mode != "file-level", partitioned=partitioned, level=level)
     row_level = mode == "row-level"
@@ -198,7 +204,45 @@ def run_cell(root: str, mode: str, partitioned: bool, level: str, second: str, f
         exception, message, observed = type(e).__name__, str(e), CONFLICT
     finally:
         shutil.rmtree(t.path, ignore_errors=True)
-    return Cell(mode, partitioned, level, second, first, variant, observed, exception, want, rule, message)
+    cell = Cell(mode, partitioned, level, second, first, variant, observed, exception, want, rule, message)
+    if rerun:
+        cell.with_rerun = _rerun_cell(root, name, mode, partitioned, level, second, first, same)
+    return cell
+
+
+def _rerun_cell(root: str, name: str, mode: str, partitioned: bool, level: str, second: str, first: str, same: bool) -> str:
+    """The cell again, the second as a one-call operation (``rerun_on_conflict=1``) whose first
+    execution loses to the winner. INSERT-READ is a transaction whose reads the caller made:
+    never re-run."""
+    t = _scratch(root, name + "-rerun", dv=mode != "file-level", partitioned=partitioned, level=level)
+    row_level = mode == "row-level"
+    winner_row = _TARGET if same else (3 if partitioned else 4)
+    insert_x = _TARGET if same else 500
+    new_id = _NEW_BASE + _TARGET if (same and second == "MERGE") else 100
+    insert_in = _TARGET if same else winner_row
+
+    def begin() -> Any:
+        return t.begin(isolation_level=level, row_level=row_level, data_skipping=False)
+
+    def execute(loser: Any) -> Any:
+        _stage(loser, second, _TARGET, partitioned, insert_x=200, new_id=200)
+        if not executions:
+            winner = begin()
+            _stage(winner, first, insert_in if first.startswith("INSERT") else winner_row, partitioned, insert_x, new_id)
+            winner.commit()
+        executions.append(1)
+        return loser.commit()
+
+    executions: List[int] = []
+    try:
+        result = one_call.run(
+            begin, execute, core=lambda x: x, latest=t.newest_snapshot, operation=second, rerun_on_conflict=0 if second == "INSERT-READ" else 1, sleep=lambda s: None
+        )
+        return RERUN if result.executions > 1 else NO_CONFLICT
+    except DeltaConcurrentModificationException:
+        return CONFLICT
+    finally:
+        shutil.rmtree(t.path, ignore_errors=True)
 
 
 def cells(modes: Sequence[str] = MODES, partitioned: Sequence[bool] = (False, True), levels: Sequence[str] = LEVELS) -> Iterator[Tuple[str, bool, str, str, str, str]]:
@@ -216,26 +260,34 @@ def run(
     partitioned: Sequence[bool] = (False, True),
     levels: Sequence[str] = LEVELS,
     progress: Optional[Callable[[int, int], None]] = None,
+    rerun: bool = False,
 ) -> Dict[str, Any]:
-    """Run every cell on scratch tables under a temporary directory; the JSON-ready summary."""
+    """Run every cell on scratch tables under a temporary directory; the JSON-ready summary.
+    ``rerun``: also run each cell with the second as a one-call operation that re-runs once on a
+    conflict re-reading resolves (``Cell.with_rerun``; ``rerun_resolved`` counts the conflicts
+    that disappear)."""
     todo = list(cells(modes, partitioned, levels))
     started = time.monotonic()
     out: List[Cell] = []
     root = tempfile.mkdtemp(prefix="delta-occ-matrix-")
     try:
         for i, spec in enumerate(todo):
-            out.append(run_cell(root, *spec))
+            out.append(run_cell(root, *spec, rerun=rerun))
             if progress:
                 progress(i + 1, len(todo))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     differences = [c for c in out if not c.agrees]
-    return {
+    summary: Dict[str, Any] = {
         "cells": [c.to_json() for c in out],
         "checked": len(out),
         "differences": len(differences),
         "seconds": round(time.monotonic() - started, 2),
     }
+    if rerun:
+        summary["conflicts"] = sum(c.observed == CONFLICT for c in out)
+        summary["rerun_resolved"] = sum(c.observed == CONFLICT and c.with_rerun == RERUN for c in out)
+    return summary
 
 
 def _summary(cells: List[Dict[str, Any]], key: str) -> str:

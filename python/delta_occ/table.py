@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _core
+from . import _core, one_call
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
 from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
@@ -150,6 +150,11 @@ class Table:
             raise InvalidArgumentError(f"version must be >= 0, got {version} (the latest version of {self.path} is {self.version})")
         return Snapshot(self._latest().snapshot(version))
 
+    def newest_snapshot(self) -> Snapshot:
+        """The newest snapshot in storage (refreshes first)."""
+        self.refresh()
+        return self.snapshot()
+
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """commitInfo of each commit, newest first, with ``version`` added."""
         if limit is not None:
@@ -202,15 +207,32 @@ class Table:
         max_attempts: Optional[int],
         operation: Optional[str] = None,
         params: Optional[Dict[str, Any]] = None,
+        *,
+        name: str = "WRITE",
+        app: one_call.AppVersion = None,
+        rerun_on_conflict: Any = 0,
     ) -> CommitResult:
-        """Begin, let ``stage`` stage the actions (aborting if it fails), commit."""
-        txn = self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts)
-        try:
-            stage(txn)
-        except BaseException:
-            txn.abort()
-            raise
-        return txn.commit(operation, params)
+        """Begin, let ``stage`` stage the actions (aborting if it fails), commit; exactly-once app
+        versions and re-runs as ``delta_occ.one_call`` says (``name``: the operation, for a
+        result that wrote nothing)."""
+
+        def execute(txn: Transaction) -> CommitResult:
+            try:
+                stage(txn)
+            except BaseException:
+                txn.abort()
+                raise
+            return txn.commit(operation, params)
+
+        return one_call.run(
+            lambda: self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts),
+            execute,
+            core=lambda txn: txn,
+            latest=self.newest_snapshot,
+            operation=operation or name,
+            app=app,
+            rerun_on_conflict=one_call.rerun_arg(rerun_on_conflict),
+        )
 
     def append(
         self,
@@ -220,11 +242,21 @@ class Table:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        app_id: Optional[str] = None,
+        app_version: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """Blind append of a pyarrow Table / RecordBatchReader (never conflicts with other
         appends). Columns must have the table's types or widen to them; ``schema_mode="merge"``
-        adds the columns the table lacks in the same commit (docs/guide.md "Policies")."""
-        return self._run(lambda t: t.append(data, schema_mode=schema_mode), isolation_level, row_level, max_attempts)
+        adds the columns the table lacks in the same commit (docs/guide.md "Policies").
+        ``app_id`` / ``app_version``: write exactly once per application version (a version at
+        or below the recorded one is not written: ``committed=False``); ``rerun_on_conflict``:
+        see ``delta_occ.one_call``."""
+        app = one_call.app_args(app_id, app_version)
+        one_call.rereadable(data, rerun_on_conflict)
+        return self._run(
+            lambda t: t.append(data, schema_mode=schema_mode), isolation_level, row_level, max_attempts, name="WRITE", app=app, rerun_on_conflict=rerun_on_conflict
+        )
 
     def overwrite(
         self,
@@ -236,20 +268,37 @@ class Table:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        app_id: Optional[str] = None,
+        app_version: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """Replace all rows, the rows matching ``replace_where`` (new rows must match it), or
-        with ``dynamic_partitions=True`` the partitions present in ``data``. ``schema_mode`` as
-        in :meth:`append`."""
+        with ``dynamic_partitions=True`` the partitions present in ``data``. ``schema_mode``,
+        ``app_id`` / ``app_version`` and ``rerun_on_conflict`` as in :meth:`append`."""
+        app = one_call.app_args(app_id, app_version)
+        one_call.rereadable(data, rerun_on_conflict)
         return self._run(
             lambda t: t.overwrite(data, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode),
             isolation_level,
             row_level,
             max_attempts,
+            name="WRITE",
+            app=app,
+            rerun_on_conflict=rerun_on_conflict,
         )
 
-    def delete(self, where: Optional[str] = None, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
-        """Delete the rows matching ``where`` (all rows when None); DVs when enabled."""
-        return self._run(lambda t: t.delete(where), isolation_level, row_level, max_attempts)
+    def delete(
+        self,
+        where: Optional[str] = None,
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+        rerun_on_conflict: int = 0,
+    ) -> CommitResult:
+        """Delete the rows matching ``where`` (all rows when None); DVs when enabled.
+        ``rerun_on_conflict`` as in :meth:`append`."""
+        return self._run(lambda t: t.delete(where), isolation_level, row_level, max_attempts, name="DELETE", rerun_on_conflict=rerun_on_conflict)
 
     def update(
         self,
@@ -259,9 +308,11 @@ class Table:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
-        """Update the rows matching ``where``; ``set`` maps columns to SQL expressions."""
-        return self._run(lambda t: t.update(where, set), isolation_level, row_level, max_attempts)
+        """Update the rows matching ``where``; ``set`` maps columns to SQL expressions.
+        ``rerun_on_conflict`` as in :meth:`append`."""
+        return self._run(lambda t: t.update(where, set), isolation_level, row_level, max_attempts, name="UPDATE", rerun_on_conflict=rerun_on_conflict)
 
     def merge(
         self,
@@ -277,9 +328,15 @@ class Table:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        app_id: Optional[str] = None,
+        app_version: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``).
-        ``schema_mode="merge"`` adds the source columns the table lacks."""
+        ``schema_mode="merge"`` adds the source columns the table lacks; ``app_id`` /
+        ``app_version`` and ``rerun_on_conflict`` as in :meth:`append`."""
+        app = one_call.app_args(app_id, app_version)
+        one_call.rereadable(source, rerun_on_conflict)
         clauses = dict(
             source_alias=source_alias,
             target_alias=target_alias,
@@ -288,7 +345,7 @@ class Table:
             when_not_matched_insert=when_not_matched_insert,
             schema_mode=schema_mode,
         )
-        return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts)
+        return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts, name="MERGE", app=app, rerun_on_conflict=rerun_on_conflict)
 
     def optimize(
         self,
@@ -298,10 +355,12 @@ class Table:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """Compact small files (dataChange=false; SnapshotIsolation). With nothing to compact no
-        commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``."""
-        return self._run(lambda t: t.optimize(target_file_size, where), isolation_level, row_level, max_attempts)
+        commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``.
+        ``rerun_on_conflict`` as in :meth:`append`."""
+        return self._run(lambda t: t.optimize(target_file_size, where), isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
 
     @classmethod
     def begin_create(

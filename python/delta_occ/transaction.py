@@ -63,6 +63,14 @@ class CommitResult:
     #: compact): no commit was written, ``version`` is the version it read, ``attempts`` is 0 and
     #: ``isolation_level`` is SnapshotIsolation (docs/guide.md "Policies").
     committed: bool = True
+    #: Why nothing was written when ``committed`` is False because of the operation's input (an
+    #: application version already committed: ``app_id=`` / ``app_version=``); None otherwise.
+    reason: Optional[str] = None
+    #: How many times a one-call operation was planned and executed (1 = never re-run;
+    #: ``rerun_on_conflict``), and per re-run the conflict that forced it: ``winning_version``,
+    #: ``exception`` (class name) and ``rule``.
+    executions: int = 1
+    reruns: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @classmethod
     def _from_core(cls, d: Dict[str, Any]) -> "CommitResult":

@@ -15,12 +15,13 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 import contextlib
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from .. import one_call
 from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
@@ -176,6 +177,8 @@ class SparkTable:
             raise InvalidArgumentError(f"spark must be a pyspark SparkSession, got {type(spark).__name__}")
         self.spark = spark
         self.table = Table(path, storage_options)
+        #: As given (the location's credentials: kept for :meth:`foreach_batch_sink`).
+        self.storage_options: Optional[Mapping[str, str]] = storage_options
 
     @classmethod
     def create(
@@ -197,6 +200,7 @@ class SparkTable:
         st = cls.__new__(cls)
         st.spark = spark
         st.table = Table.from_handle(create_handle(path, schema_json, partition_by, properties, name, storage_options))
+        st.storage_options = storage_options
         return st
 
     def __repr__(self) -> str:
@@ -235,14 +239,68 @@ class SparkTable:
         """A driver-side transaction on the latest snapshot (options as ``Table.begin``)."""
         return SparkTransaction(self, self.table.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts, **options))
 
-    def _one(self, op: str, args: tuple, kwargs: Dict[str, Any], isolation_level: LevelLike, row_level: bool, max_attempts: Optional[int]) -> CommitResult:
-        with self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts) as txn:
-            getattr(txn, op)(*args, **kwargs)  # a failure aborts: the Spark job's output is removed
-            return txn.commit()
+    def _one(
+        self,
+        op: str,
+        args: tuple,
+        kwargs: Dict[str, Any],
+        isolation_level: LevelLike,
+        row_level: bool,
+        max_attempts: Optional[int],
+        *,
+        name: str,
+        app: one_call.AppVersion = None,
+        rerun_on_conflict: Any = 0,
+    ) -> CommitResult:
+        """One operation in its own transaction; exactly-once app versions and re-runs as
+        ``delta_occ.one_call`` says (a skipped app version runs no Spark job)."""
 
-    def append(self, df: DataFrame, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
-        """Blind append of a DataFrame (never conflicts with other appends)."""
-        return self._one("append", (df,), {}, isolation_level, row_level, max_attempts)
+        def execute(txn: SparkTransaction) -> CommitResult:
+            with txn:
+                getattr(txn, op)(*args, **kwargs)  # a failure aborts: the Spark job's output is removed
+                return txn.commit()
+
+        return one_call.run(
+            lambda: self.begin(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts),
+            execute,
+            core=lambda txn: txn.txn,
+            latest=self.table.newest_snapshot,
+            operation=name,
+            app=app,
+            rerun_on_conflict=one_call.rerun_arg(rerun_on_conflict),
+        )
+
+    def append(
+        self,
+        df: DataFrame,
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+        app_id: Optional[str] = None,
+        app_version: Optional[int] = None,
+        rerun_on_conflict: int = 0,
+    ) -> CommitResult:
+        """Blind append of a DataFrame (never conflicts with other appends). ``app_id`` /
+        ``app_version`` and ``rerun_on_conflict`` as in ``Table.append``."""
+        app = one_call.app_args(app_id, app_version)
+        return self._one("append", (df,), {}, isolation_level, row_level, max_attempts, name="WRITE", app=app, rerun_on_conflict=rerun_on_conflict)
+
+    def foreach_batch_sink(self, app_id: str, **options: Any) -> Callable[[DataFrame, int], None]:
+        """The function to pass to ``df.writeStream.foreachBatch``: each micro-batch is appended
+        with ``app_id`` and its batch id as the app version, so a batch Spark runs again after a
+        failure (same id) is written once. Two queries sharing one ``app_id`` that write the
+        same batch concurrently get ``ConcurrentTransactionException``. ``options``: the other
+        keywords of :meth:`append`. The function keeps only the table's location, not this
+        session: it uses the session of each batch (on Spark Connect it runs on the server)."""
+        app = one_call.app_args(app_id, 0)
+        assert app is not None
+        path, storage_options = self.path, self.storage_options
+
+        def sink(df: DataFrame, batch_id: int) -> None:
+            SparkTable(df.sparkSession, path, storage_options).append(df, app_id=app[0], app_version=int(batch_id), **options)
+
+        return sink
 
     def overwrite(
         self,
@@ -253,17 +311,46 @@ class SparkTable:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        app_id: Optional[str] = None,
+        app_version: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """As ``Table.overwrite``: all rows, those matching ``replace_where``, or the partitions in ``df``."""
-        return self._one("overwrite", (df, replace_where), {"dynamic_partitions": dynamic_partitions}, isolation_level, row_level, max_attempts)
+        app = one_call.app_args(app_id, app_version)
+        return self._one(
+            "overwrite",
+            (df, replace_where),
+            {"dynamic_partitions": dynamic_partitions},
+            isolation_level,
+            row_level,
+            max_attempts,
+            name="WRITE",
+            app=app,
+            rerun_on_conflict=rerun_on_conflict,
+        )
 
-    def delete(self, where: Optional[str] = None, *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None) -> CommitResult:
-        return self._one("delete", (where,), {}, isolation_level, row_level, max_attempts)
+    def delete(
+        self,
+        where: Optional[str] = None,
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+        rerun_on_conflict: int = 0,
+    ) -> CommitResult:
+        return self._one("delete", (where,), {}, isolation_level, row_level, max_attempts, name="DELETE", rerun_on_conflict=rerun_on_conflict)
 
     def update(
-        self, where: Optional[str], set: Mapping[str, str], *, isolation_level: LevelLike = None, row_level: bool = True, max_attempts: Optional[int] = None  # noqa: A002
+        self,
+        where: Optional[str],
+        set: Mapping[str, str],  # noqa: A002
+        *,
+        isolation_level: LevelLike = None,
+        row_level: bool = True,
+        max_attempts: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
-        return self._one("update", (where, set), {}, isolation_level, row_level, max_attempts)
+        return self._one("update", (where, set), {}, isolation_level, row_level, max_attempts, name="UPDATE", rerun_on_conflict=rerun_on_conflict)
 
     def merge(
         self,
@@ -278,6 +365,9 @@ class SparkTable:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        app_id: Optional[str] = None,
+        app_version: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """MERGE INTO this table USING ``source`` ON ``on`` (the keywords of ``Table.merge``)."""
         clauses = dict(
@@ -287,7 +377,8 @@ class SparkTable:
             when_matched_delete=when_matched_delete,
             when_not_matched_insert=when_not_matched_insert,
         )
-        return self._one("merge", (source, on), clauses, isolation_level, row_level, max_attempts)
+        app = one_call.app_args(app_id, app_version)
+        return self._one("merge", (source, on), clauses, isolation_level, row_level, max_attempts, name="MERGE", app=app, rerun_on_conflict=rerun_on_conflict)
 
     def optimize(
         self,
@@ -297,9 +388,10 @@ class SparkTable:
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
+        rerun_on_conflict: int = 0,
     ) -> CommitResult:
         """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
-        return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts)
+        return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
 
 
 __all__ = ["SparkTable", "SparkTransaction"]

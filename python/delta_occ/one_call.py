@@ -134,7 +134,11 @@ def run(
         t = core(txn)
         read = _shape(t.snapshot)
         if app is not None:
-            reason = _claim(t, app)
+            try:
+                reason = _claim(t, app)
+            except BaseException:
+                t.abort()
+                raise
             if reason is not None:
                 skipped = _skipped(t, operation, reason)
                 t.abort()

@@ -12,12 +12,13 @@ makes Python workers impossible.
 (the class and its jar ship with pyspark, in ``jars/spark-connect_2.13-<version>.jar``) with
 ``--master local[2]``, gRPC bound to 127.0.0.1 on a free port, SPARK_HOME = pyspark's directory,
 an empty SPARK_CONF_DIR, logs in a temp dir (kept and printed when start-up fails). The server
-runs in its own process group with ``die_with_parent``; ``stop()`` SIGTERMs then SIGKILLs it.
+runs in its own process group with ``die_with_parent``; ``stop()`` kills that group.
 
 Python workers are impossible on this server: PYSPARK_PYTHON and ``spark.pyspark.python`` point at
-``no_python_workers()``, a program that prints why and exits 1. Any Python UDF, ``mapInArrow`` or
+``no_python_workers()`` (tests/servers/spark_cluster.py), a program that prints
+``SENTINEL_MESSAGE`` and exits 1. Any Python UDF, ``mapInArrow`` or
 RDD lambda then fails its task, so a delta_occ operation that passes here runs no Python on
-executors. The same sentinel serves the standalone cluster (tests/servers/spark_cluster.py).
+executors. The standalone cluster (tests/servers/spark_cluster.py) has the same sentinel.
 
 The client is ``pyspark.sql.connect.session.SparkSession.builder.remote(...)``: unlike
 ``pyspark.sql.SparkSession.builder.remote(...)`` it neither refuses to start next to the test
@@ -31,26 +32,14 @@ import atexit
 import os
 import pathlib
 import socket
-import stat
 import subprocess
 import sys
 from typing import Any, Dict, List, Optional
 
 from ._process import LoopbackServer, die_with_parent
-from .spark_cluster import pyspark_home
+from .spark_cluster import SENTINEL_MESSAGE, no_python_workers, pyspark_home
 
 START_TIMEOUT = 120.0
-#: What the sentinel prints (stderr) before exiting 1: tests look for it in task failures.
-SENTINEL_MESSAGE = "delta-occ test sentinel: no Python worker may start on a Spark executor"
-
-
-def no_python_workers(directory: "os.PathLike[str] | str") -> str:
-    """Write the sentinel program into ``directory`` and return its path: a shell script that
-    prints ``SENTINEL_MESSAGE`` and exits 1, whatever it is asked to run."""
-    path = pathlib.Path(directory) / "no-python-workers"
-    path.write_text(f"#!/bin/sh\necho '{SENTINEL_MESSAGE}' >&2\nexit 1\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return str(path)
 
 
 class SparkConnectServer(LoopbackServer):
@@ -152,3 +141,6 @@ class SparkConnectServer(LoopbackServer):
 if __name__ == "__main__":  # pragma: no cover - manual check: start, run one query, stop
     with SparkConnectServer() as srv:
         print(srv.url, srv.session().range(3).toArrow().num_rows, file=sys.stderr)
+
+
+__all__ = ["SENTINEL_MESSAGE", "SparkConnectServer", "no_python_workers"]

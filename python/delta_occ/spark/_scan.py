@@ -223,14 +223,16 @@ def _drop_deleted(spark: Session, df: DataFrame, key: str, keys: Any, words: Any
 
 
 def _empty(spark: Session, plan: ScanPlan, names: List[str], positions: bool, extra: Optional[pa.Table]) -> DataFrame:
-    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+    """No rows, the plan's columns. Built in the JVM from ``range(0)``: ``createDataFrame`` of a
+    Python list (even an empty one) makes a Python RDD, whose tasks start Python workers."""
+    from pyspark.sql.types import IntegerType, LongType, StructField
 
     fields = [f for n in names for f in plan.logical.fields if f.name == n]
     if positions:
         fields += [StructField(FILE, IntegerType(), False), StructField(ROW, LongType(), False)]
     if extra is not None:
         fields += [StructField(n, LongType(), True) for n in extra.column_names]
-    return spark.createDataFrame([], StructType(fields))
+    return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
 
 
 def check_columns(plan_schema: Any, columns: Optional[Sequence[str]]) -> Optional[List[str]]:

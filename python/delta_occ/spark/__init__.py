@@ -1,7 +1,7 @@
 """PySpark integration (api.md "PySpark"): Spark executors read and write parquet, the Python
 driver runs the Delta transaction through the same Rust core and conflict checker as the embedded
 engine. No delta-spark JARs, no Python UDFs (nothing starts a Python worker on executors), no
-JVM internals.
+JVM internals: a classic SparkSession and a Spark Connect one are both taken (``_session``).
 
 ``pip install 'delta-occ[spark]'`` installs pyspark; ``import delta_occ`` works without it.
 """

@@ -88,3 +88,20 @@ def test_output_directories_never_overwrite_existing_files(spark, tmp_path, monk
     assert [p.name for p in taken.iterdir()] == ["part-0.parquet"]
     assert (taken / "part-0.parquet").read_bytes() == b"not Spark's"
     assert docc.Table(tmp_path / "t").version == 0 and pathlib.Path(tmp_path / "t" / "_delta_log").is_dir()
+
+
+@pytest.mark.parametrize("spark", BOTH_SESSIONS, indirect=True)
+def test_an_update_set_spark_cannot_analyse_is_a_predicate_error_on_both(spark, tmp_path):
+    """Connect analyses lazily (at the write); the SET is analysed before any job runs, so both
+    sessions raise the same PredicateError and leave no commit and no output directory."""
+    st = SparkTable.create(spark, tmp_path / "t", SCHEMA)
+    st.append(spark.createDataFrame(pa.table({"id": [1, 2], "p": ["a", "b"]}, schema=SCHEMA)))
+    with pytest.raises(exc.PredicateError, match="no_such_column"):
+        st.update("id = 1", {"p": "no_such_column || 'x'"})
+    assert docc.Table(tmp_path / "t").version == 1
+    assert {p.name for p in (tmp_path / "t").iterdir() if p.name.startswith("spark-")} == _written(tmp_path / "t"), "the failed update left output"
+
+
+def _written(path) -> set:
+    """Output directories the table references."""
+    return {f.split("/", 1)[0] for f in docc.Table(path).snapshot().files().column("path").to_pylist()}

@@ -57,8 +57,65 @@ def _spark_missing() -> "str | None":
     return None
 
 
+def _connect_missing() -> "str | None":
+    reason = _spark_missing()
+    if reason:
+        return reason
+    try:
+        import pyspark.sql.connect.session  # noqa: F401 - checks grpcio, zstandard, ...
+    except ImportError as e:
+        return f"the Spark Connect client needs pyspark[connect]'s extras (pip install '.[test]' installs them): {e}"
+    return None
+
+
+@pytest.fixture
+def spark(request):
+    """The classic local session (``spark_classic``). Tests parametrized with ``spark`` indirectly
+    (``with_connect`` below) run on ``"classic"`` and ``"connect"``: a Spark Connect session of the
+    test run's Connect server."""
+    return request.getfixturevalue(f"spark_{getattr(request, 'param', 'classic')}")
+
+
+def with_connect(params, connect_ids):
+    """The cases ``params`` (``pytest.param``s with ids) on the classic session, and those whose id
+    is in ``connect_ids`` on a Spark Connect session too (id suffix ``-connect``); the session is
+    the first value: parametrize ``"spark,..."`` with ``indirect`` including ``"spark"``."""
+    ids = {p.id for p in params}
+    unknown = set(connect_ids) - ids
+    assert not unknown, f"with_connect: no such cases {sorted(unknown)} (ids: {sorted(ids)})"
+    out = []
+    for p in params:
+        out.append(pytest.param("classic", *p.values, id=p.id, marks=p.marks))
+        if p.id in connect_ids:
+            out.append(pytest.param("connect", *p.values, id=f"{p.id}-connect", marks=p.marks))
+    return out
+
+
+#: Parametrize a test's ``spark`` with this (indirect) to run it on both kinds of session.
+BOTH_SESSIONS = [pytest.param("classic", id="classic"), pytest.param("connect", id="connect")]
+
+
 @pytest.fixture(scope="session")
-def spark():
+def spark_connect_server():
+    """A Spark Connect server on loopback (tests/servers/spark_connect.py: local[2], Python
+    workers impossible), started by the first test that needs it, stopped after the run."""
+    reason = _connect_missing()
+    if reason:
+        pytest.skip(reason)
+    from servers.spark_connect import SparkConnectServer
+
+    with SparkConnectServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_connect_server):
+    """A Spark Connect session (``pyspark.sql.connect.session.SparkSession``) of that server."""
+    return spark_connect_server.session()
+
+
+@pytest.fixture(scope="session")
+def spark_classic():
     """One local SparkSession for every Spark test: 2 cores, fast JVM start, a non-UTC session
     time zone (so that nothing may depend on it), no UI."""
     reason = _spark_missing()

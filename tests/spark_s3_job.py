@@ -1,7 +1,8 @@
 """The Spark-on-S3 workload of tests/test_spark_object_store.py, run in its own process (pyspark
 keeps one driver JVM per process, and this one needs the S3A JARs on its classpath): a standalone
 cluster on loopback whose executors write ``s3a://``, every operation of ``SparkTable``, and
-conflicts against an embedded writer. Prints one JSON document (the observations) on stdout."""
+conflicts against an embedded writer, on a cluster where Python workers cannot start (an RDD
+lambda must fail). Prints one JSON document (the observations) on stdout."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import traceback
 
 
 def main(args: dict) -> dict:
+    import pyarrow as pa
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     import delta_occ as docc
@@ -36,7 +38,10 @@ def main(args: dict) -> dict:
                                  "rows_resolved": getattr(result, "rows_resolved", None), "attempts": getattr(result, "attempts", None)})
 
         st = SparkTable.create(spark, uri, schema, partition_by=["p"], properties={"delta.enableDeletionVectors": "true"}, storage_options=opts)
-        rows = lambda ids: spark.createDataFrame([(i, "a" if i % 2 else "b c", i * 10) for i in ids], schema)  # noqa: E731
+        out["empty_rows"] = st.to_df().count()  # reading a table without files
+        # Source rows from Arrow: createDataFrame of a Python list is a Python RDD (its tasks need
+        # Python workers, impossible on this cluster).
+        rows = lambda ids: spark.createDataFrame(pa.table({"id": list(ids), "p": ["a" if i % 2 else "b c" for i in ids], "x": [i * 10 for i in ids]}), schema)  # noqa: E731
         step("append", st.append(rows(range(20))))
         step("append", st.append(rows(range(20, 30))))
         step("delete", st.delete("id IN (3, 4)"))
@@ -59,6 +64,13 @@ def main(args: dict) -> dict:
         r = txn.commit()
         step("delete-rebased", r)
         out["rebased_over"] = r.rebased_over
+        # The cluster's sentinel: an RDD lambda needs a Python worker, which must fail to start
+        # (every step above ran without one).
+        try:
+            spark.sparkContext.parallelize([1, 2], 1).map(lambda v: v + 1).collect()
+            out["python_worker"] = "ran"
+        except Exception as e:  # noqa: BLE001 - the task failure, reported to the test
+            out["python_worker"] = str(e)[:4000]
         got = st.to_df().collect()
         out["rows"] = sorted([row["id"], row["p"], row["x"]] for row in got)
         out["version"] = st.refresh()

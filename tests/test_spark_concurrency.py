@@ -13,6 +13,9 @@ import pytest
 import delta_occ as docc
 from delta_occ import exceptions as exc
 
+from conftest import BOTH_SESSIONS, with_connect
+from helpers import kernel_rows
+
 spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
 SparkTable = spark_mod.SparkTable
 
@@ -27,7 +30,10 @@ def make(path, props=None, parts=("p",)) -> docc.Table:
 
 
 def ids(path):
-    return sorted(docc.Table(path).snapshot().to_pyarrow().column("id").to_pylist())
+    """The table's ids, read by delta_occ and (the same, or the assertion fails) by delta-kernel-rs."""
+    got = sorted(docc.Table(path).snapshot().to_pyarrow().column("id").to_pylist())
+    assert sorted(kernel_rows(docc.Table(path)).column("id").to_pylist()) == got, "delta-kernel-rs reads other rows"
+    return got
 
 
 def rows(ids_, p):
@@ -78,8 +84,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("spark_first", [True, False], ids=["spark-first", "embedded-first"])
-@pytest.mark.parametrize("name,props,partitioned,stage_spark,stage_emb,outcome", CASES, ids=[c[0] for c in CASES])
+CROSS = [pytest.param(*c, first, id=f"{c[0]}-{'spark' if first else 'embedded'}-first") for c in CASES for first in (True, False)]
+# The Connect tier (a subset, for CI time): a conflict in both orders, a read conflict, a rebase.
+CROSS_CONNECT = {"s24-same-row-spark-first", "s24-same-row-embedded-first", "s08-read-all-vs-delete-embedded-first", "s23-row-level-deletes-embedded-first"}
+
+
+@pytest.mark.parametrize("spark,name,props,partitioned,stage_spark,stage_emb,outcome,spark_first", with_connect(CROSS, CROSS_CONNECT), indirect=["spark"])
 def test_cross_engine(spark, tmp_path, name, props, partitioned, stage_spark, stage_emb, outcome, spark_first):
     path = tmp_path / "t"
     t = make(path, props, ("p",) if partitioned else ())
@@ -102,11 +112,13 @@ def test_cross_engine(spark, tmp_path, name, props, partitioned, stage_spark, st
         if second is s_txn:  # the failed Spark work deleted its output directories
             assert not [p for p in pathlib.Path(path).iterdir() if p.name.startswith("spark-")]
     # Nothing of a failed Spark attempt stays referenced, and every file referenced exists.
+    ids(path)  # delta_occ and delta-kernel-rs read the same rows
     snap = docc.Table(path).snapshot()
     for abs_path, _, _ in snap._h.data_files():
         assert pathlib.Path(abs_path).exists()
 
 
+@pytest.mark.parametrize("spark", BOTH_SESSIONS, indirect=True)
 def test_row_level_spark_and_embedded_delete_of_one_file(spark, tmp_path):
     """Scenario 23 across engines: different rows of one file, both commit, the DV is the union."""
     path = tmp_path / "t"
@@ -122,6 +134,7 @@ def test_row_level_spark_and_embedded_delete_of_one_file(spark, tmp_path):
     assert len(files) == 1 and files[0]["dv_cardinality"] == 3
 
 
+@pytest.mark.parametrize("spark", BOTH_SESSIONS, indirect=True)
 def test_conflicting_spark_work_removes_its_output(spark, tmp_path):
     path = tmp_path / "t"
     make(path, {}, ("p",))

@@ -3,6 +3,8 @@ and worker started with pyspark's spark-class), executors writing ``s3a://`` wit
 the AWS SDK bundle from Maven Central, every ``SparkTable`` operation on a table with deletion
 vectors, and conflicts against an embedded writer; the result read back from the bucket by
 delta-kernel-rs (a byte copy: its Python wrapper takes no credentials) and by a fresh table.
+Python workers cannot start on the cluster (tests/servers/spark_cluster.py's sentinel): the job
+proves it with an RDD lambda that must fail, so none of the operations needed one.
 Expected rows come from the operations the job runs (tests/spark_s3_job.py)."""
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ def test_spark_cluster_writes_s3a_and_commits(s3_server):
     assert result["same_row"] == "ConcurrentDeleteDeleteException"
     assert result["rebased_over"] == [8]
     assert result["rows"] == expected_rows()
+    assert result["empty_rows"] == 0
+    # Python workers were impossible on the cluster (every step above ran without one).
+    from servers.spark_cluster import SENTINEL_MESSAGE
+
+    assert SENTINEL_MESSAGE in result["python_worker"], result["python_worker"][:2000]
     # From the bucket: a fresh table of ours (s3:// = s3a://) and delta-kernel-rs.
     t = docc.Table(uri.replace("s3a://", "s3://"), storage_options=s3.storage_options())
     assert t.version == 9
@@ -57,4 +64,4 @@ def test_spark_cluster_writes_s3a_and_commits(s3_server):
     assert sorted([i, p, x] for i, p, x in zip(*(data.column(c).to_pylist() for c in ("id", "p", "x")))) == expected_rows()
     assert t.history()[0]["deltaOcc"]["checkedWinners"][0]["version"] == 8
     kdata = kernel_rows(t)
-    assert sorted(kdata.column("id").to_pylist()) == [r[0] for r in expected_rows()]
+    assert sorted(zip(*(kdata.column(c).to_pylist() for c in ("id", "p", "x")))) == [tuple(r) for r in expected_rows()]

@@ -18,9 +18,11 @@ dir in one temp dir (``cluster.log_dir``; kept and printed when start-up fails).
 its own process group; ``stop()`` SIGTERMs then SIGKILLs the groups (executors and their Python
 workers are in the worker's group) and deletes the temp dir.
 
-Driver and executors must run the same Python: ``session()`` sets PYSPARK_PYTHON (read by the
-driver's SparkContext) and spark.pyspark.python to ``sys.executable``; the daemons inherit this
-process's environment (PYTHONPATH included), and so do executors and their Python workers.
+Python workers are impossible on this cluster: PYSPARK_PYTHON (the daemons' environment, which
+executors inherit, and the driver's, read by its SparkContext), ``spark.pyspark.python`` and
+``spark.executorEnv.PYSPARK_PYTHON`` point at ``no_python_workers()``, a program that prints
+``SENTINEL_MESSAGE`` and exits 1. An RDD lambda or a Python UDF fails its task with that message;
+delta_occ never needs Python on executors, so its jobs pass. The driver is this Python process.
 
 One JVM per Python process: pyspark starts its driver JVM (the py4j gateway) with the conf of the
 *first* SparkContext of the process and reuses it afterwards. ``spark.jars`` given later is still
@@ -38,6 +40,7 @@ import os
 import pathlib
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -49,6 +52,18 @@ from typing import Dict, Iterable, List, Optional
 from ._process import die_with_parent, free_port
 
 START_TIMEOUT = 90.0
+#: What the sentinel prints (stderr) before exiting 1: tests look for it in task failures.
+SENTINEL_MESSAGE = "delta-occ test sentinel: no Python worker may start on a Spark executor"
+
+
+def no_python_workers(directory: "os.PathLike[str] | str") -> str:
+    """Write the sentinel program into ``directory`` and return its path: a shell script that
+    prints ``SENTINEL_MESSAGE`` and exits 1, whatever it is asked to run (a Python worker's
+    ``-m pyspark.daemon`` included)."""
+    path = pathlib.Path(directory) / "no-python-workers"
+    path.write_text(f"#!/bin/sh\necho '{SENTINEL_MESSAGE}' >&2\nexit 1\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return str(path)
 
 
 def pyspark_home() -> pathlib.Path:
@@ -85,6 +100,9 @@ class SparkCluster:
         self._logs: Dict[str, object] = {}
         self._sessions: List[object] = []
         self.start_seconds = 0.0
+        #: The program every Python worker of this cluster would run (``no_python_workers``).
+        self.sentinel = ""
+        self._saved_env: Dict[str, Optional[str]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -113,7 +131,7 @@ class SparkCluster:
             SPARK_LOCAL_HOSTNAME=self.host,
             SPARK_DAEMON_MEMORY=self.daemon_memory,
             SPARK_DAEMON_JAVA_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_PYTHON=self.sentinel,
             PYSPARK_DRIVER_PYTHON=sys.executable,
         )
         env.pop("SPARK_MASTER_HOST", None)
@@ -146,6 +164,7 @@ class SparkCluster:
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="spark-cluster-"))
         for sub in ("conf", "logs", "work", "local"):
             (self.tmp / sub).mkdir()
+        self.sentinel = no_python_workers(self.tmp)
         self.master_port, self.master_ui_port, self.worker_ui_port = free_port(), free_port(), free_port()
         try:
             self._spawn(
@@ -223,6 +242,12 @@ class SparkCluster:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
+        for key, value in self._saved_env.items():  # the driver's environment as session() found it
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
         if self.tmp is not None:
             if self.keep_logs:
                 print(f"spark cluster logs kept in {self.tmp / 'logs'}", file=sys.stderr)
@@ -273,7 +298,9 @@ class SparkCluster:
             restart_driver_jvm()
         launching = SparkContext._gateway is None
 
-        os.environ["PYSPARK_PYTHON"] = sys.executable  # read by SparkContext for pythonExec
+        for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP"):
+            self._saved_env.setdefault(key, os.environ.get(key))
+        os.environ["PYSPARK_PYTHON"] = self.sentinel  # read by SparkContext for pythonExec
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         os.environ.setdefault("SPARK_LOCAL_IP", self.host)  # for a driver JVM started now
         settings = {
@@ -285,9 +312,9 @@ class SparkCluster:
             "spark.executor.cores": str(self.worker_cores),
             "spark.cores.max": str(self.worker_cores),
             "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.python": self.sentinel,
             "spark.pyspark.driver.python": sys.executable,
-            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+            "spark.executorEnv.PYSPARK_PYTHON": self.sentinel,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",

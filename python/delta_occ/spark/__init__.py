@@ -1,7 +1,7 @@
 """PySpark integration (api.md "PySpark"): Spark executors read and write parquet, the Python
 driver runs the Delta transaction through the same Rust core and conflict checker as the embedded
 engine. No delta-spark JARs, no Python UDFs (nothing starts a Python worker on executors), no
-JVM internals.
+JVM internals: a classic SparkSession and a Spark Connect one are both taken (``_session``).
 
 ``pip install 'delta-occ[spark]'`` installs pyspark; ``import delta_occ`` works without it.
 """
@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from .. import one_call
@@ -34,12 +34,18 @@ from ..transaction import CommitResult, Transaction
 from . import _dml
 from ._columns import logical_schema, to_column
 from ._scan import ScanPlan, check_columns, predicate, read_plan, referenced
+from ._session import Session, check_frame, check_session, using
 from ._write import Job
 
 
-def _read(spark: SparkSession, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]] = None) -> DataFrame:
+def _read(spark: Session, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]] = None) -> DataFrame:
     """Rows of ``snap`` matching ``where`` with DVs applied (``paths``: the files to read, when
     a transaction's scan already chose them)."""
+    with using(spark):
+        return _read_rows(spark, snap, where, columns, paths)
+
+
+def _read_rows(spark: Session, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]]) -> DataFrame:
     h = snap.handle
     selected_files, tree = predicate(h, where)
     if paths is None:
@@ -117,7 +123,8 @@ class SparkTransaction(Lifecycle):
 
     def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(self, *args, **kwargs)
+            with using(self.spark):
+                return fn(self, *args, **kwargs)
         except BaseException:
             self.abort()
             raise
@@ -130,10 +137,10 @@ class SparkTransaction(Lifecycle):
         return _read(self.spark, self.txn.snapshot, where, columns, paths)
 
     def append(self, df: DataFrame) -> None:
-        self._run(_dml.append, df)
+        self._run(_dml.append, check_frame(self.spark, df))
 
     def overwrite(self, df: DataFrame, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
-        self._run(_dml.overwrite, df, replace_where, bool(dynamic_partitions))
+        self._run(_dml.overwrite, check_frame(self.spark, df), replace_where, bool(dynamic_partitions))
 
     def delete(self, where: Optional[str] = None) -> None:
         self._run(_dml.delete, where)
@@ -142,7 +149,7 @@ class SparkTransaction(Lifecycle):
         self._run(_dml.update, where, set)
 
     def merge(self, source: DataFrame, on: str, **clauses: Any) -> None:
-        self._run(_dml.merge, source, on, **clauses)
+        self._run(_dml.merge, check_frame(self.spark, source, "source"), on, **clauses)
 
     def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
         return int(self._run(_dml.optimize, target_file_size, where))
@@ -168,14 +175,14 @@ class SparkTransaction(Lifecycle):
 class SparkTable:
     """A Delta table read and written through a SparkSession, committed by delta-occ."""
 
-    def __init__(self, spark: SparkSession, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
-        """``path``: the table's location as the driver reaches it (a local path or an
+    def __init__(self, spark: Session, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
+        """``spark``: a classic SparkSession or a Spark Connect one (``SparkSession.builder.remote``).
+        ``path``: the table's location as the driver reaches it (a local path or an
         object-store URI, ``s3a://`` = ``s3://``) with ``storage_options`` (deltalake's key
         names). The executors reach the same location through the session's Hadoop settings
-        (``spark.hadoop.fs.s3a.*``, ...: docs/guide.md "Tables on S3, ADLS and GCS")."""
-        if not isinstance(spark, SparkSession):
-            raise InvalidArgumentError(f"spark must be a pyspark SparkSession, got {type(spark).__name__}")
-        self.spark = spark
+        (``spark.hadoop.fs.s3a.*``, ...: docs/guide.md "Tables on S3, ADLS and GCS"); with Spark
+        Connect, the server's executors, and this process too (it reads the log and footers)."""
+        self.spark = check_session(spark)
         self.table = Table(path, storage_options)
         #: As given (the location's credentials: kept for :meth:`foreach_batch_sink`).
         self.storage_options: Optional[Mapping[str, str]] = storage_options
@@ -183,7 +190,7 @@ class SparkTable:
     @classmethod
     def create(
         cls,
-        spark: SparkSession,
+        spark: Session,
         path: PathLike,
         schema: Union[StructType, pa.Schema],
         partition_by: Optional[Sequence[str]] = (),
@@ -193,6 +200,7 @@ class SparkTable:
     ) -> "SparkTable":
         """Create the table (version 0). ``schema`` is a Spark StructType or a pyarrow Schema;
         ``path`` and ``storage_options`` as in :class:`SparkTable`."""
+        spark = check_session(spark)  # before anything is created
         if isinstance(schema, StructType):
             schema_json = schema.json()
         else:

@@ -17,11 +17,11 @@ import json
 from typing import Any, Dict, List, Optional
 
 from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, StructType
 
 from .. import _core
 from ..exceptions import PredicateError
+from ._session import F
 
 _EPOCH = datetime.date(1970, 1, 1)
 

@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from .. import _rows
@@ -32,6 +31,7 @@ from ..operations.protocols import Staging, Written
 from ..operations.removal import Removal, choose
 from ._columns import col, field, quote, selected, to_column
 from ._scan import FILE, ROW, ScanPlan, predicate, read_plan, referenced
+from ._session import F
 from ._write import GROUP, conform, write, write_groups
 
 if TYPE_CHECKING:
@@ -291,7 +291,9 @@ class SparkEngine:
             c = F.expr(assign[f.name]).cast(f.dataType) if f.name in assign else base[f.name]
             out.append(c.alias(f.name))
         try:
-            return df.select(*out)
+            projected = df.select(*out)
+            _ = projected.schema  # Spark Connect analyses lazily: make a bad SET fail here, as on classic
+            return projected
         except AnalysisException as e:
             raise PredicateError(f"cannot evaluate {', '.join(repr(a) for a in assign.values())}: {e}", reason="invalid expression", problem="invalid") from e
 

@@ -13,13 +13,13 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import Column, DataFrame
 
 from .. import _arrow
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..scan_plan import scan_plan
 from ._columns import col, logical_schema, physical_schema, quote
+from ._session import F, Session
 
 FILE = "__delta_occ_file"
 ROW = "__delta_occ_row"
@@ -39,7 +39,7 @@ _GLOB = str.maketrans({c: "\\" + c for c in "\\*?[]{}"})
 
 
 @contextlib.contextmanager
-def session_conf(spark: SparkSession, **settings: str) -> Iterator[None]:
+def session_conf(spark: Session, **settings: str) -> Iterator[None]:
     """Set SQL confs for the duration of a block and put the previous values back."""
     old: Dict[str, Optional[str]] = {}
     for k, v in settings.items():
@@ -100,7 +100,7 @@ class ScanPlan:
 
 
 def read_plan(
-    spark: SparkSession,
+    spark: Session,
     plan: ScanPlan,
     columns: Optional[Sequence[str]] = None,
     *,
@@ -148,7 +148,7 @@ def read_plan(
     return df.select(*out)
 
 
-def _scan(spark: SparkSession, plan: ScanPlan, files: Sequence[int], read_fields: List[Any], key: Optional[str]) -> DataFrame:
+def _scan(spark: Session, plan: ScanPlan, files: Sequence[int], read_fields: List[Any], key: Optional[str]) -> DataFrame:
     """The physical columns of plan files ``files``; with ``key``, also the row position (``ROW``)
     and the file's identity as column ``key``: ``_metadata.file_path`` for ``_KEY``, else
     ``_metadata.file_size``."""
@@ -166,7 +166,7 @@ def _scan(spark: SparkSession, plan: ScanPlan, files: Sequence[int], read_fields
     return df.select(*selected)
 
 
-def _with_plan_columns(spark: SparkSession, plan: ScanPlan, df: DataFrame, extra: Optional[pa.Table]) -> DataFrame:
+def _with_plan_columns(spark: Session, plan: ScanPlan, df: DataFrame, extra: Optional[pa.Table]) -> DataFrame:
     """Every row joined to its file's plan entry: ``FILE``, the partition values, ``extra``."""
     per_file = pa.Table.from_arrays(
         [plan.table.column("file"), plan.table.column("key")] + plan.partition_values.columns, names=[FILE, _KEY] + plan.partition_columns
@@ -182,7 +182,7 @@ def _with_plan_columns(spark: SparkSession, plan: ScanPlan, df: DataFrame, extra
     )
 
 
-def _read_unjoined(spark: SparkSession, plan: ScanPlan, read_fields: List[Any], bitmaps: Optional[pa.Table]) -> DataFrame:
+def _read_unjoined(spark: Session, plan: ScanPlan, read_fields: List[Any], bitmaps: Optional[pa.Table]) -> DataFrame:
     """Data columns only: files without a DV are read plainly; files with one carry their row
     position and identity just long enough to drop their deleted rows."""
     if bitmaps is None:
@@ -213,7 +213,7 @@ def _stored_size(storage: Any, path: str) -> Optional[int]:
         return None  # Spark's own read of the file reports it
 
 
-def _drop_deleted(spark: SparkSession, df: DataFrame, key: str, keys: Any, words: Any) -> DataFrame:
+def _drop_deleted(spark: Session, df: DataFrame, key: str, keys: Any, words: Any) -> DataFrame:
     """Rows of ``df`` whose bit is clear in the bitmap of their file (matched on column ``key``
     against ``keys``): a broadcast anti-join with one entry per file, so each row costs one
     lookup in a tiny table and one array access; rows past a bitmap's end are live."""
@@ -222,15 +222,17 @@ def _drop_deleted(spark: SparkSession, df: DataFrame, key: str, keys: Any, words
     return df.join(F.broadcast(bitmaps), on=(F.col(key) == F.col(_DV_KEY)) & deleted, how="left_anti")
 
 
-def _empty(spark: SparkSession, plan: ScanPlan, names: List[str], positions: bool, extra: Optional[pa.Table]) -> DataFrame:
-    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+def _empty(spark: Session, plan: ScanPlan, names: List[str], positions: bool, extra: Optional[pa.Table]) -> DataFrame:
+    """No rows, the plan's columns. Built in the JVM from ``range(0)``: ``createDataFrame`` of a
+    Python list (even an empty one) makes a Python RDD, whose tasks start Python workers."""
+    from pyspark.sql.types import IntegerType, LongType, StructField
 
     fields = [f for n in names for f in plan.logical.fields if f.name == n]
     if positions:
         fields += [StructField(FILE, IntegerType(), False), StructField(ROW, LongType(), False)]
     if extra is not None:
         fields += [StructField(n, LongType(), True) for n in extra.column_names]
-    return spark.createDataFrame([], StructType(fields))
+    return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
 
 
 def check_columns(plan_schema: Any, columns: Optional[Sequence[str]]) -> Optional[List[str]]:

@@ -12,8 +12,7 @@ from functools import reduce
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import Column, DataFrame
 
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
@@ -23,6 +22,7 @@ from ..operations.conform import check_writable, data_columns
 from ..operations.protocols import Staging
 from ._columns import col, logical_schema, physical_schema
 from ._scan import session_conf
+from ._session import F, Session
 
 GROUP = "__delta_occ_group"
 _WRITE_CONF = {
@@ -75,7 +75,7 @@ def json_schema(lay: Layout) -> str:
 
 
 def write(
-    spark: SparkSession,
+    spark: Session,
     lay: Layout,
     txn: Staging,
     job: Job,
@@ -108,7 +108,7 @@ def write(
 
 
 def write_groups(
-    spark: SparkSession,
+    spark: Session,
     lay: Layout,
     txn: Staging,
     job: Job,
@@ -132,7 +132,7 @@ def write_groups(
         cols.append(c.alias(pf.name, metadata=pf.metadata) if pf.metadata else c.alias(pf.name))
     if group_col is not None:
         cols.append(F.col(group_col))
-    writer = df.select(*cols).write.mode("errorifexists")
+    writer = df.select(*cols).write.mode("error")
     if group_col is not None:
         writer = writer.partitionBy(group_col)
     with session_conf(spark, **_WRITE_CONF):

@@ -22,19 +22,30 @@ A node this module does not know is a ``PredicateError`` naming it, never a gues
 from __future__ import annotations
 
 import contextlib
+import datetime
+import decimal
 import json
-from typing import Any, Callable, Dict, Iterator, List, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
+import pyarrow as pa
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from ..exceptions import PredicateError
-from ._columns import _literal
+from .. import _core, _rows
+from ..exceptions import InvalidArgumentError, PredicateError
+from ._columns import col
 
 #: A column of the compile schema (by its name there) as a Spark Column of the rows at hand.
 Resolver = Callable[[str], Column]
 
 _ANSI = "spark.sql.ansi.enabled"
+_EPOCH = datetime.date(1970, 1, 1)
+#: Spark's error conditions for what the core reports as an evaluation error.
+_EVALUATION_ERRORS = (
+    "DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO", "INTERVAL_DIVIDED_BY_ZERO", "ARITHMETIC_OVERFLOW", "BINARY_ARITHMETIC_OVERFLOW",
+    "CAST_INVALID_INPUT", "CAST_OVERFLOW", "CAST_OVERFLOW_IN_TABLE_INSERT", "NUMERIC_VALUE_OUT_OF_RANGE", "DATETIME_OVERFLOW",
+)
 _MICROS_PER_DAY = 86_400_000_000
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=", "<=>")
 _ARITHMETIC = ("+", "-", "*", "/", "%")
@@ -59,10 +70,54 @@ def ansi(spark: SparkSession) -> Iterator[None]:
         yield
 
 
-def tree(expr: Any) -> Dict[str, Any]:
-    """A compiled ``_core.RowExpr``'s tree (parsed JSON)."""
-    out: Dict[str, Any] = json.loads(expr.tree_json)
-    return out
+@contextlib.contextmanager
+def evaluating(what: str) -> Iterator[None]:
+    """Spark's evaluation errors (zero divisor, overflow, bad cast) as the ``PredicateError`` the
+    core raises for them."""
+    try:
+        yield
+    except PySparkException as e:
+        condition = e.getCondition() if hasattr(e, "getCondition") else e.getErrorClass()
+        if condition not in _EVALUATION_ERRORS:
+            raise
+        message = str(e).split("\n")[0]
+        raise PredicateError(f"cannot evaluate {what} on the rows: {message}", reason="evaluation failed", problem="evaluation") from e
+
+
+class Compiled:
+    """SQL text compiled by the core (``_rows.compile``: the embedded engine's compile, with its
+    errors), with its tree for Spark."""
+
+    def __init__(self, text: str, schema: pa.Schema, scopes: Optional[Sequence[_rows.Scope]] = None) -> None:
+        self.expr: _core.RowExpr = _rows.compile(text, schema, scopes)
+        self.text = text
+        self.tree: Dict[str, Any] = json.loads(self.expr.tree_json)
+
+    @property
+    def columns(self) -> List[str]:
+        """The compile schema's columns it reads."""
+        return list(self.expr.columns)
+
+    def value(self, resolve: Resolver = col) -> Column:
+        return to_column(self.tree, resolve)
+
+    def condition(self, resolve: Resolver = col) -> Column:
+        """TRUE where it holds, FALSE elsewhere (for negating it or keeping it as a value)."""
+        return condition(self.tree, resolve)
+
+    def filter(self, resolve: Resolver = col) -> Column:
+        """For ``DataFrame.filter`` (NULL drops the row as FALSE does; no wrapper that would
+        keep a plain comparison from being pushed down)."""
+        return to_column(self.tree, resolve)
+
+
+def compile_where(where: Optional[str], schema: pa.Schema) -> Optional[Compiled]:
+    """A table condition (None: every row), compiled on the table schema as the embedded engine does."""
+    if where is None:
+        return None
+    if not isinstance(where, str):
+        raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+    return Compiled(where, schema)
 
 
 def to_column(node: Dict[str, Any], resolve: Resolver) -> Column:
@@ -76,70 +131,117 @@ def condition(node: Dict[str, Any], resolve: Resolver) -> Column:
     return F.coalesce(to_column(node, resolve), F.lit(False))
 
 
-def columns(node: Any) -> List[str]:
-    """The columns a tree reads, in first-use order."""
-    out: List[str] = []
+# -- time zones: computed from microseconds and wall clocks, never the session's zone ------------
 
-    def walk(n: Any) -> None:
-        if isinstance(n, dict):
-            if "col" in n and n["col"] not in out:
-                out.append(n["col"])
-            for v in n.values():
-                walk(v)
-        elif isinstance(n, list):
-            for v in n:
-                walk(v)
+_DAY_UNITS = {"YEAR", "QUARTER", "MONTH", "WEEK"}
+_MICRO_UNITS = {"DAY": _MICROS_PER_DAY, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000, "MILLISECOND": 1_000, "MICROSECOND": 1}
 
-    walk(node)
-    return out
-
-
-# -- time zones: everything in UTC, from microseconds ------------------------------------------
 
 def _ntz_epoch() -> Column:
     return F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")  # no zone in a TIMESTAMP_NTZ cast
 
 
-def _utc_wall(ts: Column) -> Column:
-    """An instant as its UTC wall clock (TIMESTAMP_NTZ)."""
-    return F.timestamp_add("MICROSECOND", F.unix_micros(ts), _ntz_epoch())
+def _wall_from_micros(micros: Column) -> Column:
+    """µs since 1970-01-01 00:00 of a wall clock as TIMESTAMP_NTZ."""
+    return F.timestamp_add("MICROSECOND", micros, _ntz_epoch())
 
 
-def _instant(ntz: Column) -> Column:
-    """A UTC wall clock (TIMESTAMP_NTZ) as its instant."""
-    # From its fields, which a TIMESTAMP_NTZ has without a zone (Spark's timestamp_diff and
-    # unix_micros go through the session zone, which shifts wall clocks in a DST gap).
-    micros = (
+def _wall_micros(ntz: Column) -> Column:
+    """A wall clock's µs since 1970-01-01 00:00, from its fields, which a TIMESTAMP_NTZ has
+    without a zone (Spark's timestamp_diff and unix_micros go through the session zone, which
+    shifts wall clocks in a DST gap)."""
+    return (
         F.unix_date(ntz.cast("date")).cast("bigint") * F.lit(_MICROS_PER_DAY)
         + F.hour(ntz).cast("bigint") * F.lit(3_600_000_000)
         + F.minute(ntz).cast("bigint") * F.lit(60_000_000)
         + (F.date_part(F.lit("SECOND"), ntz) * F.lit(1_000_000)).cast("bigint")
     )
-    return F.timestamp_micros(micros)
 
 
-def _cast(arg: Column, src: str, to: str) -> Column:
-    """An ANSI cast in the core's terms: time zones are UTC."""
+def _is_utc(zone: Optional[str]) -> bool:
+    return zone is None or zone.upper() in ("UTC", "Z", "+00:00", "ETC/UTC")
+
+
+def _utc_wall(ts: Column) -> Column:
+    """An instant as its UTC wall clock (TIMESTAMP_NTZ)."""
+    return _wall_from_micros(F.unix_micros(ts))
+
+
+def _instant(ntz: Column) -> Column:
+    """A UTC wall clock (TIMESTAMP_NTZ) as its instant."""
+    return F.timestamp_micros(_wall_micros(ntz))
+
+
+def _to_wall(ts: Column, zone: Optional[str]) -> Column:
+    """An instant as the wall clock of ``zone`` (None: UTC)."""
+    wall = _utc_wall(ts)
+    return wall if _is_utc(zone) else F.convert_timezone(F.lit("UTC"), F.lit(zone), wall)
+
+
+def _from_wall(ntz: Column, zone: Optional[str]) -> Column:
+    """A wall clock of ``zone`` as its instant (java.time's rules in a gap or an overlap, as the
+    core's)."""
+    return _instant(ntz if _is_utc(zone) else F.convert_timezone(F.lit(zone), F.lit("UTC"), ntz))
+
+
+def _cast(arg: Column, src: str, to: str, zone: Optional[str] = None) -> Column:
+    """An ANSI cast in the core's terms: a zoned conversion in ``zone`` (the node's
+    ``time_zone``; UTC without one), never the session's."""
     if src == to:
         return arg
     if src == "timestamp":
         if to in ("date", "string", "timestamp_ntz"):
-            wall = _utc_wall(arg)
+            wall = _to_wall(arg, zone)
             return wall if to == "timestamp_ntz" else wall.cast(to)
         return arg.cast(to)
     if to == "timestamp":
         if src == "timestamp_ntz":
-            return _instant(arg)
+            return _from_wall(arg, zone)
         if src == "date":
-            return F.timestamp_micros(F.unix_date(arg).cast("bigint") * F.lit(_MICROS_PER_DAY))
+            return _from_wall(arg.cast("timestamp_ntz"), zone)
         if src == "string":
-            # A text with a zone offset names its instant; one without is a UTC wall clock.
+            # A text with a zone offset names its instant; one without is a wall clock.
             zoned = arg.rlike(_ZONED)
-            return F.when(zoned, arg.cast("timestamp")).otherwise(_instant(arg.cast("timestamp_ntz")))
+            return F.when(zoned, arg.cast("timestamp")).otherwise(_from_wall(arg.cast("timestamp_ntz"), zone))
         if src == "void":
             return arg.cast(to)
         raise _refuse(f"CAST({src} AS timestamp)")
     return arg.cast(to)
+
+
+def _date_trunc(unit: str, arg: Column, src: str, zone: Optional[str]) -> Column:
+    """``date_trunc`` on the wall clock of ``zone`` (a TIMESTAMP) or on the wall clock itself."""
+    wall = _to_wall(arg, zone) if src == "timestamp" else arg
+    if unit in _DAY_UNITS:
+        out = F.trunc(wall.cast("date"), unit).cast("timestamp_ntz")
+    elif unit in _MICRO_UNITS:
+        step = F.lit(_MICRO_UNITS[unit])
+        m = _wall_micros(wall)
+        out = _wall_from_micros(m - F.pmod(m, step))
+    else:
+        raise _refuse(f"date_trunc to {unit!r}")
+    return _from_wall(out, zone) if src == "timestamp" else out
+
+
+def _literal(kind: str, v: Any, scale: Optional[int], typ: str) -> Column:
+    """A literal from its typed value (the tree's encoding), never from SQL text."""
+    if kind == "boolean":
+        return F.lit(bool(v))
+    if kind == "date":
+        return F.lit(_EPOCH + datetime.timedelta(days=int(v)))
+    if kind == "timestamp":
+        return F.timestamp_micros(F.lit(int(v)))  # an instant: no session time zone involved
+    if kind == "timestamp_ntz":
+        return F.timestamp_add("MICROSECOND", F.lit(int(v)), _ntz_epoch())
+    if kind == "decimal":
+        return F.lit(decimal.Decimal(v).scaleb(-int(scale or 0))).cast(typ)
+    if kind == "binary":
+        return F.lit(bytearray(v.encode()))
+    if kind == "double":
+        return F.lit(float(v)).cast(typ)  # NaN and infinities arrive as strings
+    if kind == "long":
+        return F.lit(int(v)).cast(typ)
+    return F.lit(str(v))
 
 
 # -- the tree ----------------------------------------------------------------------------------
@@ -150,7 +252,9 @@ class _Builder:
 
     def build(self, n: Dict[str, Any]) -> Column:
         if "col" in n:
-            return self.resolve(n["col"])
+            c = self.resolve(n["col"])
+            # In the type the core reads it as (a no-op Spark drops when the types agree).
+            return c.cast(n["type"]) if n.get("type", "void") != "void" else c
         if "lit" in n:
             return self.literal(n)
         op = n.get("op")
@@ -184,15 +288,32 @@ class _Builder:
                 out = out.when(self.build(c), self.build(v))
             return out.otherwise(self.build(n["else"]))
         if op == "cast":
-            return _cast(self.build(n["arg"]), n["arg"].get("type", ""), n["to"])
+            return _cast(self.build(n["arg"]), n["arg"].get("type", ""), n["to"], n.get("time_zone"))
         if op == "fn":
-            name = n["name"]
-            if not isinstance(name, str) or not name.replace("_", "").isalnum():
-                raise _refuse(f"function {name!r}")
-            return F.call_function(name, *[self.build(a) for a in n["args"]]).cast(n["type"])
+            return self.function(n)
         if op == "field":
             return self.build(n["arg"]).getField(n["name"])
         raise _refuse(f"the row expression node {op!r}" if op else f"the row expression node {sorted(n)}")
+
+    def function(self, n: Dict[str, Any]) -> Column:
+        name, args = n["name"], n["args"]
+        if not isinstance(name, str) or not name.replace("_", "").isalnum():
+            raise _refuse(f"function {name!r}")
+        if name == "date_trunc":
+            unit = args[0].get("lit")
+            if not isinstance(unit, str):
+                raise _refuse("date_trunc with a unit that is not a literal")
+            return _date_trunc(unit.upper(), self.build(args[1]), args[1].get("type", ""), n.get("time_zone"))
+        if "time_zone" in n:
+            raise _refuse(f"{name}() in a time zone")
+        if name == "timestampadd":
+            if args[0].get("lit") != "MICROSECOND":
+                raise _refuse(f"timestampadd by {args[0].get('lit')!r}")
+            count, base = self.build(args[1]).cast("bigint"), self.build(args[2])
+            if args[2].get("type") == "timestamp":  # an instant plus µs: no zone involved
+                return F.timestamp_micros(F.unix_micros(base) + count)
+            return _wall_from_micros(_wall_micros(base) + count)
+        return F.call_function(name, *[self.build(a) for a in args]).cast(n["type"])
 
     def literal(self, n: Dict[str, Any]) -> Column:
         kind, typ = n.get("kind"), n.get("type", "void")
@@ -200,8 +321,7 @@ class _Builder:
             return F.lit(None) if typ == "void" else F.lit(None).cast(typ)
         if kind not in ("boolean", "date", "timestamp", "timestamp_ntz", "decimal", "binary", "double", "long", "string"):
             raise _refuse(f"a literal of kind {kind!r} ({n.get('reason', typ)})")
-        c = _literal(n, None)
-        return c if kind in ("boolean", "date", "timestamp", "timestamp_ntz", "binary", "string") else c.cast(typ)
+        return _literal(kind, n["lit"], n.get("scale"), typ)
 
     def operand(self, n: Dict[str, Any]) -> Column:
         """A comparison operand. A float column compared directly goes through an identity
@@ -225,4 +345,4 @@ class _Builder:
         return out.cast(n["type"])
 
 
-__all__ = ["Resolver", "ansi", "columns", "condition", "to_column", "tree"]
+__all__ = ["Compiled", "Resolver", "ansi", "compile_where", "condition", "evaluating", "to_column"]

@@ -377,6 +377,10 @@ class RowExpr:
     @property
     def columns(self) -> List[str]:
         """Names (as in the compile schema) of the columns the expression reads."""
+    @property
+    def tree_json(self) -> str:
+        """The compiled tree as JSON: typed nodes, implicit casts explicit, literals encoded as the
+        file-skipping predicate's (format: rust/core/src/rowexpr/export.rs)."""
     def evaluate(self, batch: Any) -> Tuple[Any, Any]:
         """The value on every row of a record batch (``__arrow_c_array__``), as array capsules.
         PredicateError on an evaluation error (overflow, division by zero, bad cast). GIL released."""

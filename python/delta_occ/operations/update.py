@@ -8,7 +8,7 @@ from typing import Dict, Mapping, Optional, Protocol, TypeVar
 from . import assignments, commit_info
 from .protocols import Engine
 
-#: An engine's checked expression (a compiled RowExpr, SQL text for Spark).
+#: An engine's checked expression (a compiled RowExpr; on Spark, the RowExpr with its tree).
 Expr = TypeVar("Expr")
 
 

@@ -32,32 +32,36 @@ from ..snapshot import Snapshot
 from ..table import PathLike, Table, create_handle
 from ..transaction import CommitResult, Transaction
 from . import _dml
-from ._columns import logical_schema, to_column
-from ._scan import ScanPlan, check_columns, predicate, read_plan, referenced
+from ._columns import logical_schema
+from ._rowexpr import ansi, compile_where, evaluating
+from ._scan import ScanPlan, check_columns, files_for, read_plan
 from ._session import Session, check_frame, check_session, using
 from ._write import Job
 
 
 def _read(spark: Session, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]] = None) -> DataFrame:
     """Rows of ``snap`` matching ``where`` with DVs applied (``paths``: the files to read, when
-    a transaction's scan already chose them)."""
+    a transaction's scan already chose them). The core chooses the files; the rows are those
+    where the core's compiled row expression holds, as on the embedded engine."""
     with using(spark):
         return _read_rows(spark, snap, where, columns, paths)
 
 
 def _read_rows(spark: Session, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]]) -> DataFrame:
     h = snap.handle
-    selected_files, tree = predicate(h, where)
+    selected_files = files_for(h, where)
+    cond = compile_where(where, snap.schema)
     if paths is None:
         all_paths = snap.files().column("path")
         paths = all_paths.to_pylist() if selected_files is None else all_paths.take(pa.array(selected_files, pa.int64())).to_pylist()
     plan = ScanPlan(h, paths)
     wanted = check_columns(plan.logical, columns)
     names = wanted if wanted is not None else [f.name for f in plan.logical.fields]
-    needed = names + [c for c in (referenced(tree) if tree else []) if c not in names]
+    needed = names + [c for c in (cond.columns if cond else []) if c not in names]
     df = read_plan(spark, plan, needed)
-    if tree is not None:
-        df = df.filter(to_column(tree, plan.logical))
+    if cond is not None:
+        with ansi(spark):
+            df = df.filter(cond.filter())
     return df.select(*[df[c] for c in names]) if needed != names else df
 
 
@@ -123,7 +127,9 @@ class SparkTransaction(Lifecycle):
 
     def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            with using(self.spark):
+            # Spark's jobs evaluate in ANSI mode, as the core does; its evaluation errors are
+            # the core's PredicateError.
+            with using(self.spark), ansi(self.spark), evaluating("the operation's conditions and values"):
                 return fn(self, *args, **kwargs)
         except BaseException:
             self.abort()

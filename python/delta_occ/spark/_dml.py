@@ -10,13 +10,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
-from pyspark.sql.types import StructType
 
-from .. import _rows
 from .._write import Layout
-from ..exceptions import InvalidArgumentError, PredicateError
+from ..exceptions import InvalidArgumentError
 from ..operations import append as _append
 from ..operations import delete as _delete
 from ..operations import merge as _merge
@@ -29,8 +26,9 @@ from ..operations.merge import MergeColumns, MergePlan
 from ..operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from ..operations.protocols import Staging, Written
 from ..operations.removal import Removal, choose
-from ._columns import col, field, quote, selected, to_column
-from ._scan import FILE, ROW, ScanPlan, predicate, read_plan, referenced
+from ._columns import col, field, quote
+from ._rowexpr import Compiled, Resolver, compile_where
+from ._scan import FILE, ROW, ScanPlan, read_plan
 from ._session import F
 from ._write import GROUP, conform, write, write_groups
 
@@ -41,7 +39,9 @@ _BIN_ORDER = "__delta_occ_order"
 
 
 class SparkEngine:
-    """The operations' engine protocols on Spark: rows are DataFrames, SET values SQL text."""
+    """The operations' engine protocols on Spark: rows are DataFrames; conditions and SET values
+    the core's compiled row expressions (``_rowexpr.Compiled``), built into Spark Columns, so
+    Spark selects and computes what the embedded engine does."""
 
     def __init__(self, ctx: "SparkTransaction") -> None:
         self.ctx = ctx
@@ -55,6 +55,7 @@ class SparkEngine:
         self._target: Optional[DataFrame] = None
         self._joined: Optional[DataFrame] = None
         self._is_del: Optional[Column] = None
+        self._on: Optional[Column] = None
         self._plan: Optional[ScanPlan] = None
         self._target_alias = "t"
         self._updated = 0
@@ -78,8 +79,8 @@ class SparkEngine:
         return rows.select(*[col(c) for c in self.partition_columns]).distinct().toArrow()
 
     def count_outside(self, rows: DataFrame, where: str) -> int:
-        _, tree = predicate(self.ctx.snap_handle, where)
-        return int(rows.filter(~_where_column(tree, self.ctx.logical)).count())
+        cond = compile_where(where, self.schema)
+        return int(rows.filter(~_holds(cond)).count())
 
     def replace(self, where: Optional[str], rows: DataFrame) -> Tuple[int, int]:
         removed = self.remove_matching(where)
@@ -89,16 +90,16 @@ class SparkEngine:
 
     def remove_matching(self, where: Optional[str]) -> int:
         ctx = self.ctx
-        plan, tree = self._scan(where)
+        plan, where_expr = self._scan_where(where)
         if not len(plan):
             return 0
-        if tree is None:  # every row goes: no need to read any
+        if where_expr is None:  # every row goes: no need to read any
             self._remove_files(plan.paths)
             return sum(_live_rows(plan))
-        cond = _where_column(tree, plan.logical)
-        rows = read_plan(self.spark, plan, referenced(tree), positions=True)
+        cond = where_expr.condition()
+        rows = read_plan(self.spark, plan, where_expr.columns, positions=True)
         with ctx.timed("spark"):
-            hits = rows.filter(cond).select(FILE, ROW).toArrow()
+            hits = rows.filter(where_expr.filter()).select(FILE, ROW).toArrow()
         with ctx.timed("driver"):
             rewrite = self._stage_hits(plan, hits)
         if rewrite:
@@ -106,18 +107,17 @@ class SparkEngine:
             write(self.spark, self.lay, self.txn, ctx.job, keep, rewrite=True)
         return hits.num_rows
 
-    def expression(self, text: str) -> str:
-        _rows.parse(text)  # the core's parser: the same errors as the embedded engine
-        return text
+    def expression(self, text: str) -> Compiled:
+        return Compiled(text, self.schema)  # the embedded engine's compile: the same errors
 
-    def update_matching(self, where: Optional[str], assign: Dict[str, str]) -> int:
-        plan, tree = self._scan(where)
+    def update_matching(self, where: Optional[str], assign: Dict[str, Compiled]) -> int:
+        plan, where_expr = self._scan_where(where)
         if not len(plan):
             return 0
-        cond = _where_column(tree, plan.logical)
+        cond = _holds(where_expr)
         rows = read_plan(self.spark, plan, positions=True)
         names = [f.name for f in plan.logical.fields]
-        changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names})
+        changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names}, col)
         hits = rows.filter(cond).select(FILE, ROW).toArrow()
         rewrite = self._stage_hits(plan, hits)
         out = changed
@@ -155,27 +155,33 @@ class SparkEngine:
         bounds = keys.agg(F.min("k").alias("lo"), F.max("k").alias("hi")).toArrow()  # Spark's max puts NaN on top
         return pa.concat_arrays([bounds.column("lo").combine_chunks(), bounds.column("hi").combine_chunks()])
 
-    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool) -> str:
-        return self.expression(text)
+    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool) -> Compiled:
+        return Compiled(text, columns.joined_schema(), columns.scopes(target_readable))
 
-    def match(self, source: DataFrame, plan: MergePlan[str]) -> pa.Table:
+    def _joined_column(self, columns: MergeColumns) -> Resolver:
+        """A column of the joined schema (``t.<name>``, ``s.<name>``: ``MergeColumns``) as the
+        aliased column of the joined frames."""
+
+        def resolve(name: str) -> Column:
+            side, _, column = name.partition(".")
+            return F.col(f"{quote(columns.ta if side == 't' else columns.sa)}.{quote(column)}")
+
+        return resolve
+
+    def match(self, source: DataFrame, plan: MergePlan[Compiled]) -> pa.Table:
         cols = plan.columns
+        resolve = self._joined_column(cols)
+        on = Compiled(plan.on, cols.joined_schema(), cols.scopes())  # compiled before any row is read
+        delete = Compiled(plan.delete, cols.joined_schema(), cols.scopes()) if isinstance(plan.delete, str) else None
         self._target_alias = cols.ta
-        self._plan, _ = self._scan(plan.read_where)
+        self._plan = self._scan(plan.read_where)
         self._target = target = read_plan(self.spark, self._plan, positions=True)  # an empty plan gives an empty frame
         t, s = target.alias(cols.ta), source.alias(cols.sa)
-        try:
-            self._joined = joined = t.join(s, F.expr(plan.on), "inner")
-            if plan.delete is True:
-                is_del: Column = F.lit(True)
-            elif plan.delete:
-                is_del = selected(F.expr(str(plan.delete)))
-            else:
-                is_del = F.lit(False)
-            self._is_del = is_del
-            matched = joined.select(self._tq(FILE).alias("file"), self._tq(ROW).alias("row"), is_del.alias("delete")).toArrow()
-        except AnalysisException as e:
-            raise PredicateError(f"MERGE condition cannot be evaluated: {e}", reason="invalid expression", problem="invalid") from e
+        self._on = on.filter(resolve)
+        self._joined = joined = t.join(s, self._on, "inner")
+        is_del: Column = delete.condition(resolve) if delete is not None else F.lit(plan.delete is True)
+        self._is_del = is_del
+        matched = joined.select(self._tq(FILE).alias("file"), self._tq(ROW).alias("row"), is_del.alias("delete")).toArrow()
         self._updated = matched.num_rows - (pc.sum(matched.column("delete")).as_py() or 0)
         return matched
 
@@ -183,29 +189,30 @@ class SparkEngine:
         """A target column of the joined rows."""
         return F.col(f"{quote(self._target_alias)}.{quote(name)}")
 
-    def write_merge(self, source: DataFrame, plan: MergePlan[str], touched: pa.Table) -> int:
-        if self._plan is None or self._target is None or self._joined is None or self._is_del is None:
+    def write_merge(self, source: DataFrame, plan: MergePlan[Compiled], touched: pa.Table) -> int:
+        if self._plan is None or self._target is None or self._joined is None or self._is_del is None or self._on is None:
             raise InvalidArgumentError("MERGE: write_merge before match")
         cols = plan.columns
         target, joined = self._target, self._joined
         t, s = target.alias(cols.ta), source.alias(cols.sa)
+        resolve = self._joined_column(cols)
         touched = touched.rename_columns([FILE, ROW])
         rewrite = self._stage_hits(self._plan, touched)
         parts: List[DataFrame] = []
         if plan.update is not None and self._updated:
             names = [f.name for f in self.schema]
-            parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}))
+            parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve))
         if rewrite:
             gone = self.spark.createDataFrame(touched)
             parts.append(target.filter(_in_files(rewrite)).join(gone, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))
         inserted = 0
         if plan.insert is not False:
-            unmatched = s.join(t, F.expr(plan.on), "left_anti")
+            unmatched = s.join(t, self._on, "left_anti")
             if plan.insert is True:
                 ins = conform(unmatched.select(*[col(c) for c in source.columns if find_column(self.schema.names, c)]), self.lay)
             else:
                 base = {f.name: F.lit(None).cast(f.dataType) for f in self.ctx.logical.fields}
-                ins = self._project(unmatched, plan.insert, base)
+                ins = self._project(unmatched, plan.insert, base, resolve)
             inserted = ins.count()
             if inserted:
                 parts.append(ins)
@@ -249,13 +256,17 @@ class SparkEngine:
 
     # -- finding rows ------------------------------------------------------------------------
 
-    def _scan(self, where: Optional[str]) -> Tuple[ScanPlan, Optional[Dict[str, Any]]]:
+    def _scan(self, where: Optional[str]) -> ScanPlan:
         """Record the read of ``where`` and plan the files it may touch."""
         ctx = self.ctx
-        _, tree = predicate(ctx.snap_handle, where)
         paths = self.txn.scan(where, ["path"]).column("path").to_pylist()
         ctx.check_untouched(paths)
-        return ScanPlan(ctx.snap_handle, paths), tree
+        return ScanPlan(ctx.snap_handle, paths)
+
+    def _scan_where(self, where: Optional[str]) -> Tuple[ScanPlan, Optional[Compiled]]:
+        """A table condition compiled (first: a bad one records no read), then ``_scan``."""
+        cond = compile_where(where, self.schema)
+        return self._scan(where), cond
 
     def _remove_files(self, paths: Sequence[str], data_change: bool = True) -> None:
         for p in paths:
@@ -284,18 +295,16 @@ class SparkEngine:
             self.ctx.touched.update(plan.paths[i] for i in dv_files)
         return rewrite
 
-    def _project(self, df: DataFrame, assign: Dict[str, str], base: Dict[str, Column]) -> DataFrame:
-        """Rows of the table schema: assigned columns from their SQL, the rest from ``base``."""
+    def _project(self, df: DataFrame, assign: Dict[str, Compiled], base: Dict[str, Column], resolve: Resolver) -> DataFrame:
+        """Rows of the table schema: assigned columns from their compiled expressions (columns
+        found by ``resolve``), the rest from ``base``."""
         out = []
         for f in self.ctx.logical.fields:
-            c = F.expr(assign[f.name]).cast(f.dataType) if f.name in assign else base[f.name]
+            c = assign[f.name].value(resolve).cast(f.dataType) if f.name in assign else base[f.name]
             out.append(c.alias(f.name))
-        try:
-            projected = df.select(*out)
-            _ = projected.schema  # Spark Connect analyses lazily: make a bad SET fail here, as on classic
-            return projected
-        except AnalysisException as e:
-            raise PredicateError(f"cannot evaluate {', '.join(repr(a) for a in assign.values())}: {e}", reason="invalid expression", problem="invalid") from e
+        projected = df.select(*out)
+        _ = projected.schema  # Spark Connect analyses lazily: make a bad SET fail here, as on classic
+        return projected
 
 
 def _live_rows(plan: ScanPlan) -> List[int]:
@@ -311,8 +320,9 @@ def _in_files(ids: List[int]) -> Column:
     return F.col(FILE).isin(*ids) if ids else F.lit(False)
 
 
-def _where_column(tree: Optional[Dict[str, Any]], schema: StructType) -> Column:
-    return selected(None if tree is None else to_column(tree, schema))
+def _holds(cond: Optional[Compiled]) -> Column:
+    """TRUE where the condition holds (every row without one), FALSE elsewhere."""
+    return F.lit(True) if cond is None else cond.condition()
 
 
 # -- the operations, staged on a Spark transaction ----------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
@@ -250,32 +249,15 @@ def check_columns(plan_schema: Any, columns: Optional[Sequence[str]]) -> Optiona
     return columns
 
 
-def referenced(node: Any) -> list:
-    """Column names the core's resolved predicate tree references, in first-use order."""
-    out: list = []
-
-    def walk(n: Any) -> None:
-        if isinstance(n, dict):
-            if "col" in n and n["col"] not in out:
-                out.append(n["col"])
-            for v in n.values():
-                walk(v)
-        elif isinstance(n, list):
-            for v in n:
-                walk(v)
-
-    walk(node)
-    return out
-
-
-def predicate(snap_handle: Any, where: Optional[str]) -> "tuple[Optional[List[int]], Optional[Dict[str, Any]]]":
-    """Files that may match ``where`` (indices into ``files()``) and its resolved tree."""
+def files_for(snap_handle: Any, where: Optional[str]) -> Optional[List[int]]:
+    """Files that may match ``where`` (indices into ``files()``; None: every file), chosen by
+    the core's file skipping."""
     if where is None:
-        return None, None
+        return None
     if not isinstance(where, str):
         raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-    selected, tree = snap_handle.prune(where)
-    return list(selected), json.loads(tree)
+    selected, _ = snap_handle.prune(where)
+    return list(selected)
 
 
-__all__ = ["ScanPlan", "read_plan", "session_conf", "FILE", "ROW", "quote", "referenced"]
+__all__ = ["ScanPlan", "read_plan", "session_conf", "files_for", "FILE", "ROW", "quote"]

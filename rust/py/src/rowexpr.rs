@@ -46,6 +46,13 @@ impl PyRowExpr {
         self.inner.columns().to_vec()
     }
 
+    /// The compiled tree as JSON (format: rust/core/src/rowexpr/export.rs), for engines that
+    /// evaluate it themselves and must select the same rows.
+    #[getter]
+    fn tree_json(&self) -> String {
+        self.inner.tree_json()
+    }
+
     /// The value on every row of `batch` (an object with `__arrow_c_array__`, a record batch),
     /// as array capsules.
     fn evaluate<'py>(&self, py: Python<'py>, batch: &Bound<'py, PyAny>) -> PyResult<Capsules<'py>> {

@@ -316,7 +316,7 @@ impl Predicate {
     }
 }
 
-fn scalar_json(v: &Scalar) -> serde_json::Value {
+pub(crate) fn scalar_json(v: &Scalar) -> serde_json::Value {
     use serde_json::json;
     match v {
         Scalar::Null => json!({"lit": null, "kind": "null"}),

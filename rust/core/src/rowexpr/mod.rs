@@ -8,6 +8,7 @@
 
 mod compile;
 mod evaluate;
+mod export;
 mod functions;
 pub mod types;
 mod value;

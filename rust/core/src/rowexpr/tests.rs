@@ -180,3 +180,81 @@ fn scopes_resolve_aliases_and_refuse_ambiguity() {
         .to_string();
     assert!(err.contains("cannot reference target column t.id"), "{err}");
 }
+
+/// The exported tree of `text` compiled against [`batch`]'s schema (id long, x double, s string).
+fn tree(text: &str) -> serde_json::Value {
+    let b = batch();
+    let e = RowExpr::compile(text, &b.schema(), &[]).unwrap();
+    serde_json::from_str(&e.tree_json()).unwrap()
+}
+
+#[test]
+fn tree_json_shows_types_literals_and_implicit_casts() {
+    use serde_json::json;
+    // Expected trees written by hand from the format in export.rs: a literal takes the column's
+    // type (4 against a long column is a long), `/` is computed in doubles, so the compiler's
+    // casts appear as nodes.
+    let cases: Vec<(&str, serde_json::Value)> = vec![
+        (
+            "id > 4",
+            json!({"op": ">", "type": "boolean",
+                   "left": {"col": "id", "type": "bigint"},
+                   "right": {"lit": 4, "kind": "long", "type": "bigint"}}),
+        ),
+        (
+            "id / 2 >= x",
+            json!({"op": ">=", "type": "boolean",
+                   "left": {"op": "/", "type": "double",
+                            "left": {"op": "cast", "to": "double", "type": "double",
+                                     "arg": {"col": "id", "type": "bigint"}},
+                            "right": {"lit": 2.0, "kind": "double", "type": "double"}},
+                   "right": {"col": "x", "type": "double"}}),
+        ),
+        (
+            "NOT (lower(s) LIKE 'f%') OR s IS NULL",
+            json!({"op": "or", "type": "boolean", "args": [
+                {"op": "not", "type": "boolean", "arg":
+                    {"op": "like", "type": "boolean", "pattern": "f%", "case_insensitive": false,
+                     "negated": false,
+                     "arg": {"op": "fn", "name": "lower", "type": "string",
+                             "args": [{"col": "s", "type": "string"}]}}},
+                {"op": "is_null", "type": "boolean", "arg": {"col": "s", "type": "string"}}]}),
+        ),
+        (
+            // 1.5 against a long: an exact DECIMAL(2,1) literal; the column widens to
+            // DECIMAL(21,1) (Spark: BIGINT is DECIMAL(20,0), plus one fraction digit).
+            "id = 1.5",
+            json!({"op": "=", "type": "boolean",
+                   "left": {"op": "cast", "to": "decimal(21,1)", "type": "decimal(21,1)",
+                            "arg": {"col": "id", "type": "bigint"}},
+                   "right": {"lit": "15", "kind": "decimal", "scale": 1,
+                             "type": "decimal(21,1)"}}),
+        ),
+        (
+            "CASE WHEN x = CAST('NaN' AS DOUBLE) THEN NULL ELSE -id END <=> 7",
+            json!({"op": "<=>", "type": "boolean",
+                   "left": {"op": "case", "type": "bigint",
+                            "whens": [[{"op": "=", "type": "boolean",
+                                        "left": {"col": "x", "type": "double"},
+                                        "right": {"lit": "NaN", "kind": "double",
+                                                  "type": "double"}},
+                                       {"lit": null, "kind": "null", "type": "bigint"}]],
+                            "else": {"op": "neg", "type": "bigint",
+                                     "arg": {"col": "id", "type": "bigint"}}},
+                   "right": {"lit": 7, "kind": "long", "type": "bigint"}}),
+        ),
+        (
+            "coalesce(id, 0) % 3 = 1",
+            json!({"op": "=", "type": "boolean",
+                   "left": {"op": "%", "type": "bigint",
+                            "left": {"op": "fn", "name": "coalesce", "type": "bigint",
+                                     "args": [{"col": "id", "type": "bigint"},
+                                              {"lit": 0, "kind": "long", "type": "bigint"}]},
+                            "right": {"lit": 3, "kind": "long", "type": "bigint"}},
+                   "right": {"lit": 1, "kind": "long", "type": "bigint"}}),
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(tree(text), want, "{text}");
+    }
+}

@@ -1,0 +1,151 @@
+//! The compiled tree as JSON, for engines that evaluate it themselves (Spark builds a Column from
+//! it), so that they select the rows this evaluator selects.
+//!
+//! Every node carries `"type"`: the Spark SQL name of its value's type (`boolean`, `tinyint`,
+//! `smallint`, `int`, `bigint`, `float`, `double`, `decimal(p,s)`, `string`, `binary`, `date`,
+//! `timestamp`, `timestamp_ntz`, `void` for an untyped NULL, `struct<a:int,b:string>`). The
+//! compiler's implicit conversions are explicit `cast` nodes, so an engine evaluating node by node
+//! computes in the same types. Nodes:
+//!
+//! - `{"col": name}`: a column, by its name in the compile schema.
+//! - `{"lit": V, "kind": K}`: a literal, encoded as the file-skipping predicate's literals
+//!   (`predicate::scalar_json`, decoded by `spark/_columns.py::_literal`); the literal's type is
+//!   `"type"` (a `long` of type `int` is an INT literal):
+//!   - `null`: V is null (the type says of what);
+//!   - `boolean`: V true/false;
+//!   - `long`: any integer type, V a JSON integer;
+//!   - `double`: `float` or `double`, V a JSON number, or the string `NaN`, `inf`, `-inf`
+//!     (a `float` literal is its shortest decimal text, as Spark prints it);
+//!   - `decimal`: V the unscaled value as a string, plus `"scale"`;
+//!   - `string`: V the text; `binary`: V the bytes as (lossy) UTF-8;
+//!   - `date`: V days since 1970-01-01;
+//!   - `timestamp`: V µs since 1970-01-01T00:00:00Z (an instant, no session zone involved);
+//!   - `timestamp_ntz`: V µs since 1970-01-01 00:00:00 of the wall clock.
+//! - `{"op":"not","arg"}`, `{"op":"and"|"or","args":[a,b]}`.
+//! - `{"op":"="|"!="|"<"|"<="|">"|">="|"<=>","left","right"}`: both sides of one type.
+//! - `{"op":"is_null"|"is_not_null","arg"}`.
+//! - `{"op":"+"|"-"|"*"|"/"|"%","left","right"}`: both sides of one type; `/` always on doubles
+//!   (the compiler casts), `%` keeps the dividend's sign (Spark's); ANSI overflow is an error.
+//! - `{"op":"neg","arg"}`.
+//! - `{"op":"like","arg","pattern","case_insensitive","negated":false}`: SQL LIKE with backslash
+//!   escapes (ILIKE when case-insensitive); NOT LIKE is a `not` node around it.
+//! - `{"op":"case","whens":[[cond,value],...],"else":node}`: values already of the node's type.
+//! - `{"op":"cast","arg","to":T}`: an ANSI cast to T (`to` equals `type`).
+//! - `{"op":"fn","name","args":[...]}`: Spark's builtin of that name with identical semantics
+//!   (see [`func_name`]).
+
+use arrow_schema::DataType;
+use serde_json::{json, Value};
+
+use super::{Arith, Func, Kind, Node, RowExpr};
+use crate::arrow_values::scalar_at;
+use crate::predicate::scalar_json;
+
+impl RowExpr {
+    /// The compiled tree as JSON text (format in the module documentation).
+    pub fn tree_json(&self) -> String {
+        node_json(&self.node, &self.columns).to_string()
+    }
+}
+
+/// The Spark SQL name of an Arrow type (unsigned integers as the signed type that holds them,
+/// as Spark reads them from parquet).
+pub fn spark_type(t: &DataType) -> String {
+    use DataType as T;
+    match t {
+        T::Null => "void".into(),
+        T::Boolean => "boolean".into(),
+        T::Int8 => "tinyint".into(),
+        T::Int16 | T::UInt8 => "smallint".into(),
+        T::Int32 | T::UInt16 => "int".into(),
+        T::Int64 | T::UInt32 => "bigint".into(),
+        T::UInt64 => "decimal(20,0)".into(),
+        T::Float16 | T::Float32 => "float".into(),
+        T::Float64 => "double".into(),
+        T::Decimal128(p, s) => format!("decimal({p},{s})"),
+        T::Utf8 | T::LargeUtf8 | T::Utf8View => "string".into(),
+        T::Binary | T::LargeBinary | T::BinaryView | T::FixedSizeBinary(_) => "binary".into(),
+        T::Date32 | T::Date64 => "date".into(),
+        T::Timestamp(_, Some(_)) => "timestamp".into(),
+        T::Timestamp(_, None) => "timestamp_ntz".into(),
+        T::Struct(fields) => {
+            let parts: Vec<String> = fields
+                .iter()
+                .map(|f| format!("{}:{}", f.name(), spark_type(f.data_type())))
+                .collect();
+            format!("struct<{}>", parts.join(","))
+        }
+        T::List(f) | T::LargeList(f) => format!("array<{}>", spark_type(f.data_type())),
+        T::Dictionary(_, v) => spark_type(v),
+        other => other.to_string().to_lowercase(),
+    }
+}
+
+/// The Spark SQL builtin with the semantics of `f` on the argument types the compiler gives it.
+pub fn func_name(f: Func) -> &'static str {
+    match f {
+        Func::Upper => "upper",
+        Func::Lower => "lower",
+        Func::Abs => "abs",
+        Func::Length => "length",
+        Func::Trim => "trim",
+        Func::Round => "round",
+        Func::Floor => "floor",
+        Func::Ceil => "ceil",
+        Func::Coalesce => "coalesce",
+        Func::Concat => "concat",
+    }
+}
+
+fn arith_op(a: Arith) -> &'static str {
+    match a {
+        Arith::Add => "+",
+        Arith::Sub => "-",
+        Arith::Mul => "*",
+        Arith::Div => "/",
+        Arith::Rem => "%",
+    }
+}
+
+fn node_json(n: &Node, cols: &[String]) -> Value {
+    let sub = |x: &Node| node_json(x, cols);
+    let mut v = match &n.kind {
+        Kind::Column(i) => json!({"col": cols[*i]}),
+        Kind::Literal(a) => literal_json(a.as_ref()),
+        Kind::Not(x) => json!({"op": "not", "arg": sub(x)}),
+        Kind::And(a, b) => json!({"op": "and", "args": [sub(a), sub(b)]}),
+        Kind::Or(a, b) => json!({"op": "or", "args": [sub(a), sub(b)]}),
+        Kind::Cmp(op, a, b) => json!({"op": op.as_str(), "left": sub(a), "right": sub(b)}),
+        Kind::IsNull(x, negated) => {
+            json!({"op": if *negated { "is_not_null" } else { "is_null" }, "arg": sub(x)})
+        }
+        Kind::Arith(op, a, b) => json!({"op": arith_op(*op), "left": sub(a), "right": sub(b)}),
+        Kind::Neg(x) => json!({"op": "neg", "arg": sub(x)}),
+        Kind::Like {
+            expr,
+            pattern,
+            case_insensitive,
+        } => json!({"op": "like", "arg": sub(expr), "pattern": pattern,
+                    "case_insensitive": case_insensitive, "negated": false}),
+        Kind::Case { whens, otherwise } => {
+            let whens: Vec<Value> = whens.iter().map(|(c, r)| json!([sub(c), sub(r)])).collect();
+            json!({"op": "case", "whens": whens, "else": sub(otherwise)})
+        }
+        Kind::Cast(x) => json!({"op": "cast", "arg": sub(x), "to": spark_type(&n.ty)}),
+        Kind::Func(f, args) => {
+            let args: Vec<Value> = args.iter().map(sub).collect();
+            json!({"op": "fn", "name": func_name(*f), "args": args})
+        }
+    };
+    v["type"] = Value::String(spark_type(&n.ty));
+    v
+}
+
+/// A one-value literal array in the predicate tree's literal encoding.
+fn literal_json(a: &dyn arrow_array::Array) -> Value {
+    match scalar_at(a, 0) {
+        Ok(s) => scalar_json(&s),
+        // A type scalar_at has no Delta scalar for: say so in the tree rather than guess.
+        Err(e) => json!({"lit": null, "kind": "unsupported", "reason": e.to_string()}),
+    }
+}

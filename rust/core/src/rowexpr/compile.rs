@@ -5,7 +5,11 @@ use arrow_schema::{DataType, Schema, TimeUnit};
 use sqlparser::ast::{self, BinaryOperator, Spanned, UnaryOperator, Value as SqlValue};
 
 use super::types::{self, common, is_numeric, is_string, type_name};
-use super::{evaluate, Arith, Func, Kind, Node, RowExpr};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array};
+
+use super::{evaluate, Arith, Func, Kind, Node, RowExpr, TruncUnit};
 use crate::error::{Error, PredicateProblem, Result};
 use crate::predicate::parse::{offset, parse_sql};
 use crate::predicate::CmpOp;
@@ -32,7 +36,7 @@ impl Scope {
     }
 }
 
-pub fn compile(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<RowExpr> {
+pub fn compile(text: &str, schema: &Schema, scopes: &[Scope], zone: &str) -> Result<RowExpr> {
     let ast = parse_sql(text)?;
     let default = [Scope::table(None)];
     let mut c = Compiler {
@@ -41,6 +45,7 @@ pub fn compile(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<RowExpr>
         scopes: if scopes.is_empty() { &default } else { scopes },
         columns: Vec::new(),
         column_types: Vec::new(),
+        zone: zone.to_string(),
     };
     let node = c.node(&ast, None)?;
     Ok(RowExpr {
@@ -48,6 +53,7 @@ pub fn compile(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<RowExpr>
         node,
         columns: c.columns,
         column_types: c.column_types,
+        time_zone: zone.to_string(),
     })
 }
 
@@ -123,9 +129,22 @@ pub fn referenced_columns(text: &str, schema: &Schema, scopes: &[Scope]) -> Resu
             E::Between {
                 expr, low, high, ..
             } => [expr, low, high].iter().for_each(|x| walk(x, out)),
-            E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+            E::Like { expr, pattern, .. }
+            | E::ILike { expr, pattern, .. }
+            | E::RLike { expr, pattern, .. } => {
                 walk(expr, out);
                 walk(pattern, out);
+            }
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                walk(expr, out);
+                for x in [substring_from, substring_for].into_iter().flatten() {
+                    walk(x, out);
+                }
             }
             E::Case {
                 operand,
@@ -162,10 +181,12 @@ pub fn referenced_columns(text: &str, schema: &Schema, scopes: &[Scope]) -> Resu
         scopes: if scopes.is_empty() { &default } else { scopes },
         columns: Vec::new(),
         column_types: Vec::new(),
+        zone: super::zone::DEFAULT.to_string(),
     };
     let name = |e: &ast::Expr| -> Result<String> {
         let parts = ident(e).expect("walk collects identifiers only");
-        Ok(c.resolve(&parts, c.at(e))?.name().clone())
+        // A struct field reads its top-level column.
+        Ok(c.resolve_path(&parts, c.at(e))?.0.name().clone())
     };
     let mut found = Vec::new();
     walk(&ast, &mut found);
@@ -193,6 +214,8 @@ struct Compiler<'a> {
     scopes: &'a [Scope],
     columns: Vec<String>,
     column_types: Vec<DataType>,
+    /// The SQL session time zone.
+    zone: String,
 }
 
 const FUNCTIONS: &[(&str, Func)] = &[
@@ -291,7 +314,7 @@ impl Compiler<'_> {
                     }
                     _ => DataType::Utf8,
                 };
-                let v = types::string_as(&text, &ty).map_err(|m| self.error(at, m))?;
+                let v = types::string_as(&text, &ty, &self.zone).map_err(|m| self.error(at, m))?;
                 node(Kind::Literal(v), ty, at)
             }
             E::UnaryOp { op, expr } => match op {
@@ -393,6 +416,31 @@ impl Compiler<'_> {
                 self.cast(x, &to)?
             }
             E::Function(f) => self.function(f, at)?,
+            E::RLike {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => self.rlike(expr, pattern, *negated, at)?,
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                // SUBSTRING(s, pos[, len]) and SUBSTRING(s FROM pos [FOR len]) parse alike.
+                let mut args = vec![self.node(expr, None)?];
+                for x in [substring_from, substring_for].into_iter().flatten() {
+                    args.push(self.node(x, None)?);
+                }
+                self.date_function("substring", args, at)?
+            }
+            E::Interval(_) => {
+                return Err(self.error(
+                    at,
+                    "an INTERVAL can only be added to or subtracted from a date or a timestamp",
+                ))
+            }
             E::Subquery(_) | E::Exists { .. } | E::InSubquery { .. } => {
                 return Err(self.error(at, "subqueries are not supported"))
             }
@@ -432,7 +480,72 @@ impl Compiler<'_> {
     }
 
     fn column(&mut self, parts: &[&str], at: usize) -> Result<Node> {
-        let field = self.resolve(parts, at)?;
+        let (field, used) = self.resolve_path(parts, at)?;
+        let field = field.clone();
+        let mut x = self.top_column(&field, at);
+        for name in &parts[used..] {
+            x = self.field(x, name, at)?;
+        }
+        Ok(x)
+    }
+
+    /// `x.name` for a struct value `x` (exact name, else letter case ignored, as Spark does).
+    fn field(&self, x: Node, name: &str, at: usize) -> Result<Node> {
+        let DataType::Struct(fields) = &x.ty else {
+            return Err(self.error(
+                at,
+                format!("cannot read field {name} of a {}", type_name(&x.ty)),
+            ));
+        };
+        let i = fields
+            .iter()
+            .position(|f| f.name() == name)
+            .or_else(|| {
+                fields
+                    .iter()
+                    .position(|f| f.name().eq_ignore_ascii_case(name))
+            })
+            .ok_or_else(|| {
+                let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+                Error::predicate_problem(
+                    self.text,
+                    at,
+                    format!(
+                        "the struct has no field '{name}' (fields: {})",
+                        names.join(", ")
+                    ),
+                    PredicateProblem::UnknownColumn,
+                )
+            })?;
+        let raw = fields[i].data_type().clone();
+        let n = node(Kind::Field(Box::new(x), i), raw.clone(), at);
+        let ty = types::evaluated(&raw);
+        if ty == raw {
+            Ok(n)
+        } else {
+            Ok(node(Kind::Cast(Box::new(n), None), ty, at))
+        }
+    }
+
+    /// The schema field a (possibly dotted) name starts with, and how many parts it used:
+    /// `alias.column` first (MERGE scopes), then `column.field...` of a struct column.
+    fn resolve_path(&self, parts: &[&str], at: usize) -> Result<(&arrow_schema::Field, usize)> {
+        if parts.len() == 1 {
+            return Ok((self.resolve(parts, at)?, 1));
+        }
+        let aliased = self.resolve(&parts[..2], at);
+        if let Ok(f) = aliased {
+            return Ok((f, 2));
+        }
+        if let Ok(f) = self.resolve(&parts[..1], at) {
+            if matches!(f.data_type(), DataType::Struct(_)) {
+                return Ok((f, 1));
+            }
+        }
+        aliased.map(|f| (f, 2))
+    }
+
+    fn top_column(&mut self, field: &arrow_schema::Field, at: usize) -> Node {
         let name = field.name().clone();
         let ty = types::evaluated(field.data_type());
         let i = match self.columns.iter().position(|c| *c == name) {
@@ -443,7 +556,7 @@ impl Compiler<'_> {
                 self.columns.len() - 1
             }
         };
-        Ok(node(Kind::Column(i), ty, at))
+        node(Kind::Column(i), ty, at)
     }
 
     fn resolve(&self, parts: &[&str], at: usize) -> Result<&arrow_schema::Field> {
@@ -533,7 +646,7 @@ impl Compiler<'_> {
             SqlValue::Number(n, _) => self.number(&n.to_string(), hint, at),
             SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => match hint {
                 Some(h) if !is_string(h) && *h != DataType::Null => {
-                    let a = types::string_as(s, h).map_err(|m| self.error(at, m))?;
+                    let a = types::string_as(s, h, &self.zone).map_err(|m| self.error(at, m))?;
                     Ok(node(Kind::Literal(a), h.clone(), at))
                 }
                 _ => Ok(node(
@@ -565,14 +678,33 @@ impl Compiler<'_> {
         Ok(node(Kind::Literal(a), ty, at))
     }
 
-    /// `x` converted to `to` (a literal converted now).
+    /// `x` converted to `to` (a literal converted now), in the steps of [`types::cast_steps`].
     fn cast(&self, x: Node, to: &DataType) -> Result<Node> {
+        if &x.ty == to {
+            return Ok(x);
+        }
+        let temporal = |t: &DataType| matches!(t, DataType::Date32 | DataType::Timestamp(..));
+        if (temporal(&x.ty) && is_numeric(to)) || (is_numeric(&x.ty) && temporal(to)) {
+            // Arrow would convert raw day/µs counts; Spark's ANSI casts refuse or use seconds.
+            return Err(self.error(
+                x.at,
+                format!("cannot convert a {} to {}", type_name(&x.ty), type_name(to)),
+            ));
+        }
+        let mut x = x;
+        for (t, zoned) in types::cast_steps(&x.ty.clone(), to) {
+            x = self.cast_step(x, &t, zoned)?;
+        }
+        Ok(x)
+    }
+
+    fn cast_step(&self, x: Node, to: &DataType, zoned: bool) -> Result<Node> {
         if &x.ty == to {
             return Ok(x);
         }
         let at = x.at;
         if let Kind::Literal(a) = &x.kind {
-            let v = types::cast(a, to).map_err(|m| {
+            let v = types::cast_zoned(a, to, &self.zone).map_err(|m| {
                 self.error(
                     at,
                     format!(
@@ -590,7 +722,8 @@ impl Compiler<'_> {
                 format!("cannot convert a {} to {}", type_name(&x.ty), type_name(to)),
             ));
         }
-        Ok(node(Kind::Cast(Box::new(x)), to.clone(), at))
+        let zone = zoned.then(|| self.zone.clone());
+        Ok(node(Kind::Cast(Box::new(x), zone), to.clone(), at))
     }
 
     fn unify(&self, a: Node, b: Node, what: &str, at: usize) -> Result<(Node, Node)> {
@@ -641,7 +774,7 @@ impl Compiler<'_> {
                     SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s)
                         if !is_string(t)
                             && !matches!(t, DataType::Null | DataType::Binary)
-                            && types::string_as(s, t).is_err() =>
+                            && types::string_as(s, t, &self.zone).is_err() =>
                     {
                         format!("the string {s:?}")
                     }
@@ -710,6 +843,11 @@ impl Compiler<'_> {
                     self.cast(b, &DataType::Utf8)?,
                 ];
                 Ok(node(Kind::Func(Func::Concat, args), DataType::Utf8, at))
+            }
+            B::Plus | B::Minus
+                if matches!(l, ast::Expr::Interval(_)) || matches!(r, ast::Expr::Interval(_)) =>
+            {
+                self.interval_arith(l, *op == B::Minus, r, at)
             }
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
                 let arith = match op {
@@ -908,8 +1046,23 @@ impl Compiler<'_> {
 
     fn function(&mut self, f: &ast::Function, at: usize) -> Result<Node> {
         let name = f.name.to_string().to_ascii_lowercase();
+        if super::now::NOW_FUNCTIONS.contains(&name.as_str()) {
+            return Err(self.error(
+                at,
+                format!(
+                    "{name}() must be fixed once per operation before compiling \
+                     (rowexpr::resolve_now replaces it by a literal)"
+                ),
+            ));
+        }
+        if DATE_FUNCTIONS.contains(&name.as_str()) {
+            let args = self.arguments(f, &name, at)?;
+            return self.date_function(&name, args, at);
+        }
         let Some(&(_, func)) = FUNCTIONS.iter().find(|(n, _)| *n == name) else {
-            let supported: Vec<&str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
+            let mut supported: Vec<&str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
+            supported.extend(DATE_FUNCTIONS);
+            supported.sort_unstable();
             return Err(self.error(
                 at,
                 format!(
@@ -1038,7 +1191,381 @@ impl Compiler<'_> {
                     .collect::<Result<Vec<_>>>()?;
                 (out, DataType::Utf8)
             }
+            Func::DateAdd
+            | Func::DateSub
+            | Func::DateDiff
+            | Func::AddMonths
+            | Func::Year
+            | Func::Month
+            | Func::Day
+            | Func::Substring
+            | Func::AddMicros => {
+                // Not in FUNCTIONS: compiled by date_function / interval_arith.
+                return Err(
+                    self.error(at, format!("internal: {name}() reached the wrong compiler"))
+                );
+            }
         };
         Ok(node(Kind::Func(func, args), ty, at))
     }
+}
+
+/// Date/time, substring and regex functions (compiled by [`Compiler::date_function`]).
+const DATE_FUNCTIONS: &[&str] = &[
+    "add_months",
+    "date_add",
+    "date_sub",
+    "date_trunc",
+    "datediff",
+    "day",
+    "dayofmonth",
+    "month",
+    "regexp",
+    "regexp_like",
+    "rlike",
+    "substr",
+    "substring",
+    "to_date",
+    "year",
+];
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// An INTERVAL literal: months (YEAR, MONTH) or µs (WEEK and smaller).
+enum Interval {
+    Months(i64),
+    Micros(i64),
+}
+
+fn lit(a: ArrayRef, at: usize) -> Node {
+    let ty = a.data_type().clone();
+    node(Kind::Literal(a), ty, at)
+}
+
+impl Compiler<'_> {
+    /// A function's arguments, compiled with no type hint.
+    fn arguments(&mut self, f: &ast::Function, name: &str, at: usize) -> Result<Vec<Node>> {
+        let list = match &f.args {
+            ast::FunctionArguments::None => vec![],
+            ast::FunctionArguments::List(l) => l.args.iter().collect(),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(self.error(at, "subqueries are not supported"))
+            }
+        };
+        let mut args = Vec::new();
+        for a in list {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                    args.push(self.node(x, None)?)
+                }
+                _ => return Err(self.error(at, format!("unsupported argument in {name}()"))),
+            }
+        }
+        Ok(args)
+    }
+
+    /// An integer argument (days, months, positions) as INT (a wider one cast, checked).
+    fn int_arg(&self, x: Node, name: &str) -> Result<Node> {
+        if !types::is_integer(&x.ty) && x.ty != DataType::Null {
+            return Err(self.error(
+                x.at,
+                format!("{name}() needs an integer, got a {}", type_name(&x.ty)),
+            ));
+        }
+        self.cast(x, &DataType::Int32)
+    }
+
+    /// A string literal argument's text.
+    fn literal_text(&self, x: &Node, what: &str) -> Result<String> {
+        if let Kind::Literal(a) = &x.kind {
+            if let Some(s) = a.as_any().downcast_ref::<arrow_array::StringArray>() {
+                if s.is_valid(0) {
+                    return Ok(s.value(0).to_string());
+                }
+            }
+        }
+        Err(self.error(x.at, format!("{what} must be a string literal")))
+    }
+
+    fn date_function(&mut self, name: &str, mut args: Vec<Node>, at: usize) -> Result<Node> {
+        let want = |lo: usize, hi: usize| -> Result<()> {
+            if args.len() < lo || args.len() > hi {
+                let n = if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo} or {hi}")
+                };
+                return Err(self.error(
+                    at,
+                    format!("{name}() takes {n} argument(s), got {}", args.len()),
+                ));
+            }
+            Ok(())
+        };
+        let date = DataType::Date32;
+        let f = |func: Func, args: Vec<Node>, ty: DataType| node(Kind::Func(func, args), ty, at);
+        Ok(match name {
+            "date_add" | "date_sub" => {
+                want(2, 2)?;
+                let n = self.int_arg(args.pop().expect("two"), name)?;
+                let d = self.cast(args.pop().expect("two"), &date)?;
+                let func = if name == "date_add" {
+                    Func::DateAdd
+                } else {
+                    Func::DateSub
+                };
+                f(func, vec![d, n], date)
+            }
+            "add_months" => {
+                want(2, 2)?;
+                let n = self.int_arg(args.pop().expect("two"), name)?;
+                let d = self.cast(args.pop().expect("two"), &date)?;
+                f(Func::AddMonths, vec![d, n], date)
+            }
+            "datediff" => {
+                want(2, 2)?;
+                let start = self.cast(args.pop().expect("two"), &date)?;
+                let end = self.cast(args.pop().expect("two"), &date)?;
+                f(Func::DateDiff, vec![end, start], DataType::Int32)
+            }
+            "year" | "month" | "day" | "dayofmonth" => {
+                want(1, 1)?;
+                let d = self.cast(args.pop().expect("one"), &date)?;
+                let func = match name {
+                    "year" => Func::Year,
+                    "month" => Func::Month,
+                    _ => Func::Day,
+                };
+                f(func, vec![d], DataType::Int32)
+            }
+            "to_date" => {
+                if args.len() == 2 {
+                    return Err(self.error(
+                        at,
+                        "to_date(text, format) is not supported: Java date patterns are not \
+                         evaluated by delta-occ; use to_date(text) or CAST(text AS DATE)",
+                    ));
+                }
+                want(1, 1)?;
+                self.cast(args.pop().expect("one"), &date)?
+            }
+            "date_trunc" => {
+                want(2, 2)?;
+                let x = args.pop().expect("two");
+                let unit_text = self.literal_text(&args[0], "date_trunc()'s unit")?;
+                let unit = trunc_unit(&unit_text).ok_or_else(|| {
+                    self.error(
+                        args[0].at,
+                        format!(
+                            "date_trunc() unit {unit_text:?} is not one of YEAR, QUARTER, MONTH, \
+                             WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND"
+                        ),
+                    )
+                })?;
+                let ts = match x.ty {
+                    DataType::Timestamp(_, None) => {
+                        DataType::Timestamp(TimeUnit::Microsecond, None)
+                    }
+                    _ => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                };
+                let x = self.cast(x, &ts)?;
+                node(
+                    Kind::DateTrunc {
+                        unit,
+                        arg: Box::new(x),
+                        zone: self.zone.clone(),
+                    },
+                    ts,
+                    at,
+                )
+            }
+            "substring" | "substr" => {
+                want(2, 3)?;
+                let len = if args.len() == 3 {
+                    Some(self.int_arg(args.pop().expect("three"), name)?)
+                } else {
+                    None
+                };
+                let pos = self.int_arg(args.pop().expect("two"), name)?;
+                let s = self.cast(args.pop().expect("one"), &DataType::Utf8)?;
+                let mut a = vec![s, pos];
+                a.extend(len);
+                f(Func::Substring, a, DataType::Utf8)
+            }
+            _ => {
+                // regexp_like, rlike, regexp
+                want(2, 2)?;
+                let p = args.pop().expect("two");
+                let pattern = self.literal_text(&p, &format!("{name}()'s pattern"))?;
+                let x = self.cast(args.pop().expect("one"), &DataType::Utf8)?;
+                self.rlike_node(x, pattern, p.at, at)?
+            }
+        })
+    }
+
+    fn rlike(
+        &mut self,
+        x: &ast::Expr,
+        pattern: &ast::Expr,
+        negated: bool,
+        at: usize,
+    ) -> Result<Node> {
+        let p = self.node(pattern, None)?;
+        let text = self.literal_text(&p, "the RLIKE pattern")?;
+        let x = self.node(x, None)?;
+        let x = self.cast(x, &DataType::Utf8)?;
+        let m = self.rlike_node(x, text, p.at, at)?;
+        Ok(if negated {
+            boolean(Kind::Not(Box::new(m)), at)
+        } else {
+            m
+        })
+    }
+
+    fn rlike_node(&self, x: Node, pattern: String, p_at: usize, at: usize) -> Result<Node> {
+        let regex = super::regex_java::translate(&pattern)
+            .map_err(|m| self.error(p_at, format!("RLIKE pattern {pattern:?}: {m}")))?;
+        super::functions::check_regex(&regex)
+            .map_err(|m| self.error(p_at, format!("RLIKE pattern {pattern:?}: {m}")))?;
+        Ok(boolean(
+            Kind::RLike {
+                expr: Box::new(x),
+                pattern,
+                regex,
+            },
+            at,
+        ))
+    }
+
+    fn interval(&self, e: &ast::Expr) -> Result<Interval> {
+        let at = self.at(e);
+        let ast::Expr::Interval(iv) = e else {
+            return Err(self.error(at, "expected an INTERVAL"));
+        };
+        if iv.last_field.is_some() {
+            return Err(self.error(at, "INTERVAL ... TO ... ranges are not supported"));
+        }
+        // INTERVAL 7 DAYS, INTERVAL '7' DAY, INTERVAL '7 days', INTERVAL -1 HOUR
+        let (number, unit) = match (number_text(&iv.value), &*iv.value) {
+            (Some(n), _) => (n, iv.leading_field.as_ref().map(|f| f.to_string())),
+            (None, ast::Expr::Value(v)) => match &v.value {
+                SqlValue::SingleQuotedString(s) => match &iv.leading_field {
+                    Some(f) => (s.trim().to_string(), Some(f.to_string())),
+                    None => match s.split_whitespace().collect::<Vec<_>>().as_slice() {
+                        [n, u] => (n.to_string(), Some(u.to_string())),
+                        _ => return Err(self.error(at, format!("cannot read INTERVAL '{s}'"))),
+                    },
+                },
+                _ => return Err(self.error(at, "INTERVAL needs a number")),
+            },
+            _ => return Err(self.error(at, "INTERVAL needs a literal number")),
+        };
+        let n: i64 = number
+            .parse()
+            .map_err(|_| self.error(at, format!("INTERVAL needs a whole number, got {number}")))?;
+        let unit = unit
+            .ok_or_else(|| self.error(at, "INTERVAL needs a unit (DAY, HOUR, ...)"))?
+            .to_ascii_uppercase();
+        let per: i64 = match unit.trim_end_matches('S') {
+            "YEAR" => return Ok(Interval::Months(n.saturating_mul(12))),
+            "MONTH" => return Ok(Interval::Months(n)),
+            "WEEK" => 7 * MICROS_PER_DAY,
+            "DAY" => MICROS_PER_DAY,
+            "HOUR" => 3_600_000_000,
+            "MINUTE" => 60_000_000,
+            "SECOND" => 1_000_000,
+            "MILLISECOND" => 1_000,
+            "MICROSECOND" => 1,
+            other => return Err(self.error(at, format!("INTERVAL unit {other} is not supported"))),
+        };
+        n.checked_mul(per)
+            .map(Interval::Micros)
+            .ok_or_else(|| self.error(at, "INTERVAL out of range"))
+    }
+
+    /// `x ± INTERVAL`: DATE ± whole days is date_add, DATE ± months add_months (both DATE, as
+    /// Spark); anything else adds µs to the instant (Spark adds day-time intervals as µs, not as
+    /// wall-clock days).
+    fn interval_arith(
+        &mut self,
+        l: &ast::Expr,
+        minus: bool,
+        r: &ast::Expr,
+        at: usize,
+    ) -> Result<Node> {
+        let (base, iv) = match (l, r) {
+            (_, ast::Expr::Interval(_)) if !matches!(l, ast::Expr::Interval(_)) => (l, r),
+            (ast::Expr::Interval(_), _) if !minus && !matches!(r, ast::Expr::Interval(_)) => (r, l),
+            _ => {
+                return Err(self.error(
+                    at,
+                    "an INTERVAL can only be added to or subtracted from a date or a timestamp",
+                ))
+            }
+        };
+        let iv = self.interval(iv)?;
+        let x = self.node(base, None)?;
+        let sign = if minus { -1 } else { 1 };
+        let int = |v: i64| -> Result<ArrayRef> {
+            i32::try_from(v)
+                .map(|v| Arc::new(Int32Array::from(vec![v])) as ArrayRef)
+                .map_err(|_| self.error(at, "INTERVAL out of range"))
+        };
+        match (&x.ty, iv) {
+            (DataType::Date32 | DataType::Null, Interval::Months(m)) => {
+                let n = lit(int(sign * m)?, at);
+                let d = self.cast(x, &DataType::Date32)?;
+                Ok(node(
+                    Kind::Func(Func::AddMonths, vec![d, n]),
+                    DataType::Date32,
+                    at,
+                ))
+            }
+            (DataType::Date32 | DataType::Null, Interval::Micros(us))
+                if us % MICROS_PER_DAY == 0 =>
+            {
+                let n = lit(int(sign * us / MICROS_PER_DAY)?, at);
+                let d = self.cast(x, &DataType::Date32)?;
+                Ok(node(
+                    Kind::Func(Func::DateAdd, vec![d, n]),
+                    DataType::Date32,
+                    at,
+                ))
+            }
+            (DataType::Date32 | DataType::Timestamp(..), Interval::Micros(us)) => {
+                let ts = match &x.ty {
+                    DataType::Timestamp(_, tz) => {
+                        DataType::Timestamp(TimeUnit::Microsecond, tz.clone())
+                    }
+                    _ => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                };
+                let x = self.cast(x, &ts)?;
+                let n = lit(Arc::new(Int64Array::from(vec![sign * us])), at);
+                Ok(node(Kind::Func(Func::AddMicros, vec![x, n]), ts, at))
+            }
+            (DataType::Timestamp(..), Interval::Months(_)) => Err(self.error(
+                at,
+                "INTERVAL of years or months on a timestamp is not supported \
+                 (add_months on a date is)",
+            )),
+            (t, _) => Err(self.error(at, format!("cannot add an INTERVAL to a {}", type_name(t)))),
+        }
+    }
+}
+
+fn trunc_unit(s: &str) -> Option<TruncUnit> {
+    use TruncUnit as U;
+    Some(match s.to_ascii_uppercase().as_str() {
+        "YEAR" | "YYYY" | "YY" => U::Year,
+        "QUARTER" => U::Quarter,
+        "MONTH" | "MM" | "MON" => U::Month,
+        "WEEK" => U::Week,
+        "DAY" | "DD" => U::Day,
+        "HOUR" => U::Hour,
+        "MINUTE" => U::Minute,
+        "SECOND" => U::Second,
+        "MILLISECOND" => U::Millisecond,
+        "MICROSECOND" => U::Microsecond,
+        _ => return None,
+    })
 }

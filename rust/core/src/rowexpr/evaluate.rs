@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use arrow_arith::{boolean as bool_ops, numeric};
 use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{cast::AsArray, new_empty_array, Array, ArrayRef, BooleanArray, Int64Array};
+use arrow_array::{
+    cast::AsArray, make_array, new_empty_array, Array, ArrayRef, BooleanArray, Int64Array,
+};
+use arrow_buffer::NullBuffer;
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType};
 use arrow_select::{filter::filter, interleave::interleave};
@@ -103,9 +106,37 @@ fn eval(n: &Node, inputs: &[ArrayRef], rows: usize) -> R<Val> {
             Val::result(Arc::new(out), &[&v])
         }
         Kind::Case { whens, otherwise } => case(whens, otherwise, inputs, rows)?,
-        Kind::Cast(x) => {
+        Kind::Cast(x, zone) => {
             let v = eval(x, inputs, rows)?;
-            let out = types::cast(&v.arr, &n.ty).map_err(|m| (n.at, m))?;
+            let out = match zone {
+                Some(z) => types::cast_zoned(&v.arr, &n.ty, z),
+                None => types::cast(&v.arr, &n.ty),
+            }
+            .map_err(|m| (n.at, m))?;
+            Val::result(out, &[&v])
+        }
+        Kind::Field(x, i) => {
+            let v = eval(x, inputs, rows)?;
+            let s = v.arr.as_struct();
+            let child = s.column(*i);
+            // A NULL struct has NULL fields, whatever its child array holds there.
+            let nulls = NullBuffer::union(s.nulls(), child.nulls());
+            let data = child
+                .to_data()
+                .into_builder()
+                .nulls(nulls)
+                .build()
+                .map_err(&err)?;
+            Val::result(make_array(data), &[&v])
+        }
+        Kind::RLike { expr, regex, .. } => {
+            let v = eval(expr, inputs, rows)?;
+            let out = functions::rlike(v.arr.as_string::<i32>(), regex).map_err(|m| (n.at, m))?;
+            Val::result(Arc::new(out), &[&v])
+        }
+        Kind::DateTrunc { unit, arg, zone } => {
+            let v = eval(arg, inputs, rows)?;
+            let out = functions::date_trunc(&v, *unit, zone).map_err(|m| (n.at, m))?;
             Val::result(out, &[&v])
         }
         Kind::Func(f, args) => {

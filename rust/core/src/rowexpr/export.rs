@@ -32,7 +32,23 @@
 //! - `{"op":"case","whens":[[cond,value],...],"else":node}`: values already of the node's type.
 //! - `{"op":"cast","arg","to":T}`: an ANSI cast to T (`to` equals `type`).
 //! - `{"op":"fn","name","args":[...]}`: Spark's builtin of that name with identical semantics
-//!   (see [`func_name`]).
+//!   (see [`func_name`]): upper, lower, abs, length, trim, round, floor, ceil, coalesce, concat,
+//!   date_add, date_sub, datediff, add_months (DATE in, DATE out), year, month, day (of a DATE:
+//!   a TIMESTAMP argument is first a zoned `cast` to DATE), substring, rlike (args: value and
+//!   the pattern as written, a Java regex), date_trunc (args: unit literal such as `"HOUR"`,
+//!   and a timestamp; carries `"time_zone"`), and timestampadd (args: `"MICROSECOND"`, a
+//!   bigint count, a timestamp): every INTERVAL of days or smaller added to a TIMESTAMP is
+//!   this (Spark adds day-time intervals as µs); DATE ± whole days is date_add, DATE ± years
+//!   or months add_months.
+//! - `{"op":"field","arg","name"}`: a field of a struct value (NULL when the struct is).
+//!
+//! Time zones: a node that depends on the SQL session time zone carries `"time_zone"` (an IANA
+//! name, `UTC` or an offset): `cast` between TIMESTAMP and TIMESTAMP_NTZ and from STRING to
+//! TIMESTAMP (other zoned conversions are chains through TIMESTAMP_NTZ: TIMESTAMP to DATE or
+//! STRING is a zoned cast to TIMESTAMP_NTZ first, DATE to TIMESTAMP a plain cast to
+//! TIMESTAMP_NTZ then a zoned one), and `date_trunc`. The consumer evaluates those nodes in
+//! that zone (Spark: as with `spark.sql.session.timeZone` set to it); every other node is
+//! zone-free. Literals are never zoned (timestamps are instants).
 
 use arrow_schema::DataType;
 use serde_json::{json, Value};
@@ -94,6 +110,16 @@ pub fn func_name(f: Func) -> &'static str {
         Func::Ceil => "ceil",
         Func::Coalesce => "coalesce",
         Func::Concat => "concat",
+        Func::DateAdd => "date_add",
+        Func::DateSub => "date_sub",
+        Func::DateDiff => "datediff",
+        Func::AddMonths => "add_months",
+        Func::Year => "year",
+        Func::Month => "month",
+        Func::Day => "day",
+        Func::Substring => "substring",
+        // Exported as timestampadd('MICROSECOND', n, ts): see node_json.
+        Func::AddMicros => "timestampadd",
     }
 }
 
@@ -131,10 +157,37 @@ fn node_json(n: &Node, cols: &[String]) -> Value {
             let whens: Vec<Value> = whens.iter().map(|(c, r)| json!([sub(c), sub(r)])).collect();
             json!({"op": "case", "whens": whens, "else": sub(otherwise)})
         }
-        Kind::Cast(x) => json!({"op": "cast", "arg": sub(x), "to": spark_type(&n.ty)}),
+        Kind::Cast(x, zone) => {
+            let mut v = json!({"op": "cast", "arg": sub(x), "to": spark_type(&n.ty)});
+            if let Some(z) = zone {
+                v["time_zone"] = json!(z);
+            }
+            v
+        }
+        Kind::Func(Func::AddMicros, args) => {
+            // Spark's timestampadd(MICROSECOND, n, ts) adds µs to the instant (or wall clock of
+            // a TIMESTAMP_NTZ) with no zone involved, as INTERVAL arithmetic of days does.
+            let unit = json!({"lit": "MICROSECOND", "kind": "string", "type": "string"});
+            json!({"op": "fn", "name": "timestampadd", "args": [unit, sub(&args[1]), sub(&args[0])]})
+        }
         Kind::Func(f, args) => {
             let args: Vec<Value> = args.iter().map(sub).collect();
             json!({"op": "fn", "name": func_name(*f), "args": args})
+        }
+        Kind::Field(x, i) => {
+            let name = match &x.ty {
+                DataType::Struct(fields) => fields[*i].name().clone(),
+                _ => String::new(),
+            };
+            json!({"op": "field", "arg": sub(x), "name": name})
+        }
+        Kind::RLike { expr, pattern, .. } => {
+            let p = json!({"lit": pattern, "kind": "string", "type": "string"});
+            json!({"op": "fn", "name": "rlike", "args": [sub(expr), p]})
+        }
+        Kind::DateTrunc { unit, arg, zone } => {
+            let u = json!({"lit": format!("{unit:?}").to_uppercase(), "kind": "string", "type": "string"});
+            json!({"op": "fn", "name": "date_trunc", "args": [u, sub(arg)], "time_zone": zone})
         }
     };
     v["type"] = Value::String(spark_type(&n.ty));

@@ -2,9 +2,13 @@
 
 use std::sync::Arc;
 
+use arrow_arith::temporal::{date_part, DatePart};
 use arrow_arith::{boolean as bool_ops, numeric};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Decimal128Type, Float32Type, Float64Type, Int64Type};
+use arrow_array::types::{
+    Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type, IntervalYearMonthType,
+    TimestampMicrosecondType,
+};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Decimal128Array, Int32Array, Int64Array, PrimitiveArray,
     StringArray,
@@ -12,9 +16,12 @@ use arrow_array::{
 use arrow_ord::cmp;
 use arrow_schema::DataType;
 use arrow_select::zip::zip;
+use arrow_string::regexp::regexp_is_match_scalar;
+use chrono::Datelike;
 
 use super::value::Val;
-use super::{types, Func};
+use super::zone::Zone;
+use super::{types, Func, TruncUnit};
 use crate::predicate::expr::like as like_one;
 
 type R<T> = std::result::Result<T, String>;
@@ -86,8 +93,192 @@ pub fn apply(f: Func, args: &[Val], ty: &DataType, rows: usize) -> R<Val> {
                 .collect();
             Arc::new(out)
         }
+        Func::DateAdd | Func::DateSub | Func::DateDiff => {
+            // Days as INT, checked (a date beyond INT days is an overflow error, as in Spark).
+            let days = |v: &Val| -> R<Val> {
+                Ok(Val {
+                    arr: types::cast(&v.arr, &DataType::Int32)?,
+                    scalar: v.scalar,
+                })
+            };
+            let (a, b) = (days(x)?, days(&args[1])?);
+            let out = if f == Func::DateSub || f == Func::DateDiff {
+                numeric::sub(&a, &b)
+            } else {
+                numeric::add(&a, &b)
+            }
+            .map_err(|e| format!("{}: {e}", func_label(f)))?;
+            if f == Func::DateDiff {
+                out
+            } else {
+                types::cast(&out, &DataType::Date32)?
+            }
+        }
+        Func::AddMonths => {
+            // arrow adds calendar months clamping the day to the month's last (Spark's rule).
+            let n = &args[1];
+            let months: PrimitiveArray<IntervalYearMonthType> =
+                n.arr.as_primitive::<Int32Type>().reinterpret_cast();
+            let months = Val {
+                arr: Arc::new(months),
+                scalar: n.scalar,
+            };
+            numeric::add(x, &months).map_err(|e| format!("add_months: {e}"))?
+        }
+        Func::Year | Func::Month | Func::Day => {
+            let part = match f {
+                Func::Year => DatePart::Year,
+                Func::Month => DatePart::Month,
+                _ => DatePart::Day,
+            };
+            date_part(x.arr.as_ref(), part).map_err(|e| e.to_string())?
+        }
+        Func::Substring => substring(args, rows)?,
+        Func::AddMicros => {
+            let ty = x.arr.data_type().clone();
+            let raw = Val {
+                arr: types::cast(&x.arr, &DataType::Int64)?,
+                scalar: x.scalar,
+            };
+            let out =
+                numeric::add(&raw, &args[1]).map_err(|e| format!("timestamp overflow: {e}"))?;
+            types::cast(&out, &ty)?
+        }
     };
     Ok(Val::result(out, &refs))
+}
+
+fn func_label(f: Func) -> &'static str {
+    super::export::func_name(f)
+}
+
+/// Spark's substring (UTF8String.substringSQL): 1-based; a negative position counts from the
+/// end; 0 is the first character; a length below 1 gives ''; characters, not bytes.
+fn substring(args: &[Val], rows: usize) -> R<ArrayRef> {
+    let len = if args.iter().all(|a| a.scalar) {
+        1
+    } else {
+        rows
+    };
+    let cols: Vec<ArrayRef> = args
+        .iter()
+        .map(|a| a.expand(len))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let s = cols[0].as_string::<i32>();
+    let pos = cols[1].as_primitive::<Int32Type>();
+    let count = cols.get(2).map(|c| c.as_primitive::<Int32Type>());
+    let out: StringArray = (0..len)
+        .map(|i| {
+            if s.is_null(i) || pos.is_null(i) || count.is_some_and(|c| c.is_null(i)) {
+                return None;
+            }
+            let text = s.value(i);
+            let n = text.chars().count() as i64;
+            let p = pos.value(i) as i64;
+            let start = if p > 0 {
+                p - 1
+            } else if p < 0 {
+                n + p
+            } else {
+                0
+            };
+            let end = match count {
+                Some(c) => start + c.value(i) as i64,
+                None => i64::MAX,
+            };
+            let start = start.max(0);
+            let end = end.min(n);
+            if start >= end {
+                return Some(String::new());
+            }
+            Some(
+                text.chars()
+                    .skip(start as usize)
+                    .take((end - start) as usize)
+                    .collect(),
+            )
+        })
+        .collect();
+    Ok(Arc::new(out))
+}
+
+/// Whether `regex` (already a Rust pattern) compiles, and matches nothing surprising.
+pub fn check_regex(regex: &str) -> R<()> {
+    let empty = StringArray::from(Vec::<&str>::new());
+    regexp_is_match_scalar(&empty, regex, None)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// RLIKE: a match anywhere in the value (Java's `find()`).
+pub fn rlike(values: &StringArray, regex: &str) -> R<BooleanArray> {
+    regexp_is_match_scalar(values, regex, None).map_err(|e| e.to_string())
+}
+
+/// date_trunc on µs values (zoned: instants truncated in `zone`'s wall clock, as Spark's
+/// DateTimeUtils.truncTimestamp: seconds and finer on the instant, minutes to days keeping the
+/// offset, weeks and longer from the local midnight).
+pub fn date_trunc(x: &Val, unit: TruncUnit, zone: &str) -> R<ArrayRef> {
+    const S: i64 = 1_000_000;
+    const DAY: i64 = 86_400 * S;
+    let ty = x.arr.data_type().clone();
+    let zoned = matches!(ty, DataType::Timestamp(_, Some(_)));
+    let z = Zone::parse(zone)?;
+    let floor = |v: i64, m: i64| v - v.rem_euclid(m);
+    let local_trunc = |local: i64| -> R<i64> {
+        Ok(match unit {
+            TruncUnit::Minute => floor(local, 60 * S),
+            TruncUnit::Hour => floor(local, 3600 * S),
+            TruncUnit::Day => floor(local, DAY),
+            TruncUnit::Week => {
+                let days = local.div_euclid(DAY);
+                // 1970-01-01 was a Thursday: Monday-based weekday index 3.
+                (days - (days + 3).rem_euclid(7)) * DAY
+            }
+            _ => {
+                let d = chrono::DateTime::from_timestamp_micros(local)
+                    .ok_or("timestamp out of range")?
+                    .date_naive();
+                let (y, m) = (d.year(), d.month());
+                let m = match unit {
+                    TruncUnit::Year => 1,
+                    TruncUnit::Quarter => (m - 1) / 3 * 3 + 1,
+                    _ => m,
+                };
+                let first = chrono::NaiveDate::from_ymd_opt(y, m, 1).ok_or("date out of range")?;
+                first
+                    .and_hms_opt(0, 0, 0)
+                    .expect("midnight")
+                    .and_utc()
+                    .timestamp_micros()
+            }
+        })
+    };
+    let v = x.arr.as_primitive::<TimestampMicrosecondType>();
+    let out: PrimitiveArray<TimestampMicrosecondType> = v
+        .iter()
+        .map(|o| {
+            o.map(|t| -> R<i64> {
+                match unit {
+                    TruncUnit::Microsecond => return Ok(t),
+                    TruncUnit::Millisecond => return Ok(floor(t, 1_000)),
+                    TruncUnit::Second => return Ok(floor(t, S)),
+                    _ => {}
+                }
+                if !zoned {
+                    return local_trunc(t);
+                }
+                let off = z.offset_seconds(t)?;
+                let local = local_trunc(t + off * S)?;
+                let prefer = matches!(unit, TruncUnit::Minute | TruncUnit::Hour | TruncUnit::Day)
+                    .then_some(off);
+                z.to_utc(local, prefer)
+            })
+            .transpose()
+        })
+        .collect::<R<_>>()?;
+    Ok(Arc::new(out.with_data_type(ty)))
 }
 
 fn strings(x: &Val, f: impl Fn(&str) -> String) -> ArrayRef {

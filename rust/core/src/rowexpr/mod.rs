@@ -10,8 +10,11 @@ mod compile;
 mod evaluate;
 mod export;
 mod functions;
+mod now;
+mod regex_java;
 pub mod types;
 mod value;
+pub mod zone;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Schema};
@@ -20,6 +23,7 @@ use crate::error::{Error, PredicateProblem, Result};
 use crate::predicate::CmpOp;
 
 pub use compile::{conjuncts, referenced_columns, Referenced, Scope};
+pub use now::resolve_now;
 
 /// A compiled expression: columns bound by name to the schema it was compiled against.
 #[derive(Debug, Clone)]
@@ -30,6 +34,8 @@ pub struct RowExpr {
     columns: Vec<String>,
     /// The type each column is evaluated in (input arrays of another type are cast).
     column_types: Vec<DataType>,
+    /// The SQL session time zone the text was compiled in.
+    time_zone: String,
 }
 
 #[derive(Debug, Clone)]
@@ -61,6 +67,35 @@ pub(crate) enum Func {
     Ceil,
     Coalesce,
     Concat,
+    /// (DATE, INT) -> DATE
+    DateAdd,
+    DateSub,
+    /// (end DATE, start DATE) -> INT days
+    DateDiff,
+    /// (DATE, INT months) -> DATE, the day clamped to the month's last
+    AddMonths,
+    Year,
+    Month,
+    Day,
+    /// (STRING, INT pos[, INT len]) with Spark's 1-based and negative positions
+    Substring,
+    /// (TIMESTAMP or TIMESTAMP_NTZ, BIGINT µs): INTERVAL arithmetic of days and smaller units
+    AddMicros,
+}
+
+/// `date_trunc` units (Spark's names; WEEK starts on Monday).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TruncUnit {
+    Year,
+    Quarter,
+    Month,
+    Week,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    Millisecond,
+    Microsecond,
 }
 
 #[derive(Debug, Clone)]
@@ -86,15 +121,47 @@ pub(crate) enum Kind {
         whens: Vec<(Node, Node)>,
         otherwise: Box<Node>,
     },
-    Cast(Box<Node>),
+    /// To the node's type; in the session zone (named) when the conversion depends on one.
+    Cast(Box<Node>, Option<String>),
     Func(Func, Vec<Node>),
+    /// A field of a struct value (index into its fields; NULL when the struct is).
+    Field(Box<Node>, usize),
+    /// `expr RLIKE pattern`: `pattern` as written (Java syntax), `regex` its Rust equivalent.
+    RLike {
+        expr: Box<Node>,
+        pattern: String,
+        regex: String,
+    },
+    DateTrunc {
+        unit: TruncUnit,
+        arg: Box<Node>,
+        zone: String,
+    },
 }
 
 impl RowExpr {
     /// Compile `text` against `schema`. Columns are found through `scopes` (see [`Scope`]; an
     /// empty list means the whole schema, unqualified names only).
     pub fn compile(text: &str, schema: &Schema, scopes: &[Scope]) -> Result<RowExpr> {
-        compile::compile(text, schema, scopes)
+        compile::compile(text, schema, scopes, zone::DEFAULT)
+    }
+
+    /// [`compile`](Self::compile) in the SQL session time zone `time_zone` (an IANA name, `UTC`
+    /// or an offset such as `+05:30`): zone-less timestamp texts are its wall clocks, and casts
+    /// between TIMESTAMP and DATE, STRING or TIMESTAMP_NTZ, and the date functions on timestamps,
+    /// use its calendar.
+    pub fn compile_in(
+        text: &str,
+        schema: &Schema,
+        scopes: &[Scope],
+        time_zone: &str,
+    ) -> Result<RowExpr> {
+        zone::Zone::parse(time_zone).map_err(|m| Error::predicate(text, 1, m))?;
+        compile::compile(text, schema, scopes, time_zone)
+    }
+
+    pub fn time_zone(&self) -> &str {
+        &self.time_zone
     }
 
     pub fn text(&self) -> &str {

@@ -258,3 +258,253 @@ fn tree_json_shows_types_literals_and_implicit_casts() {
         assert_eq!(tree(text), want, "{text}");
     }
 }
+
+/// Dates, UTC timestamps, strings and a struct, for the date/time, string and struct functions.
+fn dated() -> RecordBatch {
+    use arrow_array::{Date32Array, Int32Array, StructArray, TimestampMicrosecondArray};
+    use arrow_buffer::NullBuffer;
+    let day = |s: &str| {
+        (chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+            - chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap())
+        .num_days() as i32
+    };
+    let utc = |s: &str| {
+        chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
+            .unwrap()
+            .and_utc()
+            .timestamp_micros()
+    };
+    let struct_fields = vec![
+        Field::new("country", DataType::Utf8, true),
+        Field::new("zip", DataType::Int32, true),
+    ];
+    let addr = StructArray::new(
+        struct_fields.clone().into(),
+        vec![
+            Arc::new(StringArray::from(vec![
+                Some("US"),
+                Some("DE"),
+                Some("FR"),
+                None,
+            ])),
+            Arc::new(Int32Array::from(vec![Some(1), Some(2), Some(3), Some(4)])),
+        ],
+        Some(NullBuffer::from(vec![true, true, false, true])),
+    );
+    let schema = Schema::new(vec![
+        Field::new("d", DataType::Date32, true),
+        Field::new(
+            "ts",
+            DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("addr", DataType::Struct(struct_fields.into()), true),
+    ]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Date32Array::from(vec![
+            Some(day("2024-01-31")),
+            Some(day("2024-02-29")),
+            None,
+            Some(day("1970-01-01")),
+        ])),
+        Arc::new(
+            TimestampMicrosecondArray::from(vec![
+                Some(utc("2024-03-31 00:30:00")),
+                Some(utc("2024-10-27 00:30:00")),
+                None,
+                Some(utc("2024-12-31 23:30:00")),
+            ])
+            .with_timezone("UTC"),
+        ),
+        Arc::new(StringArray::from(vec![
+            Some("hello world"),
+            Some("ab"),
+            None,
+            Some("ünïcode"),
+        ])),
+        Arc::new(addr),
+    ];
+    RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+}
+
+fn dated_mask(text: &str, zone: &str) -> Vec<bool> {
+    let b = dated();
+    let e =
+        RowExpr::compile_in(text, &b.schema(), &[], zone).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let m = e.mask(&b).unwrap_or_else(|e| panic!("{text}: {e}"));
+    m.iter().map(|v| v.unwrap()).collect()
+}
+
+#[test]
+fn date_time_string_regex_and_struct_functions() {
+    const F: bool = false;
+    const T: bool = true;
+    // Rows: d = 2024-01-31, 2024-02-29, NULL, 1970-01-01; ts (UTC) = 2024-03-31 00:30,
+    // 2024-10-27 00:30, NULL, 2024-12-31 23:30; s = 'hello world', 'ab', NULL, 'ünïcode';
+    // addr = {US,1}, {DE,2}, NULL, {NULL,4}. Expected rows computed by hand (calendar facts:
+    // 2024 is a leap year; Europe/Berlin leaves CET for CEST at 01:00 UTC on 2024-03-31 and
+    // returns at 01:00 UTC on 2024-10-27; Asia/Kolkata is UTC+05:30, so a :30 UTC instant is a
+    // whole IST hour). Spark's rules: add_months clamps the day, substring positions are
+    // 1-based with 0 as 1 and negatives from the end, a NULL struct has NULL fields.
+    let cases: &[(&str, &str, [bool; 4])] = &[
+        ("add_months(d, 1) = DATE '2024-02-29'", "UTC", [T, F, F, F]),
+        (
+            "d + INTERVAL 1 MONTH = DATE '2024-03-29'",
+            "UTC",
+            [F, T, F, F],
+        ),
+        ("date_add(d, 1) = DATE '2024-03-01'", "UTC", [F, T, F, F]),
+        ("date_sub(d, 1) = '1969-12-31'", "UTC", [F, F, F, T]),
+        (
+            "d - INTERVAL 30 DAYS = DATE '2024-01-01'",
+            "UTC",
+            [T, F, F, F],
+        ),
+        ("datediff(d, DATE '2024-01-01') = 30", "UTC", [T, F, F, F]),
+        (
+            "year(ts) = 2024 AND month(ts) = 12 AND dayofmonth(ts) = 31",
+            "UTC",
+            [F, F, F, T],
+        ),
+        ("year(d) = 1970", "UTC", [F, F, F, T]),
+        ("CAST(ts AS DATE) = DATE '2024-03-31'", "UTC", [T, F, F, F]),
+        (
+            "CAST(ts AS STRING) = '2024-10-27 00:30:00'",
+            "UTC",
+            [F, T, F, F],
+        ),
+        ("to_date(ts) = DATE '2025-01-01'", "UTC", [F, F, F, F]),
+        (
+            "to_date(ts) = DATE '2025-01-01'",
+            "Europe/Berlin",
+            [F, F, F, T],
+        ),
+        (
+            "CAST(ts AS STRING) = '2024-03-31 01:30:00'",
+            "Europe/Berlin",
+            [T, F, F, F],
+        ),
+        // 02:30 happens twice in Berlin on 2024-10-27: the earlier (CEST) instant is 00:30 UTC.
+        (
+            "ts = TIMESTAMP '2024-10-27 02:30:00'",
+            "Europe/Berlin",
+            [F, T, F, F],
+        ),
+        ("ts = '2024-10-27 02:30:00'", "Europe/Berlin", [F, T, F, F]),
+        (
+            "ts = TIMESTAMP '2024-10-27 00:30:00Z'",
+            "Europe/Berlin",
+            [F, T, F, F],
+        ),
+        (
+            "date_trunc('DAY', ts) = TIMESTAMP '2024-10-27 00:00:00'",
+            "Europe/Berlin",
+            [F, T, F, F],
+        ),
+        (
+            "date_trunc('HOUR', ts) = ts - INTERVAL 30 MINUTES",
+            "Europe/Berlin",
+            [T, T, F, T],
+        ),
+        ("date_trunc('HOUR', ts) = ts", "Asia/Kolkata", [T, T, F, T]),
+        ("date_trunc('HOUR', ts) = ts", "UTC", [F, F, F, F]),
+        (
+            "date_trunc('MONTH', ts) = TIMESTAMP '2024-03-01 00:00:00'",
+            "UTC",
+            [T, F, F, F],
+        ),
+        (
+            "date_trunc('WEEK', ts) = TIMESTAMP '2024-12-30 00:00:00'",
+            "UTC",
+            [F, F, F, T],
+        ),
+        (
+            "ts >= TIMESTAMP '2024-10-27 00:00:00' - INTERVAL 1 HOUR",
+            "UTC",
+            [F, T, F, T],
+        ),
+        ("ts > d", "UTC", [T, T, F, T]),
+        ("substring(s, 1, 5) = 'hello'", "UTC", [T, F, F, F]),
+        ("substr(s, -5) = 'world'", "UTC", [T, F, F, F]),
+        ("substring(s, 0, 1) = 'a'", "UTC", [F, T, F, F]),
+        ("substring(s, 2) = 'nïcode'", "UTC", [F, F, F, T]),
+        ("substring(s, 1, -1) = ''", "UTC", [T, T, F, T]),
+        ("s RLIKE '^h.*d$'", "UTC", [T, F, F, F]),
+        ("s RLIKE '\\d'", "UTC", [F, F, F, F]),
+        ("regexp_like(s, 'b$')", "UTC", [F, T, F, F]),
+        ("s NOT RLIKE 'o'", "UTC", [F, T, F, F]),
+        ("addr.country = 'US'", "UTC", [T, F, F, F]),
+        ("addr.zip > 1", "UTC", [F, T, F, T]),
+        ("addr.country IS NULL", "UTC", [F, F, T, T]),
+    ];
+    for (text, zone, want) in cases {
+        assert_eq!(dated_mask(text, zone), want, "{text} in {zone}");
+    }
+    let b = dated();
+    let e = RowExpr::compile("addr.zip = 1 AND ts IS NULL", &b.schema(), &[]).unwrap();
+    assert_eq!(e.columns(), ["addr", "ts"]);
+}
+
+#[test]
+fn what_cannot_be_evaluated_is_a_predicate_error() {
+    let b = dated();
+    let cases = [
+        ("d = current_date()", "resolve_now"),
+        ("s RLIKE '(?=a)'", "not supported"),
+        ("s RLIKE s", "string literal"),
+        ("date_trunc('fortnight', ts) = ts", "date_trunc() unit"),
+        ("ts + INTERVAL 1 MONTH > ts", "not supported"),
+        ("CAST(ts AS BIGINT) > 0", "cannot convert"),
+        ("to_date(s, 'yyyy') = d", "not supported"),
+        ("addr.street = 'x'", "no field 'street'"),
+        (
+            "s + INTERVAL 1 DAY = s",
+            "cannot add an INTERVAL to a string",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = RowExpr::compile(text, &b.schema(), &[])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+    assert!(RowExpr::compile_in("d = d", &b.schema(), &[], "Mars/Base").is_err());
+}
+
+#[test]
+fn tree_json_of_zoned_casts_intervals_and_fields() {
+    use serde_json::json;
+    let b = dated();
+    let tree = |text: &str, zone: &str| -> serde_json::Value {
+        let e = RowExpr::compile_in(text, &b.schema(), &[], zone).unwrap();
+        serde_json::from_str(&e.tree_json()).unwrap()
+    };
+    let ts = json!({"col": "ts", "type": "timestamp"});
+    // CAST(ts AS DATE) in a zone: the wall clock first (zoned), then its date.
+    assert_eq!(
+        tree("CAST(ts AS DATE)", "Europe/Berlin"),
+        json!({"op": "cast", "to": "date", "type": "date",
+               "arg": {"op": "cast", "to": "timestamp_ntz", "type": "timestamp_ntz",
+                       "time_zone": "Europe/Berlin", "arg": ts}})
+    );
+    // 86_400_000_000 µs is one day.
+    assert_eq!(
+        tree("ts - INTERVAL 1 DAY", "UTC"),
+        json!({"op": "fn", "name": "timestampadd", "type": "timestamp", "args": [
+            {"lit": "MICROSECOND", "kind": "string", "type": "string"},
+            {"lit": -86_400_000_000i64, "kind": "long", "type": "bigint"},
+            ts]})
+    );
+    assert_eq!(
+        tree("addr.country", "UTC"),
+        json!({"op": "field", "name": "country", "type": "string",
+               "arg": {"col": "addr", "type": "struct<country:string,zip:int>"}})
+    );
+    assert_eq!(
+        tree("d - INTERVAL 30 DAYS", "UTC"),
+        json!({"op": "fn", "name": "date_add", "type": "date", "args": [
+            {"col": "d", "type": "date"}, {"lit": -30, "kind": "long", "type": "int"}]})
+    );
+}

@@ -3,9 +3,13 @@
 
 use std::sync::Arc;
 
-use arrow_array::{new_null_array, ArrayRef, Decimal128Array, Float64Array, Int64Array};
+use arrow_array::cast::AsArray;
+use arrow_array::types::TimestampMicrosecondType;
+use arrow_array::{new_null_array, Array, ArrayRef, Decimal128Array, Float64Array, Int64Array};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType, TimeUnit};
+
+use super::zone::{self, Zone};
 
 /// Strict casts: a value that does not convert is an error, never a NULL (Spark's ANSI mode).
 pub const STRICT: CastOptions<'static> = CastOptions {
@@ -36,7 +40,116 @@ pub fn cast(a: &ArrayRef, to: &DataType) -> Result<ArrayRef, String> {
         return cast_with_options(&v, &DataType::Timestamp(*unit, None), &STRICT)
             .map_err(|e| e.to_string());
     }
-    cast_with_options(a, to, &STRICT).map_err(|e| e.to_string())
+    match (a.data_type(), to) {
+        // Spark prints `yyyy-MM-dd HH:mm:ss[.ffffff]`; arrow would print an RFC 3339 text. A
+        // zoned timestamp reaching here is read in UTC (zone-dependent casts are cast_zoned's).
+        (DataType::Timestamp(..), DataType::Utf8) => {
+            let us = micros(a)?;
+            let out: arrow_array::StringArray = us
+                .iter()
+                .map(|o| {
+                    o.map(|v| zone::format_wall_clock(v).ok_or("timestamp out of range"))
+                        .transpose()
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Arc::new(out))
+        }
+        // Arrow reads a zone label as a zone to convert into; for a UTC instant that is the date
+        // of the UTC wall clock, which the label-free cast computes without a zone database.
+        (DataType::Timestamp(u, Some(_)), DataType::Date32) => {
+            let v = relabel(a, &DataType::Timestamp(*u, None))?;
+            cast_with_options(&v, to, &STRICT).map_err(|e| e.to_string())
+        }
+        _ => cast_with_options(a, to, &STRICT).map_err(|e| e.to_string()),
+    }
+}
+
+/// A timestamp array (any unit, zoned or not) as microseconds, its label kept.
+fn micros(a: &ArrayRef) -> Result<arrow_array::TimestampMicrosecondArray, String> {
+    let tz = match a.data_type() {
+        DataType::Timestamp(_, tz) => tz.clone(),
+        other => return Err(format!("expected a timestamp, got {other}")),
+    };
+    let v = cast(a, &DataType::Timestamp(TimeUnit::Microsecond, tz))?;
+    Ok(v.as_primitive::<TimestampMicrosecondType>().clone())
+}
+
+/// How a value of `from` becomes a `to`, step by step, each marked when it depends on the
+/// session time zone: only instant <-> wall clock (TIMESTAMP <-> TIMESTAMP_NTZ) and text read as
+/// an instant do; a TIMESTAMP becomes a DATE or a STRING through its wall clock, a DATE becomes a
+/// TIMESTAMP through its midnight (Spark's casts in the session zone).
+pub fn cast_steps(from: &DataType, to: &DataType) -> Vec<(DataType, bool)> {
+    use DataType as T;
+    let ntz = T::Timestamp(TimeUnit::Microsecond, None);
+    match (from, to) {
+        (T::Timestamp(_, Some(_)), T::Date32 | T::Utf8) => {
+            vec![(ntz, true), (to.clone(), false)]
+        }
+        (T::Date32, T::Timestamp(_, Some(_))) => vec![(ntz, false), (to.clone(), true)],
+        (T::Timestamp(_, Some(_)), T::Timestamp(_, None))
+        | (T::Timestamp(_, None) | T::Utf8, T::Timestamp(_, Some(_))) => {
+            vec![(to.clone(), true)]
+        }
+        _ => vec![(to.clone(), false)],
+    }
+}
+
+/// [`cast`] in the session time zone `zone` (one step of [`cast_steps`]).
+pub fn cast_zoned(a: &ArrayRef, to: &DataType, zone: &str) -> Result<ArrayRef, String> {
+    use DataType as T;
+    let steps = cast_steps(a.data_type(), to);
+    if steps.len() > 1 {
+        let mut v = a.clone();
+        for (t, _) in steps {
+            v = cast_zoned(&v, &t, zone)?;
+        }
+        return Ok(v);
+    }
+    let z = Zone::parse(zone)?;
+    let us = DataType::Timestamp(TimeUnit::Microsecond, None);
+    let out: ArrayRef = match (a.data_type(), to) {
+        (T::Timestamp(_, Some(_)), T::Timestamp(_, None)) => {
+            let v = micros(a)?;
+            let local: arrow_array::TimestampMicrosecondArray = v
+                .iter()
+                .map(|o| o.map(|x| z.to_local(x)).transpose())
+                .collect::<Result<_, _>>()?;
+            Arc::new(local)
+        }
+        (T::Timestamp(_, None), T::Timestamp(_, Some(label))) => {
+            let v = micros(a)?;
+            let utc: arrow_array::TimestampMicrosecondArray = v
+                .iter()
+                .map(|o| o.map(|x| z.to_utc(x, None)).transpose())
+                .collect::<Result<_, _>>()?;
+            Arc::new(utc.with_timezone(label.clone()))
+        }
+        (T::Utf8, T::Timestamp(_, Some(label))) => {
+            let texts = a.as_string::<i32>();
+            let instant = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
+            let one = |s: &str, t: &DataType| -> Result<i64, String> {
+                let x: ArrayRef = Arc::new(arrow_array::StringArray::from(vec![s]));
+                let v = cast_with_options(&x, t, &STRICT).map_err(|e| e.to_string())?;
+                Ok(v.as_primitive::<TimestampMicrosecondType>().value(0))
+            };
+            let utc: arrow_array::TimestampMicrosecondArray = texts
+                .iter()
+                .map(|o| {
+                    o.map(|s| {
+                        if zone::has_zone(s) {
+                            one(s, &instant) // the text names its own offset
+                        } else {
+                            z.to_utc(one(s, &us)?, None)
+                        }
+                    })
+                    .transpose()
+                })
+                .collect::<Result<_, _>>()?;
+            Arc::new(utc.with_timezone(label.clone()))
+        }
+        _ => return cast(a, to),
+    };
+    cast(&out, to)
 }
 
 fn time_unit(t: &DataType) -> TimeUnit {
@@ -283,10 +396,11 @@ pub fn null_of(t: &DataType) -> ArrayRef {
 }
 
 /// A string literal read as `to` (a DATE, TIMESTAMP, number or BOOLEAN column it is compared
-/// with). A zone-less timestamp text is UTC for a zoned column.
-pub fn string_as(text: &str, to: &DataType) -> Result<ArrayRef, String> {
+/// with). A zone-less timestamp text is a wall clock of the session zone `zone`.
+pub fn string_as(text: &str, to: &DataType, zone: &str) -> Result<ArrayRef, String> {
     let s: ArrayRef = Arc::new(arrow_array::StringArray::from(vec![text]));
-    cast(&s, to).map_err(|e| format!("literal {text:?} cannot be read as {}: {e}", type_name(to)))
+    cast_zoned(&s, to, zone)
+        .map_err(|e| format!("literal {text:?} cannot be read as {}: {e}", type_name(to)))
 }
 
 /// The Delta name of an Arrow type, for messages (as the `where` resolver words them).
@@ -352,10 +466,11 @@ mod tests {
         let ts = string_as(
             "2024-01-02 03:04:05",
             &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            "UTC",
         )
         .unwrap();
         assert_eq!(ts.len(), 1);
-        assert!(string_as("abc", &DataType::Int64)
+        assert!(string_as("abc", &DataType::Int64, "UTC")
             .unwrap_err()
             .contains("cannot be read as long"));
     }

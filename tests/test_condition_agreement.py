@@ -136,6 +136,17 @@ def _atom() -> st.SearchStrategy[str]:
             "CASE i WHEN 1 THEN 'one' WHEN 2 THEN 'two' END = 'one'", "CAST(s AS INT) = 1", "1 / i > 0", "i / 0 > 1", "i % 0 = 1",
             "i * 100000000 > 0", "l * 100000000000 > 0", "CAST(d AS INT) > 0", "unknown_fn(i) > 0", "nope > 1", "s > 1",
         ]),
+        # Date/time, string and regex functions of retention jobs; timestamps read in UTC.
+        st.sampled_from([
+            "date_sub(dt, 3) < DATE '2024-03-10'", "date_add(dt, 1) = DATE '2024-03-11'", "datediff(dt, DATE '2024-01-01') > 30",
+            "add_months(dt, 1) > DATE '2024-04-01'", "year(dt) = 2024", "month(dt) IN (3, 11)", "day(dt) = 10", "year(ts) < 2024",
+            "month(ts) = 3", "day(ts) = 10", "CAST(ts AS DATE) = DATE '2024-11-03'", "to_date(ts) < DATE '2024-03-10'",
+            "date_trunc('HOUR', ts) = TIMESTAMP '2024-03-10 07:00:00'", "date_trunc('DAY', ts) < TIMESTAMP '2024-03-10 00:00:00'",
+            "date_trunc('MONTH', ts) = TIMESTAMP '2024-11-01 00:00:00'", "ts + INTERVAL 1 HOUR > TIMESTAMP '2024-03-10 07:00:00'",
+            "ts - INTERVAL 2 DAYS < TIMESTAMP '2024-01-01 00:00:00'", "dt + INTERVAL 1 MONTH > DATE '2024-04-01'",
+            "substring(s, 1, 2) = 'ab'", "substring(s, 2) = 'bc'", "s RLIKE '^[a-z]+$'", "s RLIKE 'ß|é'", "lower(s) RLIKE '^a'",
+            "CAST(ts AS STRING) LIKE '2024-11-03%'",
+        ]),
     )
 
 

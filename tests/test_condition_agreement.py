@@ -64,7 +64,7 @@ ROWS = pa.table({
 
 #: Conditions per hypothesis example (one Spark job), and examples.
 BATCH = 50
-EXAMPLES = 5
+EXAMPLES = 4
 
 # -- conditions ---------------------------------------------------------------------------------
 

@@ -41,6 +41,14 @@ CASES = [
     ("delete", "length(coalesce(status, '')) > 2 OR amount IS NULL", None),
     ("update", "CASE WHEN qty > 5 THEN 'big' ELSE 'small' END = 'big'", {"note": "upper(coalesce(note, status, 'none'))"}),
     ("delete", "day > DATE '2024-06-01' AND CAST(id * 1.5 AS BIGINT) % 3 = 0", None),
+    # Retention jobs' conditions (dates only: PySpark's own evaluation of a timestamp would use
+    # the session zone, America/New_York, where the core's is UTC).
+    ("delete", "day < date_sub(DATE '2025-06-01', 200)", None),
+    ("delete", "datediff(DATE '2025-01-01', day) BETWEEN 0 AND 100", None),
+    ("update", "year(day) = 2024 AND month(day) IN (1, 2, 3)", {"note": "substring(coalesce(note, 'none'), 1, 2)"}),
+    ("delete", "add_months(day, 6) < DATE '2025-01-01' OR day(day) = 1", None),
+    ("delete", "day - INTERVAL 30 DAYS > DATE '2025-03-01'", None),
+    ("delete", "status RLIKE '^[xX]$'", None),
 ]
 
 

@@ -98,6 +98,38 @@ CASES = [
     ("AND with NULL", op("and", args=[lit(True, "boolean", "boolean"), op("=", left=c("n", "string"), right=lit("a", "string", "string"))]), None, "SQL: TRUE AND NULL is NULL"),
     ("OR with NULL", op("or", args=[lit(True, "boolean", "boolean"), op("=", left=c("n", "string"), right=lit("a", "string", "string"))]), True, "SQL: TRUE OR NULL is TRUE"),
     ("NOT", op("not", arg=op("is_null", arg=c("n", "string"))), False, "hand: n is NULL"),
+    (
+        "zoned cast to a wall clock",
+        op("cast", "timestamp_ntz", arg=c("ts", "timestamp"), to="timestamp_ntz", time_zone="Asia/Kolkata"),
+        datetime.datetime(2024, 1, 1, 8, 30), "hand: 03:00Z is 08:30 at +05:30",
+    ),
+    (
+        "zoned wall clock in a DST gap to an instant",
+        op("=", left=op("cast", "timestamp", arg=lit(GAP, "timestamp_ntz", "timestamp_ntz"), to="timestamp", time_zone="America/New_York"),
+           right=lit(GAP + 5 * 3_600_000_000, "timestamp", "timestamp")),
+        True, "java.time: 02:30 does not exist on 2024-03-10 in New York; it moves on by the gap to 03:30 EDT = 07:30Z",
+    ),
+    (
+        "date_trunc to the hour in a half-hour zone",
+        op("=", left=op("fn", "timestamp", name="date_trunc", args=[lit("HOUR", "string", "string"), c("ts17", "timestamp")], time_zone="Asia/Kolkata"),
+           right=lit(TS - 30 * 60_000_000, "timestamp", "timestamp")),
+        True, "hand: 03:17:05Z is 08:47:05 at +05:30, truncated 08:00 = 02:30Z",
+    ),
+    (
+        "date_trunc to the month in UTC",
+        op("=", left=op("fn", "timestamp", name="date_trunc", args=[lit("MONTH", "string", "string"), c("ts17", "timestamp")], time_zone="UTC"),
+           right=lit(TS - 3 * 3_600_000_000, "timestamp", "timestamp")),
+        True, "hand: 2024-01-01 00:00Z",
+    ),
+    (
+        "timestampadd of microseconds",
+        op("=", left=op("fn", "timestamp", name="timestampadd", args=[lit("MICROSECOND", "string", "string"), lit(86_400_000_000, "long", "bigint"), c("ts", "timestamp")]),
+           right=lit(TS + 86_400_000_000, "timestamp", "timestamp")),
+        True, "hand: one day later",
+    ),
+    ("date_sub", op("fn", "date", name="date_sub", args=[lit(19723, "date", "date"), lit(30, "long", "int")]), datetime.date(2023, 12, 2), "Python date(2024,1,1) - timedelta(30)"),
+    ("substring", op("fn", "string", name="substring", args=[c("s", "string"), lit(2, "long", "int"), lit(2, "long", "int")]), "bC", "Python 'ÀbC'[1:3]"),
+    ("rlike", op("fn", "boolean", name="rlike", args=[c("s", "string"), lit("^À.C$", "string", "string")]), True, "hand"),
 ]
 
 
@@ -107,7 +139,10 @@ def row(spark):
         [(7, -7, "ÀbC", None, float("nan"), -0.0, 0.1, ("NZ",), "2024-01-01 03:00:00", "2024-01-01 05:00:00+02:00")],
         "i int, l bigint, s string, n string, d double, z double, f float, st struct<country:string>, ws string, zs string",
     )
-    return df.select("*", F.timestamp_micros(F.lit(TS)).alias("ts"), F.timestamp_micros(F.lit(GAP)).alias("gap"))
+    return df.select(
+        "*", F.timestamp_micros(F.lit(TS)).alias("ts"), F.timestamp_micros(F.lit(GAP)).alias("gap"),
+        F.timestamp_micros(F.lit(TS + (17 * 60 + 5) * 1_000_000)).alias("ts17"),
+    )
 
 
 def test_trees_evaluate_as_the_core_defines(row):

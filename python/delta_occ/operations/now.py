@@ -11,10 +11,11 @@ import time
 from typing import Any, Mapping, Optional, TypeVar, Union
 
 from .. import _core
+from ..exceptions import PredicateError
 
 #: The names the core resolves (NOW_FUNCTIONS in rust/core/src/rowexpr/now.rs); a text without
 #: any of them is returned as is, unparsed.
-_NAMES = re.compile(r"current_date|current_timestamp|now|curdate", re.IGNORECASE)
+_NAMES = re.compile(r"\b(?:current_date|current_timestamp|now|curdate)\b", re.IGNORECASE)
 
 T = TypeVar("T")
 
@@ -29,7 +30,10 @@ class Now:
         """``text`` with the calls replaced (non-text values returned unchanged, for the
         caller's own type checks)."""
         if isinstance(text, str) and _NAMES.search(text):
-            return _core.resolve_now(text, self.micros)  # type: ignore[return-value]
+            try:
+                return _core.resolve_now(text, self.micros)  # type: ignore[return-value]
+            except PredicateError:
+                pass  # not SQL the core parses: whoever compiles it reports the error
         return text
 
     def values(self, values: Union[bool, None, Mapping[str, Any]]) -> Any:

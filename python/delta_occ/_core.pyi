@@ -21,6 +21,7 @@ __all__ = [
     "parse_commit",
     "RowExpr",
     "conjuncts",
+    "resolve_now",
     "referenced_columns",
     "spark_file_keys",
     "file_column_indexes",
@@ -371,9 +372,15 @@ class RowExpr:
     found in exactly one scope; without scopes, the schema's columns by name. PredicateError on
     bad text, unknown or ambiguous columns and type errors."""
 
-    def __new__(cls, text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None) -> "RowExpr": ...
+    def __new__(
+        cls, text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None, time_zone: Optional[str] = None
+    ) -> "RowExpr": ...
     @property
     def text(self) -> str: ...
+    @property
+    def time_zone(self) -> str:
+        """The SQL session time zone (default UTC): zone-less timestamp texts are its wall clocks;
+        casts between timestamp and date/string/timestamp_ntz and date functions use it."""
     @property
     def columns(self) -> List[str]:
         """Names (as in the compile schema) of the columns the expression reads."""
@@ -390,6 +397,10 @@ class RowExpr:
 def referenced_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optional[str], str, bool]]] = None) -> Tuple[List[str], Optional[Tuple[str, str]]]:
     """A condition's columns, resolved like ``RowExpr`` but not type-checked: (schema names in
     first-use order, the two names when ``text`` is exactly ``column = column``)."""
+
+def resolve_now(text: str, now_micros: int, time_zone: Optional[str] = None) -> str:
+    """``text`` with current_date() / current_timestamp() replaced by literals of ``now_micros``
+    (µs since the epoch; the date in ``time_zone``, default UTC); unchanged when it has none."""
 
 def conjuncts(text: str) -> List[str]:
     """The top-level AND conjuncts of a SQL condition as SQL texts (PredicateError on bad text)."""

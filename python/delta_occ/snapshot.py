@@ -12,6 +12,7 @@ from ._read import read_snapshot
 from ._schema import delta_schema_to_arrow
 from .exceptions import InvalidArgumentError
 from .isolation import IsolationLevel
+from .operations.now import Now
 
 
 class Snapshot:
@@ -90,7 +91,7 @@ class Snapshot:
         """The table's rows with DVs applied, logical column names, partition columns filled."""
         if where is not None and not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-        return read_snapshot(self._h, self.schema, columns, where)
+        return read_snapshot(self._h, self.schema, columns, Now().text(where))
 
     def app_version(self, app_id: str) -> int:
         """The latest version recorded for an application id, or -1."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional, Protocol
 
 from . import commit_info
+from .now import Now
 from .protocols import Engine
 
 
@@ -15,6 +16,7 @@ class Remover(Engine, Protocol):
 
 
 def delete(engine: Remover, where: Optional[str] = None) -> None:
+    where = Now().text(where)
     engine.record(commit_info.delete(where, engine.remove_matching(where)))
 
 

@@ -16,6 +16,7 @@ from .. import _arrow, _core, _rows
 from .._schema import arrow_widens, type_name
 from ..exceptions import InvalidArgumentError, SchemaMismatchError
 from . import assignments, commit_info
+from .now import Now
 from .protocols import Engine
 
 #: Above this many distinct source key values MERGE narrows its read by a key range, not a list.
@@ -122,6 +123,9 @@ def merge(
     when_not_matched_insert: Union[bool, Mapping[str, str]] = False, schema_mode: Optional[str] = None,
 ) -> None:
     """The keywords of ``Table.merge``."""
+    now = Now()
+    on, when_matched_delete = now.text(on), now.text(when_matched_delete)
+    when_matched_update, when_not_matched_insert = now.values(when_matched_update), now.values(when_not_matched_insert)
     src = engine.merge_source(source)
     check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
     cols = MergeColumns(engine.schema, engine.source_schema(src), target_alias, source_alias)

@@ -13,6 +13,7 @@ import pyarrow as pa
 from .._args import int_arg
 from ..exceptions import InvalidArgumentError
 from . import commit_info
+from .now import Now
 from .protocols import Engine, Staging
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
@@ -46,6 +47,7 @@ class Compactor(Engine, Protocol):
 
 def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
     """Returns the number of bins staged (0: nothing to compact, and no commit)."""
+    where = Now().text(where)
     target = target_size(engine.txn.snapshot.properties, target_file_size)
     bins = compaction_bins(engine.txn, where, target)
     compacted = engine.compact(bins) if bins else Compacted(0, [])

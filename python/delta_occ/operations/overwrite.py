@@ -11,6 +11,7 @@ from .. import _arrow, _core
 from ..exceptions import InvalidArgumentError
 from . import commit_info
 from .append import Writer
+from .now import Now
 
 Rows = TypeVar("Rows")
 
@@ -32,6 +33,7 @@ class Replacer(Writer[Rows], Protocol[Rows]):
 def overwrite(
     engine: Replacer[Rows], data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False, schema_mode: Optional[str] = None
 ) -> None:
+    replace_where = Now().text(replace_where)
     rows = engine.conform(data, schema_mode)
     where = replace_where
     if dynamic_partitions:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Dict, Mapping, Optional, Protocol, TypeVar
 
 from . import assignments, commit_info
+from .now import Now
 from .protocols import Engine
 
 #: An engine's checked expression (a compiled RowExpr; on Spark, the RowExpr with its tree).
@@ -23,6 +24,8 @@ class Updater(Engine, Protocol[Expr]):
 
 
 def update(engine: Updater[Expr], where: Optional[str], set_: Mapping[str, str]) -> None:
+    now = Now()
+    where, set_ = now.text(where), now.values(set_)
     assign = assignments.resolve(engine.schema, set_, "set", engine.expression)
     updated = engine.update_matching(where, assign)
     engine.record(commit_info.update(where, set_, updated))

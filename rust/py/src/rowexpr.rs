@@ -23,16 +23,24 @@ pub struct PyRowExpr {
 #[pymethods]
 impl PyRowExpr {
     #[new]
-    #[pyo3(signature = (text, schema, scopes=None))]
+    #[pyo3(signature = (text, schema, scopes=None, time_zone=None))]
     fn new(
         text: &str,
         schema: &Bound<'_, PyAny>,
         scopes: Option<Vec<(Option<String>, String, bool)>>,
+        time_zone: Option<&str>,
     ) -> PyResult<Self> {
         let schema = import_schema(schema)?;
-        RowExpr::compile(text, &schema, &scopes_of(scopes))
+        let zone = time_zone.unwrap_or(delta_occ_core::rowexpr::zone::DEFAULT);
+        RowExpr::compile_in(text, &schema, &scopes_of(scopes), zone)
             .py_err()
             .map(|inner| PyRowExpr { inner })
+    }
+
+    /// The SQL session time zone the text was compiled in.
+    #[getter]
+    fn time_zone(&self) -> &str {
+        self.inner.time_zone()
     }
 
     #[getter]
@@ -67,6 +75,15 @@ impl PyRowExpr {
         let out = py.detach(|| self.inner.mask(&batch)).py_err()?;
         array_to_capsules(py, &out)
     }
+}
+
+/// `text` with current_date() / current_timestamp() replaced by the literals of `now_micros`
+/// (µs since the epoch; the date in `time_zone`), unchanged when it has none.
+#[pyfunction]
+#[pyo3(signature = (text, now_micros, time_zone=None))]
+pub fn resolve_now(text: &str, now_micros: i64, time_zone: Option<&str>) -> PyResult<String> {
+    let zone = time_zone.unwrap_or(delta_occ_core::rowexpr::zone::DEFAULT);
+    delta_occ_core::rowexpr::resolve_now(text, now_micros, zone).py_err()
 }
 
 /// The top-level AND conjuncts of a SQL condition, as SQL texts.

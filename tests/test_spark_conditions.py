@@ -138,3 +138,20 @@ def test_evaluation_errors_are_the_same_predicate_error(spark, tmp_path, where):
             engine.delete(where)
         assert e.value.problem == "evaluation"
         assert engine.version == 1
+
+
+def test_to_df_and_transaction_reads_fix_current_date(spark, tmp_path):
+    """``current_date()`` in ``to_df(where=)`` and in a transaction's ``read``: resolved once
+    (operations/now.py), the same rows PySpark selects with its own current_date() in UTC."""
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    days = [today - datetime.timedelta(days=n) for n in (40, 10, 1, 0, -3)]
+    rows = pa.table({"id": list(range(len(days))), "day": days}, schema=pa.schema([("id", pa.int64()), ("day", pa.date32())]))
+    st = spark_mod.SparkTable.create(spark, str(tmp_path / "t"), rows.schema)
+    st.append(spark.createDataFrame(rows))
+    where = "day >= date_sub(current_date(), 30) AND day < current_date()"
+    want = [1, 2]  # 10 and 1 days ago (Python's date arithmetic above)
+    assert sorted(r.id for r in st.to_df(where=where).collect()) == want
+    with st.begin() as txn:
+        assert sorted(r.id for r in txn.read(where).collect()) == want
+    with docc.Table(st.path).begin() as t:
+        assert t.scan(where).num_rows == 1  # one file, kept by its statistics

@@ -15,6 +15,7 @@ from .exceptions import InvalidArgumentError
 from .isolation import IsolationLevel
 from .operations.bookkeeping import Bookkeeping, Lifecycle
 from .operations.commit_info import OperationRecord
+from .operations.now import Now
 from .snapshot import Snapshot
 
 
@@ -107,6 +108,8 @@ class Transaction(Lifecycle):
         self._time_budget = time_budget
         self._row_level_budget = row_level_budget
         self.result: Optional[CommitResult] = None
+        #: The transaction's instant: current_date() / current_timestamp() in what it scans.
+        self.now = Now()
         #: The operations engines staged here and the files they wrote for it (removed again when
         #: it does not commit).
         self.bookkeeping = Bookkeeping()
@@ -147,7 +150,7 @@ class Transaction(Lifecycle):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
         if isinstance(columns, str):
             raise InvalidArgumentError(f"columns must be a list of column names, got the string {columns!r}")
-        return _arrow.table(self._h.scan(where, None if columns is None else list(columns)))
+        return _arrow.table(self._h.scan(self.now.text(where), None if columns is None else list(columns)))
 
     def record_files_read(self, paths: Sequence[str]) -> None:
         """Record these live files as read without a predicate (an engine that chose its inputs

@@ -28,6 +28,7 @@ from .._write import Layout
 from ..exceptions import InvalidArgumentError
 from ..isolation import IsolationLevel
 from ..operations.bookkeeping import Lifecycle
+from ..operations.now import Now
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, create_handle
 from ..transaction import CommitResult, Transaction
@@ -44,7 +45,7 @@ def _read(spark: Session, snap: Snapshot, where: Optional[str], columns: Optiona
     a transaction's scan already chose them). The core chooses the files; the rows are those
     where the core's compiled row expression holds, as on the embedded engine."""
     with using(spark):
-        return _read_rows(spark, snap, where, columns, paths)
+        return _read_rows(spark, snap, Now().text(where), columns, paths)
 
 
 def _read_rows(spark: Session, snap: Snapshot, where: Optional[str], columns: Optional[Sequence[str]], paths: Optional[List[str]]) -> DataFrame:
@@ -139,6 +140,7 @@ class SparkTransaction(Lifecycle):
 
     def read(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
         """Record a read of the rows matching ``where`` (as ``Transaction.scan``) and return them."""
+        where = self.txn.now.text(where)  # the instant the scan records is the one the rows use
         paths = self.txn.scan(where, ["path"]).column("path").to_pylist()
         return _read(self.spark, self.txn.snapshot, where, columns, paths)
 

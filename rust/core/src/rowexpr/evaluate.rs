@@ -50,10 +50,18 @@ fn eval(n: &Node, inputs: &[ArrayRef], rows: usize) -> R<Val> {
             Val::result(Arc::new(out), &[&v])
         }
         Kind::And(a, b) | Kind::Or(a, b) => {
-            let (a, b) = (eval(a, inputs, rows)?, eval(b, inputs, rows)?);
+            let and = matches!(n.kind, Kind::And(..));
+            let a = eval(a, inputs, rows)?;
+            let b = match eval(b, inputs, rows) {
+                Ok(v) => v,
+                // Spark does not evaluate the right side where the left decides (FALSE for AND,
+                // TRUE for OR): `x <> 0 AND 1 / x > 1` selects rows instead of failing on x = 0.
+                // The right side fails somewhere, so evaluate it again on the other rows only.
+                Err(e) => decided_elsewhere(&a, b, inputs, rows, and).ok_or(e)??,
+            };
             let len = if a.scalar && b.scalar { 1 } else { rows };
             let (x, y) = (a.expand(len).map_err(&err)?, b.expand(len).map_err(&err)?);
-            let out = if matches!(n.kind, Kind::And(..)) {
+            let out = if and {
                 bool_ops::and_kleene(x.as_boolean(), y.as_boolean())
             } else {
                 bool_ops::or_kleene(x.as_boolean(), y.as_boolean())
@@ -249,6 +257,54 @@ fn arith(op: Arith, a: &Val, b: &Val) -> std::result::Result<Val, String> {
 
 /// CASE: each branch's value is computed only on the rows that take it, so a guarded
 /// `CASE WHEN x <> 0 THEN 1 / x END` does not fail on the rows where x is 0.
+/// The right side of AND (`and`) / OR evaluated only on the rows the left side `a` does not
+/// decide, and a constant where it does (the result there is the left side's). None when the
+/// left side decides no row (the right side's error stands).
+fn decided_elsewhere(
+    a: &Val,
+    b: &Node,
+    inputs: &[ArrayRef],
+    rows: usize,
+    and: bool,
+) -> Option<R<Val>> {
+    let left = a.expand(rows).ok()?;
+    let left = left.as_boolean();
+    let decides = |i: usize| left.is_valid(i) && left.value(i) != and;
+    let needed = BooleanArray::from((0..rows).map(|i| !decides(i)).collect::<Vec<bool>>());
+    if needed.true_count() == rows {
+        return None;
+    }
+    Some((|| {
+        let filler: ArrayRef = Arc::new(BooleanArray::from(vec![!and]));
+        if needed.true_count() == 0 {
+            return Ok(Val {
+                arr: filler,
+                scalar: true,
+            });
+        }
+        let sub: Vec<ArrayRef> = inputs
+            .iter()
+            .map(|x| filter(x.as_ref(), &needed))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| (b.at, message(e)))?;
+        let part = evaluate(b, &sub, needed.true_count())?;
+        let mut j = 0;
+        let pick: Vec<(usize, usize)> = (0..rows)
+            .map(|i| {
+                if needed.value(i) {
+                    j += 1;
+                    (0, j - 1)
+                } else {
+                    (1, 0)
+                }
+            })
+            .collect();
+        let out = interleave(&[part.as_ref(), filler.as_ref()], &pick)
+            .map_err(|e| (b.at, message(e)))?;
+        Ok(Val::array(out))
+    })())
+}
+
 fn case(whens: &[(Node, Node)], otherwise: &Node, inputs: &[ArrayRef], rows: usize) -> R<Val> {
     let mut taken = BooleanArray::from(vec![false; rows]);
     let mut parts: Vec<ArrayRef> = Vec::new();

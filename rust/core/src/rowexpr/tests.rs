@@ -508,3 +508,20 @@ fn tree_json_of_zoned_casts_intervals_and_fields() {
             {"col": "d", "type": "date"}, {"lit": -30, "kind": "long", "type": "int"}]})
     );
 }
+
+#[test]
+fn and_or_do_not_evaluate_what_the_left_side_decides() {
+    // Spark evaluates the right side of AND only where the left is not FALSE (of OR: not TRUE),
+    // so a guard keeps a division by zero (id + 7 = 0 on the second row) from failing.
+    assert_eq!(
+        mask("id <> -7 AND 10 % (id + 7) = 2"),
+        vec![true, false, false, false]
+    );
+    assert_eq!(
+        mask("id = -7 OR 10 % (id + 7) = 2"),
+        vec![true, true, false, false]
+    );
+    // Where the left side does not decide the row, the error stands.
+    assert!(error("id <> 1 AND 10 % (id + 7) = 2").contains("division by zero"));
+    assert!(error("id = 1 OR 10 % (id + 7) = 2").contains("division by zero"));
+}

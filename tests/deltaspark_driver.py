@@ -84,13 +84,19 @@ def _error(e: BaseException) -> Dict[str, Any]:
     except Exception:
         pass
     text = str(e)
+    origin = getattr(e, "_origin", None)  # pyspark's captured JVM exception
+    if origin is not None:
+        try:
+            java_class = origin.getClass().getName()
+        except Exception:
+            java_class = None
     # py4j / Spark's Python wrappers keep the JVM exception's class name in the message text
-    for line in text.splitlines():
+    for line in ([] if java_class else text.splitlines()):
         line = line.strip()
         if line.startswith(("io.delta.exceptions.", "org.apache.spark.sql.delta.")) and ":" in line:
             java_class = line.split(":", 1)[0]
             break
-    if java_class is None:
+    if java_class is None:  # noqa: SIM102
         for token in text.replace("(", " ").replace(")", " ").split():
             if token.startswith("io.delta.exceptions."):
                 java_class = token.rstrip(":")
@@ -170,10 +176,11 @@ class Driver:
             t.start()
             return {"ok": True}
         if op == "wait":
-            t = self.threads.pop(job["name"])
+            t = self.threads[job["name"]]
             t.join(job.get("timeout", 300))
             if t.is_alive():
-                return {"ok": False, "python_class": "Timeout", "message": "thread still running"}
+                return {"ok": False, "running": True, "python_class": "Timeout", "message": "thread still running"}
+            del self.threads[job["name"]]
             return self.results.pop(job["name"])
         if op == "versions":
             return {"ok": True, "spark": self.spark.version}
@@ -182,7 +189,8 @@ class Driver:
 
 def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
     """Append batches of fresh ids (ids = base + k, k counting up) and delete single ids that the
-    caller listed as deletable, in a loop for `seconds`; each statement retried on a Delta
+    caller listed as deletable, in a loop for `seconds` (and until each kind committed `min_each`
+    times: a JVM on a busy machine may need most of the time to warm up); each statement retried on a Delta
     concurrency error until it commits. The log: every committed append's ids, every committed
     delete's id, and how many conflicts were retried."""
     path = job["path"]
@@ -194,8 +202,12 @@ def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
     deleted: List[int] = []
     conflicts: Dict[str, int] = {}
     k = 0
-    while time.monotonic() < end:
-        if deletable and rng.random() < 0.4:
+    least = job.get("min_each", 3)
+    give_up = time.monotonic() + max(10 * job["seconds"], 300)
+    while time.monotonic() < end or len(appended) < least or len(deleted) < least:
+        if time.monotonic() > give_up:
+            raise RuntimeError(f"race: only {len(appended)} appends and {len(deleted)} deletes committed")
+        if deletable and (rng.random() < 0.4 or len(deleted) < least <= len(appended)):
             ident = deletable.pop(rng.randrange(len(deletable)))
             sql = f"DELETE FROM delta.`{path}` WHERE id = {ident}"
             entry: Any = ident

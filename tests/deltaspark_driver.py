@@ -203,10 +203,12 @@ def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
     conflicts: Dict[str, int] = {}
     k = 0
     least = job.get("min_each", 3)
-    give_up = time.monotonic() + max(10 * job["seconds"], 300)
+    give_up = time.monotonic() + job.get("give_up", max(10 * job["seconds"], 300))
+    last_error = ""
     while time.monotonic() < end or len(appended) < least or len(deleted) < least:
         if time.monotonic() > give_up:
-            raise RuntimeError(f"race: only {len(appended)} appends and {len(deleted)} deletes committed")
+            raise RuntimeError(f"race: only {len(appended)} appends and {len(deleted)} deletes committed; "
+                               f"conflicts retried: {conflicts}; last: {last_error}")
         if deletable and (rng.random() < 0.4 or len(deleted) < least <= len(appended)):
             ident = deletable.pop(rng.randrange(len(deletable)))
             sql = f"DELETE FROM delta.`{path}` WHERE id = {ident}"
@@ -229,6 +231,7 @@ def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
                 if "Concurrent" not in str(name) and "CONCURRENT" not in str(err["error_class"]):
                     raise
                 conflicts[str(name)] = conflicts.get(str(name), 0) + 1
+                last_error = err["message"][:1500]
                 time.sleep(rng.random() * 0.05)
         else:
             raise RuntimeError(f"{sql}: still conflicting after 50 attempts")

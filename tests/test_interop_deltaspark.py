@@ -273,7 +273,8 @@ def test_deltaspark_and_delta_occ_race_on_one_table(ds, tmp_path):
     spark_deletable = seed[:100]
     occ_deletable = seed[100:]
     started = ds.call({"op": "race", "name": "race", "path": str(path), "base": 1_000_000,
-                       "deletable": spark_deletable, "seconds": RACE_SECONDS, "seed": 7, "min_each": RACE_MIN_EACH})
+                       "deletable": spark_deletable, "seconds": RACE_SECONDS, "seed": 7, "min_each": RACE_MIN_EACH,
+                       "give_up": 180})
     assert started["ok"], started
     occ_appended: List[List[int]] = []
     occ_deleted: List[int] = []
@@ -477,6 +478,9 @@ def _occ_losers(ds: DeltaSpark, root: pathlib.Path, first: str, seconds: Sequenc
             loser = docc.Table(str(copy)).begin(isolation_level=S, row_level=row_level, data_skipping=False, read_version=2)
             _stage(loser, second, TARGET, False, insert_x=200, new_id=200)
             out[second][mode] = _occ_outcome(loser)
+            ids = docc.Table(str(copy)).snapshot().to_pyarrow(columns=["id"])["id"].to_pylist()
+            assert len(ids) == len(set(ids)), (first, second, mode, "a row is duplicated")
+            assert set(range(16)) - {TARGET} <= set(ids), (first, second, mode, "a row is lost")
     return out
 
 

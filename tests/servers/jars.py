@@ -332,6 +332,26 @@ def gcs_jars(kind: str = "gcs-connector") -> List[str]:
     return _paths(gcs_artifacts(kind))
 
 
+# delta-spark: the PyPI package delta-spark 4.4.1 pins pyspark<=4.2.0, but Maven Central has no
+# 4.4.1 JARs (io/delta/delta-spark_4.2_2.13/4.4.1/*.pom: 404; maven-metadata.xml lists only 4.4.0 for
+# delta-spark_4.2_2.13, delta-spark_2.13 and delta-storage). 4.4.0 is the newest release built for
+# Spark 4.2 (its POM: spark-sql_2.13 4.2.0, provided), in the per-Spark artifact name that
+# delta-spark's own pip_utils builds (delta-spark_<spark major.minor>_2.13).
+DELTA_SPARK = ("io.delta", "delta-spark_4.2_2.13", "4.4.0")
+
+
+def delta_spark_artifacts() -> List[Artifact]:
+    """io.delta:delta-spark_4.2_2.13:4.4.0 with its compile-scope closure from the POMs: delta-storage,
+    delta-kernel-api/-defaults/-unitycatalog, unitycatalog-client/-hadoop and a few small Jackson
+    pieces (Spark, Scala, Hadoop and the rest are provided by pyspark's jars/)."""
+    return _runtime_closure(Artifact(*DELTA_SPARK), None)
+
+
+def delta_spark_jars() -> List[str]:
+    """Local paths of delta_spark_artifacts(), for spark.jars."""
+    return _paths(delta_spark_artifacts())
+
+
 def hadoop_s3a_conf(
     endpoint: str,
     access_key: str,
@@ -397,6 +417,7 @@ if __name__ == "__main__":  # python tests/servers/jars.py [s3a|abfs|gcs|hadoop-
             "abfs": abfs_artifacts,
             "gcs": gcs_artifacts,
             "hadoop-gcp": lambda: gcs_artifacts("hadoop-gcp"),
+            "delta-spark": delta_spark_artifacts,
         }[kind]()
         for art in arts:
             t0 = time.monotonic()

@@ -20,7 +20,7 @@ import pytest
 import delta_occ as docc
 from delta_occ import _core, _rows
 from delta_occ.exceptions import PredicateError
-from delta_occ.operations.now import Now
+from delta_occ.instant import Now
 
 UTC = dt.timezone.utc
 ADDR = pa.struct([("country", pa.string()), ("zip", pa.int32())])

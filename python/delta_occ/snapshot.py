@@ -11,8 +11,8 @@ from . import _arrow, _core
 from ._read import read_snapshot
 from ._schema import delta_schema_to_arrow
 from .exceptions import InvalidArgumentError
+from .instant import Now
 from .isolation import IsolationLevel
-from .operations.now import Now
 
 
 class Snapshot:

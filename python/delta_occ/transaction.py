@@ -12,10 +12,10 @@ from . import _arrow, _core, engine
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
 from .exceptions import InvalidArgumentError
+from .instant import Now
 from .isolation import IsolationLevel
 from .operations.bookkeeping import Bookkeeping, Lifecycle
 from .operations.commit_info import OperationRecord
-from .operations.now import Now
 from .snapshot import Snapshot
 
 

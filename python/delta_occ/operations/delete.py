@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Protocol
 
+from ..instant import Now
 from . import commit_info
-from .now import Now
 from .protocols import Engine
 
 

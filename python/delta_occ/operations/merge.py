@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 from .. import _arrow, _core, _rows
 from .._schema import arrow_widens, type_name
 from ..exceptions import InvalidArgumentError, SchemaMismatchError
+from ..instant import Now
 from . import assignments, commit_info
-from .now import Now
 from .protocols import Engine
 
 #: Above this many distinct source key values MERGE narrows its read by a key range, not a list.

@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from .._args import int_arg
 from ..exceptions import InvalidArgumentError
+from ..instant import Now
 from . import commit_info
-from .now import Now
 from .protocols import Engine, Staging
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).

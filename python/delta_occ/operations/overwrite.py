@@ -9,9 +9,9 @@ import pyarrow as pa
 
 from .. import _arrow, _core
 from ..exceptions import InvalidArgumentError
+from ..instant import Now
 from . import commit_info
 from .append import Writer
-from .now import Now
 
 Rows = TypeVar("Rows")
 

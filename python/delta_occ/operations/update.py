@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional, Protocol, TypeVar
 
+from ..instant import Now
 from . import assignments, commit_info
-from .now import Now
 from .protocols import Engine
 
 #: An engine's checked expression (a compiled RowExpr; on Spark, the RowExpr with its tree).

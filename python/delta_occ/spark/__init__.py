@@ -26,9 +26,9 @@ from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
 from ..exceptions import InvalidArgumentError
+from ..instant import Now
 from ..isolation import IsolationLevel
 from ..operations.bookkeeping import Lifecycle
-from ..operations.now import Now
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, create_handle
 from ..transaction import CommitResult, Transaction

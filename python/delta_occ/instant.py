@@ -10,8 +10,8 @@ import re
 import time
 from typing import Any, Mapping, Optional, TypeVar, Union
 
-from .. import _core
-from ..exceptions import PredicateError
+from . import _core
+from .exceptions import PredicateError
 
 #: The names the core resolves (NOW_FUNCTIONS in rust/core/src/rowexpr/now.rs); a text without
 #: any of them is returned as is, unparsed.

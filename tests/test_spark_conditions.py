@@ -142,7 +142,7 @@ def test_evaluation_errors_are_the_same_predicate_error(spark, tmp_path, where):
 
 def test_to_df_and_transaction_reads_fix_current_date(spark, tmp_path):
     """``current_date()`` in ``to_df(where=)`` and in a transaction's ``read``: resolved once
-    (operations/now.py), the same rows PySpark selects with its own current_date() in UTC."""
+    (delta_occ.instant), the same rows PySpark selects with its own current_date() in UTC."""
     today = datetime.datetime.now(datetime.timezone.utc).date()
     days = [today - datetime.timedelta(days=n) for n in (40, 10, 1, 0, -3)]
     rows = pa.table({"id": list(range(len(days))), "day": days}, schema=pa.schema([("id", pa.int64()), ("day", pa.date32())]))

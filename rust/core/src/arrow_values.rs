@@ -287,7 +287,12 @@ mod tests {
             strings(Arc::new(ts)),
             vec![Some("2024-01-01 00:00:00.000035".into())]
         );
-        let text = Arc::new(StringArray::from(vec![Some(""), Some(" "), None, Some("a")]));
+        let text = Arc::new(StringArray::from(vec![
+            Some(""),
+            Some(" "),
+            None,
+            Some("a"),
+        ]));
         assert_eq!(
             strings(text),
             vec![None, Some(" ".into()), None, Some("a".into())]

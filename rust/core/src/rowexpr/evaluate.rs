@@ -299,8 +299,8 @@ fn decided_elsewhere(
                 }
             })
             .collect();
-        let out = interleave(&[part.as_ref(), filler.as_ref()], &pick)
-            .map_err(|e| (b.at, message(e)))?;
+        let out =
+            interleave(&[part.as_ref(), filler.as_ref()], &pick).map_err(|e| (b.at, message(e)))?;
         Ok(Val::array(out))
     })())
 }

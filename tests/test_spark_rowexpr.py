@@ -134,7 +134,8 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def row(spark):
+def row(spark_classic):
+    spark = spark_classic  # module scope: `spark` is function-scoped (classic or Connect)
     df = spark.createDataFrame(
         [(7, -7, "ÀbC", None, float("nan"), -0.0, 0.1, ("NZ",), "2024-01-01 03:00:00", "2024-01-01 05:00:00+02:00")],
         "i int, l bigint, s string, n string, d double, z double, f float, st struct<country:string>, ws string, zs string",

@@ -186,16 +186,9 @@ def run_cell(root: str, mode: str, partitioned: bool, level: str, second: str, f
     t = _scratch(root, name, dv=mode != "file-level", partitioned=partitioned, level=level)
     row_level = mode == "row-level"
     same = variant == "same"
-    winner_row = _TARGET if same else (3 if partitioned else 4)
-    # An inserting winner adds a row the second's predicate matches ("same") or one it does not.
-    insert_x = _TARGET if same else 500
-    new_id = _NEW_BASE + _TARGET if (same and second == "MERGE") else 100
     loser = t.begin(isolation_level=level, row_level=row_level, data_skipping=False)
     _stage(loser, second, _TARGET, partitioned, insert_x=200, new_id=200)
-    winner = t.begin(isolation_level=level, row_level=row_level, data_skipping=False)
-    insert_in = _TARGET if same else winner_row
-    _stage(winner, first, insert_in if first.startswith("INSERT") else winner_row, partitioned, insert_x, new_id)
-    winner.commit()
+    _commit_winner(t.begin(isolation_level=level, row_level=row_level, data_skipping=False), first, second, partitioned, same)
     want, rule = documented(second, first, mode, level, partitioned, same)
     exception, message, observed = None, "", NO_CONFLICT
     try:
@@ -210,16 +203,22 @@ def run_cell(root: str, mode: str, partitioned: bool, level: str, second: str, f
     return cell
 
 
+def _commit_winner(winner: Any, first: str, second: str, partitioned: bool, same: bool) -> None:
+    """Stage and commit the winner of a cell: it touches the second's row ("same") or another one;
+    an inserting winner adds a row the second's predicate matches ("same") or one it does not."""
+    winner_row = _TARGET if same else (3 if partitioned else 4)
+    insert_x = _TARGET if same else 500
+    new_id = _NEW_BASE + _TARGET if (same and second == "MERGE") else 100
+    _stage(winner, first, (_TARGET if same else winner_row) if first.startswith("INSERT") else winner_row, partitioned, insert_x, new_id)
+    winner.commit()
+
+
 def _rerun_cell(root: str, name: str, mode: str, partitioned: bool, level: str, second: str, first: str, same: bool) -> str:
     """The cell again, the second as a one-call operation (``rerun_on_conflict=1``) whose first
     execution loses to the winner. INSERT-READ is a transaction whose reads the caller made:
     never re-run."""
     t = _scratch(root, name + "-rerun", dv=mode != "file-level", partitioned=partitioned, level=level)
     row_level = mode == "row-level"
-    winner_row = _TARGET if same else (3 if partitioned else 4)
-    insert_x = _TARGET if same else 500
-    new_id = _NEW_BASE + _TARGET if (same and second == "MERGE") else 100
-    insert_in = _TARGET if same else winner_row
 
     def begin() -> Any:
         return t.begin(isolation_level=level, row_level=row_level, data_skipping=False)
@@ -227,9 +226,7 @@ def _rerun_cell(root: str, name: str, mode: str, partitioned: bool, level: str, 
     def execute(loser: Any) -> Any:
         _stage(loser, second, _TARGET, partitioned, insert_x=200, new_id=200)
         if not executions:
-            winner = begin()
-            _stage(winner, first, insert_in if first.startswith("INSERT") else winner_row, partitioned, insert_x, new_id)
-            winner.commit()
+            _commit_winner(begin(), first, second, partitioned, same)
         executions.append(1)
         return loser.commit()
 

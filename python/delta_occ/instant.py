@@ -6,16 +6,11 @@ conflict checker records in commitInfo. Conditions are evaluated in UTC (docs/gu
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any, Mapping, Optional, TypeVar, Union
 
 from . import _core
 from .exceptions import PredicateError
-
-#: The names the core resolves (NOW_FUNCTIONS in rust/core/src/rowexpr/now.rs); a text without
-#: any of them is returned as is, unparsed.
-_NAMES = re.compile(r"\b(?:current_date|current_timestamp|now|curdate)\b", re.IGNORECASE)
 
 T = TypeVar("T")
 
@@ -29,7 +24,8 @@ class Now:
     def text(self, text: T) -> T:
         """``text`` with the calls replaced (non-text values returned unchanged, for the
         caller's own type checks)."""
-        if isinstance(text, str) and _NAMES.search(text):
+        # The core owns which calls are resolved, and returns a text without any unchanged.
+        if isinstance(text, str):
             try:
                 return _core.resolve_now(text, self.micros)  # type: ignore[return-value]
             except PredicateError:

@@ -189,7 +189,7 @@ class Driver:
 
 def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
     """Append batches of fresh ids (ids = base + k, k counting up) and delete single ids that the
-    caller listed as deletable, in a loop for `seconds` (and until each kind committed `min_each`
+    caller listed as deletable, all in partition side = 'spark' of a table (id, who, side), in a loop for `seconds` (and until each kind committed `min_each`
     times: a JVM on a busy machine may need most of the time to warm up); each statement retried on a Delta
     concurrency error until it commits. The log: every committed append's ids, every committed
     delete's id, and how many conflicts were retried."""
@@ -211,16 +211,17 @@ def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
                                f"conflicts retried: {conflicts}; last: {last_error}")
         if deletable and (rng.random() < 0.4 or len(deleted) < least <= len(appended)):
             ident = deletable.pop(rng.randrange(len(deletable)))
-            sql = f"DELETE FROM delta.`{path}` WHERE id = {ident}"
+            sql = f"DELETE FROM delta.`{path}` WHERE side = 'spark' AND id = {ident}"
             entry: Any = ident
             log: List[Any] = deleted
         else:
             ids = [base + k + i for i in range(3)]
             k += 3
-            values = ", ".join(f"({i}, 'spark')" for i in ids)
-            sql = f"INSERT INTO delta.`{path}` (id, who) VALUES {values}"
+            values = ", ".join(f"({i}, 'spark', 'spark')" for i in ids)
+            sql = f"INSERT INTO delta.`{path}` (id, who, side) VALUES {values}"
             entry, log = ids, appended
         for _attempt in range(50):
+            began = time.monotonic()
             try:
                 d.spark.sql(sql).collect()
                 log.append(entry)
@@ -231,10 +232,11 @@ def _race(d: Driver, job: Dict[str, Any]) -> Dict[str, Any]:
                 if "Concurrent" not in str(name) and "CONCURRENT" not in str(err["error_class"]):
                     raise
                 conflicts[str(name)] = conflicts.get(str(name), 0) + 1
-                last_error = err["message"][:1500]
+                last_error = f"after {time.monotonic() - began:.1f} s: " + err["message"][:1500]
                 time.sleep(rng.random() * 0.05)
         else:
-            raise RuntimeError(f"{sql}: still conflicting after 50 attempts")
+            raise RuntimeError(f"{sql}: still conflicting after 50 attempts; conflicts retried: {conflicts}; "
+                               f"last: {last_error}")
     return {"ok": True, "appended": appended, "deleted": deleted, "conflicts": conflicts}
 
 

@@ -96,6 +96,13 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
     if is_true(props, "delta.enableChangeDataFeed") {
         writer.push("changeDataFeed");
     }
+    // A CHECK constraint binds every writer only when the protocol names it.
+    if props
+        .keys()
+        .any(|k| k.to_ascii_lowercase().starts_with("delta.constraints."))
+    {
+        writer.push("checkConstraints");
+    }
     if is_true(props, "delta.enableInCommitTimestamps") {
         writer.push("inCommitTimestamp");
     }
@@ -307,6 +314,31 @@ mod tests {
         assert_eq!(p.writer_features.unwrap(), vec!["deletionVectors"]);
         props.insert("delta.enableRowTracking".into(), "true".into());
         assert!(for_new_table(&props, &schema).is_err());
+    }
+
+    #[test]
+    fn a_check_constraint_needs_the_check_constraints_feature() {
+        let schema = StructType::default();
+        let legacy = Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: None,
+            writer_features: None,
+        };
+        let props = BTreeMap::from([("delta.constraints.Pos".to_string(), "id > 0".to_string())]);
+        let up = upgrade_for(&legacy, &props, &schema).unwrap().unwrap();
+        assert_eq!((up.min_reader_version, up.min_writer_version), (1, 7));
+        // the legacy writer 2 features stay, checkConstraints joins them
+        assert_eq!(
+            up.writer_features.unwrap(),
+            vec!["appendOnly", "checkConstraints", "invariants"]
+        );
+        // writer 3 (legacy) implies it already
+        let w3 = Protocol {
+            min_writer_version: 3,
+            ..legacy
+        };
+        assert!(upgrade_for(&w3, &props, &schema).unwrap().is_none());
     }
 
     #[test]

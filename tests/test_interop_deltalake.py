@@ -277,10 +277,10 @@ def test_deltalake_reads_our_checkpoint(tmp_path):
 
 
 def test_tables_with_check_constraints_are_not_written_with_unchecked_rows(tmp_path):
-    """A CHECK constraint added by deltalake (writer version 3) is a data rule the embedded engine
-    does not evaluate: appending or updating rows is refused with UnsupportedFeatureError (before,
-    both committed rows that violate it, which deltalake refuses to write), while DELETE, which only
-    removes rows, still works. Reference: deltalake refuses the same append."""
+    """A CHECK constraint added by deltalake (writer version 3) binds the embedded engine: rows
+    that break it are refused with ConstraintViolationError, nothing written (issue 30; before,
+    such writes were refused outright, and before that both committed rows that violate it).
+    Rows that keep it are written, and DELETE works. Reference: deltalake refuses the same append."""
     import deltalake
 
     p = str(tmp_path / "t")
@@ -289,8 +289,11 @@ def test_tables_with_check_constraints_are_not_written_with_unchecked_rows(tmp_p
     with pytest.raises(Exception):  # noqa: B017 - deltalake's own error class, whatever it is
         deltalake.write_deltalake(p, pa.table({"id": [-1]}), mode="append")
     t = docc.Table(p)
+    version = t.version
     for write in (lambda: t.append(pa.table({"id": [-1]})), lambda: t.update("id = 1", {"id": "-5"})):
-        with pytest.raises(docc.exceptions.UnsupportedFeatureError, match="CHECK constraint id_pos"):
+        with pytest.raises(docc.exceptions.ConstraintViolationError, match="CHECK constraint id_pos"):
             write()
-    t.delete("id = 2")
+    assert t.refresh() == version
+    t.append(pa.table({"id": [3]}))
+    t.delete("id >= 2")
     assert deltalake.DeltaTable(p).to_pyarrow_table().column("id").to_pylist() == [1]

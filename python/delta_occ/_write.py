@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from . import _arrow, _core
 from ._read import DataColumns, keep_mask, read_file
 from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
+from .constraints import Rules
 from .exceptions import InvalidArgumentError, SchemaMismatchError
 from .operations.conform import check_writable, data_columns, unenforced_rules
 from .operations.protocols import Staging
@@ -53,7 +54,10 @@ class Layout:
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
         self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
-        self.unenforced = unenforced_rules(props, self.delta_fields)
+        #: CHECK constraints and invariants, enforced on every new or changed row; a rule the core
+        #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
+        self.rules = Rules(props, self.delta_fields, self.schema)
+        self.unenforced = unenforced_rules(self.delta_fields) + self.rules.unenforceable
 
     @property
     def data_columns(self) -> List[str]:
@@ -156,6 +160,8 @@ class Layout:
             return []
         if data_change and not rewrite:
             check_writable(self.root, self.unenforced)
+            for t in tables:
+                self.rules.check(t, self.root)
         pieces = [piece for t in tables for piece in self._by_partition(t)]
         return self.stage(txn, each(pieces, lambda piece: self._encode(txn, *piece)), data_change=data_change, tags=tags)
 

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from . import _core, _rows
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
+from .constraints import Compiled, Rule, compile_rule, first_broken
 from .exceptions import InvalidArgumentError, PredicateError, SchemaMismatchError
 from .operations import append as _append
 from .operations import delete as _delete
@@ -406,9 +407,24 @@ def merge(txn: Staging, source: Any, on: str, **clauses: Any) -> None:
     _merge.merge(ArrowEngine(txn), source, on, **clauses)
 
 
+def check_rules(txn: Staging, rules: Sequence[Rule]) -> None:
+    """Record a read of the whole table and raise ConstraintViolationError for the first live
+    row a rule is not TRUE on (PredicateError for a rule the core cannot compile: it could never
+    be enforced). Files are read a few at a time, only the columns the rules read."""
+    lay = _layout(txn)
+    compiled = [Compiled(r, compile_rule(r, lay.schema)) for r in rules]
+    paths = txn.scan(None, ["path"]).column("path").to_pylist()
+    columns = sorted({c for x in compiled for c in x.expr.columns}) or [lay.schema.names[0]]
+    where = f"{lay.root} at version {txn.snapshot.version}"
+    for start in range(0, len(paths), 16):
+        for rows in lay.read_many(paths[start:start + 16], columns, positions=False):
+            for c in compiled:
+                first_broken(c, rows, lay.root, where)
+
+
 def optimize(txn: Staging, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
     """Bin-packing compaction (``delta_occ.operations.optimize``); returns the number of bins staged."""
     return _optimize.optimize(ArrowEngine(txn), target_file_size, where)
 
 
-__all__ = ["ArrowEngine", "append", "overwrite", "delete", "update", "merge", "optimize"]
+__all__ = ["ArrowEngine", "append", "overwrite", "delete", "update", "merge", "optimize", "check_rules"]

@@ -30,6 +30,7 @@ __all__ = [
     "CommitInterruptedError",
     "InvalidArgumentError",
     "SchemaMismatchError",
+    "ConstraintViolationError",
     "DeltaIOError",
     "StorageError",
     "CommitOutcomeUnknownError",
@@ -214,6 +215,19 @@ class SchemaMismatchError(InvalidArgumentError):
     column: Optional[str] = None
     table_type: Optional[str] = None
     data_type: Optional[str] = None
+
+
+class ConstraintViolationError(InvalidArgumentError):
+    """Rows break a CHECK constraint or a column invariant of the table (the rule is FALSE or
+    NULL on them): nothing was written. Attributes ``table``, ``constraint`` (its name, or the
+    column of an invariant), ``expression``, ``row`` (the first such row's columns the rule
+    reads) and ``rows`` (how many)."""
+
+    table: Optional[str] = None
+    constraint: Optional[str] = None
+    expression: Optional[str] = None
+    row: Optional[dict] = None
+    rows: Optional[int] = None
 
 
 class DeltaIOError(DeltaOccError, OSError):

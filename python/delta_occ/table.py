@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _core, one_call
+from . import _core, constraints, one_call
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
 from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
@@ -385,11 +385,30 @@ class Table:
         return self._run(stage, isolation_level, True, max_attempts, operation, params)
 
     def set_properties(self, props: Mapping[str, str], *, isolation_level: LevelLike = None, max_attempts: Optional[int] = None) -> CommitResult:
-        """Merge table properties in one metadata commit (fails every concurrent writer)."""
+        """Merge table properties in one metadata commit (fails every concurrent writer). A new
+        CHECK constraint among them is checked as :meth:`add_constraint` does (Serializable
+        unless ``isolation_level`` says otherwise, which it then refuses)."""
         props = {str(k): str(v) for k, v in props.items()}
+        if isolation_level is None and any(k.lower().startswith(constraints.PREFIX) for k in props):
+            isolation_level = IsolationLevel.SERIALIZABLE
         return self._metadata_commit(
             "SET TBLPROPERTIES", {"properties": props}, lambda t: t.set_properties(props), isolation_level, max_attempts
         )
+
+    def add_constraint(self, name: str, expr: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """Add a CHECK constraint (``ALTER TABLE ADD CONSTRAINT``): ConstraintViolationError,
+        with nothing committed, when a live row does not make ``expr`` TRUE (FALSE and NULL both
+        break it); afterwards every write of new or changed rows is checked, by both engines.
+        The check reads the whole table in a Serializable transaction, so rows a concurrent
+        writer adds meanwhile make it conflict instead of slipping past."""
+        return self._run(
+            lambda t: t.add_constraint(name, expr), IsolationLevel.SERIALIZABLE, True, max_attempts, name="ADD CONSTRAINT"
+        )
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
+        """Drop a CHECK constraint (InvalidArgumentError when there is none of that name, unless
+        ``if_exists``: then nothing is committed)."""
+        return self._run(lambda t: t.drop_constraint(name, if_exists=if_exists), None, True, max_attempts, name="DROP CONSTRAINT")
 
     def set_isolation_level(self, level: Union[str, IsolationLevel], *, max_attempts: Optional[int] = None) -> CommitResult:
         """Set ``delta.isolationLevel`` (Serializable or WriteSerializable) in a metadata commit."""

@@ -11,6 +11,7 @@ import pyarrow as pa
 from . import _arrow, _core, engine
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
+from .constraints import PREFIX, Rule, check_name, constraint_key
 from .exceptions import InvalidArgumentError
 from .instant import Now
 from .isolation import IsolationLevel
@@ -240,8 +241,54 @@ class Transaction(Lifecycle):
         self._h.set_domain_metadata(domain, configuration, removed)
 
     def set_properties(self, props: Mapping[str, str]) -> None:
-        """Merge table properties (a metadata change)."""
-        self._h.set_properties({str(k): str(v) for k, v in props.items()})
+        """Merge table properties (a metadata change). A new or changed CHECK constraint
+        (``delta.constraints.<name>``) is checked against every live row first, which this
+        transaction then reads (so it must be Serializable: a concurrent blind append would
+        otherwise slip rows past the check); ConstraintViolationError names a row that breaks it."""
+        props = {str(k): str(v) for k, v in props.items()}
+        current = self.snapshot.properties if self.read_version >= 0 else {}
+        rules = [
+            Rule("CHECK constraint", k[len(PREFIX):], v)
+            for k, v in props.items()
+            if k.lower().startswith(PREFIX) and current.get(constraint_key(current, k[len(PREFIX):]) or "") != v
+        ]
+        if rules:
+            for r in rules:
+                check_name(r.name)
+            if self.isolation_level is not IsolationLevel.SERIALIZABLE and self.read_version >= 0:
+                raise InvalidArgumentError(
+                    f"adding {rules[0].describe()} checks the existing rows, which needs a Serializable transaction "
+                    f"(this one is {self.isolation_level.value}): begin(isolation_level='Serializable')"
+                )
+            engine.check_rules(self, rules)
+        self._h.set_properties(props)
+
+    def add_constraint(self, name: str, expr: str) -> None:
+        """Stage a new CHECK constraint (``ALTER TABLE ADD CONSTRAINT``): every live row must
+        make ``expr`` TRUE (see :meth:`set_properties`), and every row written afterwards, by
+        any engine that honours the protocol's ``checkConstraints``; the protocol is upgraded
+        to carry that feature."""
+        name = check_name(name)
+        if not isinstance(expr, str):
+            raise InvalidArgumentError(f"a constraint is SQL text, got {type(expr).__name__}")
+        props = self.snapshot.properties if self.read_version >= 0 else {}
+        key = constraint_key(props, name)
+        if key is not None:
+            raise InvalidArgumentError(f"constraint {name} already exists on {self.snapshot.handle.root}: {props[key]}")
+        self.set_properties({PREFIX + name: expr})
+        self.stage_operation("ADD CONSTRAINT", {"constraintName": name, "expr": expr})
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False) -> None:
+        """Stage dropping a CHECK constraint; InvalidArgumentError when the table has none of
+        that name (unless ``if_exists``: then nothing is staged)."""
+        props = self.snapshot.properties
+        key = constraint_key(props, check_name(name))
+        if key is None:
+            if if_exists:
+                return
+            raise InvalidArgumentError(f"{self.snapshot.handle.root} has no constraint {name} (it has {sorted(k[len(PREFIX):] for k in props if k.lower().startswith(PREFIX))})")
+        self._h.unset_properties([key])
+        self.stage_operation("DROP CONSTRAINT", {"constraintName": name, "expr": props[key]})
 
     def unset_properties(self, keys: Sequence[str]) -> None:
         self._h.unset_properties([str(k) for k in keys])

@@ -1,6 +1,6 @@
 """Data against the table before any engine writes it: columns by name as Delta's schema
 enforcement allows (docs/guide.md "Policies"), and the table's data rules delta-occ does not
-enforce (which refuse writing new rows)."""
+enforce (which refuse writing new rows; CHECK constraints and invariants are delta_occ.constraints)."""
 
 from __future__ import annotations
 
@@ -36,16 +36,15 @@ def data_columns(fields: Sequence[Tuple[str, bool]], data: Sequence[str], hint: 
     return out
 
 
-def unenforced_rules(props: "dict[str, str]", fields: List[dict]) -> List[str]:
-    """Data rules of the table that delta-occ does not enforce on rows it writes: CHECK
-    constraints, generated columns, column invariants and column defaults (Delta protocol)."""
-    rules = [f"CHECK constraint {k[len('delta.constraints.'):]} ({v})" for k, v in props.items() if k.lower().startswith("delta.constraints.")]
+def unenforced_rules(fields: List[dict]) -> List[str]:
+    """Data rules of the table that delta-occ does not enforce on rows it writes: generated
+    columns and column defaults (Delta protocol). CHECK constraints and invariants are enforced
+    (``delta_occ.constraints``)."""
+    rules = []
     for f in fields:
         meta = f.get("metadata") or {}
         if "delta.generationExpression" in meta:
             rules.append(f"generated column {f['name']} ({meta['delta.generationExpression']})")
-        if "delta.invariants" in meta:
-            rules.append(f"invariant on column {f['name']}")
         if "CURRENT_DEFAULT" in meta:
             rules.append(f"default value of column {f['name']}")
     return rules

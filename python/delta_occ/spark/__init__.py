@@ -409,5 +409,13 @@ class SparkTable:
         """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
         return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
 
+    def add_constraint(self, name: str, expr: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """``Table.add_constraint``: the existing rows are checked on the driver (the embedded
+        engine reads the columns the constraint uses); Spark's writes enforce it afterwards."""
+        return self.table.add_constraint(name, expr, max_attempts=max_attempts)
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
+        return self.table.drop_constraint(name, if_exists=if_exists, max_attempts=max_attempts)
+
 
 __all__ = ["SparkTable", "SparkTransaction"]

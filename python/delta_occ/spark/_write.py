@@ -6,21 +6,26 @@ which cannot tell NULL from "" and depend on the session time zone."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import posixpath
+import re
 import uuid
 from functools import reduce
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
-from ..exceptions import InvalidArgumentError
+from ..exceptions import ConstraintViolationError, InvalidArgumentError
 from ..operations.bookkeeping import Bookkeeping
 from ..operations.conform import check_writable, data_columns
 from ..operations.protocols import Staging
 from ._columns import col, logical_schema, physical_schema
+from ._rowexpr import condition
 from ._scan import session_conf
 from ._session import F, Session
 
@@ -88,6 +93,14 @@ def write(
     on a partitioned table, the distinct partition tuples written (typed, as Arrow)."""
     if data_change and not rewrite:
         check_writable(lay.root, lay.unenforced)
+        if lay.rules:
+            df = df.filter(rules_guard(lay))
+            with rules_broken(lay):
+                return _write(spark, lay, txn, job, df, data_change)
+    return _write(spark, lay, txn, job, df, data_change)
+
+
+def _write(spark: Session, lay: Layout, txn: Staging, job: Job, df: DataFrame, data_change: bool) -> Tuple[List[str], Optional[pa.Table]]:
     parts = lay.partition_columns
     if not parts:
         return write_groups(spark, lay, txn, job, df, None, {0: ({}, None)}, data_change), None
@@ -105,6 +118,45 @@ def write(
     group = F.when(F.col(GROUP).isNull(), F.raise_error(F.lit("delta-occ: the data changed between its two reads (nondeterministic source?); cache it first"))).otherwise(F.col(GROUP))
     joined = joined.select(*[col(c) for c in df.columns], group.alias(GROUP))
     return write_groups(spark, lay, txn, job, joined, GROUP, groups, data_change), tuples
+
+
+_BROKEN = re.compile(r"delta-occ rule (\d+) broken by (.*?) end of row", re.S)
+
+
+def rules_guard(lay: Layout) -> Column:
+    """TRUE on rows that keep every CHECK constraint and invariant of the table (the core's
+    compiled rules, as the embedded engine evaluates them); on any other row the job fails with
+    a message that ``rules_broken`` turns into the typed error."""
+    guard: Optional[Column] = None
+    for i, c in enumerate(lay.rules.compiled):
+        holds = condition(json.loads(c.expr.tree_json), col)
+        row = F.to_json(F.struct(*[col(name) for name in c.expr.columns]), {"ignoreNullFields": "false"})
+        broken = F.raise_error(F.concat(F.lit(f"delta-occ rule {i} broken by "), row, F.lit(" end of row")))
+        check = F.when(holds, F.lit(True)).otherwise(broken.cast("boolean"))
+        guard = check if guard is None else guard & check
+    assert guard is not None
+    return guard
+
+
+@contextlib.contextmanager
+def rules_broken(lay: Layout) -> Iterator[None]:
+    """A Spark job failed by ``rules_guard`` as the ConstraintViolationError the embedded engine
+    raises (without the count of such rows: the job stops at the first)."""
+    try:
+        yield
+    except PySparkException as e:
+        found = _BROKEN.search(str(e))
+        if found is None:
+            raise
+        rule = lay.rules.compiled[int(found.group(1))].rule
+        try:
+            row = json.loads(found.group(2))
+        except ValueError:
+            row = found.group(2)
+        raise ConstraintViolationError(
+            f"{rule.describe()} is not true for a row written to {lay.root}: {row}",
+            table=lay.root, constraint=rule.name, expression=rule.expression, row=row,
+        ) from None
 
 
 def write_groups(

@@ -256,12 +256,7 @@ RACE_SECONDS = float(os.environ.get("DELTA_OCC_DELTASPARK_RACE_SECONDS", "20"))
 RACE_MIN_EACH = 2  # delta-spark appends and deletes at least this often, however slow it is
 
 
-# Collected only with DELTA_OCC_DELTASPARK_RACE=1 (it needs RACE_SECONDS plus delta-spark's slow
-# statements, too long for the default run).
-RACE = bool(os.environ.get("DELTA_OCC_DELTASPARK_RACE"))
-
-
-def deltaspark_and_delta_occ_race_on_one_table(ds, tmp_path):
+def test_deltaspark_and_delta_occ_race_on_one_table(ds, tmp_path):
     """Both append fresh ids and delete seeded ids (disjoint sets) for RACE_SECONDS, each side
     retrying its own conflicts. The final table is the seed minus every committed delete plus
     every committed append, each id exactly once, read alike by both.
@@ -564,5 +559,3 @@ def test_serializable_file_level_outcomes_equal_deltaspark(ds, tmp_path, first):
 KNOWN_DIFFERENT = {("OPTIMIZE", first) for first in ("UPDATE", "DELETE", "MERGE", "OPTIMIZE")}
 
 
-if RACE:
-    test_deltaspark_and_delta_occ_race_on_one_table = deltaspark_and_delta_occ_race_on_one_table

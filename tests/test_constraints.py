@@ -20,11 +20,11 @@ from delta_occ import exceptions as exc
 
 from helpers import kernel_rows
 
-SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("status", pa.string())])
+SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("status", pa.string()), ("d", pa.date32())])
 
 
 def rows(ids: List[Any], amounts: List[Any], status: Any = "ok") -> pa.Table:
-    return pa.table({"id": ids, "amount": amounts, "status": [status] * len(ids)}, schema=SCHEMA)
+    return pa.table({"id": ids, "amount": amounts, "status": [status] * len(ids), "d": pa.nulls(len(ids), pa.date32())}, schema=SCHEMA)
 
 
 @pytest.fixture
@@ -96,6 +96,9 @@ BAD_ADDS = [
     ("c", "nope > 1", exc.PredicateError),  # unknown column
     ("c", "id + 1", exc.PredicateError),  # not a condition
     ("c", 5, exc.InvalidArgumentError),
+    ("c", "d < current_date()", exc.PredicateError),  # not deterministic (Delta refuses those)
+    ("c", "rand() < 2", exc.PredicateError),  # a function the core lacks: it could never be enforced
+    ("c", "id IN (SELECT 1)", exc.PredicateError),
 ]
 
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _rows
+from . import _core, _rows
 from .exceptions import ConstraintViolationError, InvalidArgumentError, PredicateError
 
 PREFIX = "delta.constraints."
@@ -96,6 +96,12 @@ class Rules:
 
 
 def compile_rule(rule: Rule, schema: pa.Schema) -> Any:
+    if isinstance(rule.expression, str) and _core.resolve_now(rule.expression, 0) != rule.expression:
+        # Delta's constraints are deterministic: a row that passed must keep passing
+        raise PredicateError(
+            f"{rule.describe()} is not deterministic (current_date() / current_timestamp())",
+            reason="not deterministic", text=rule.expression, problem="invalid",
+        )
     expr = _rows.compile(rule.expression, schema)
     if json.loads(expr.tree_json).get("type") != "boolean":
         raise PredicateError(f"{rule.describe()} is not a boolean expression", reason="not a boolean expression", text=rule.expression, problem="invalid")

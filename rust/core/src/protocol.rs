@@ -128,12 +128,21 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
         });
     }
     if reader.is_empty() && writer.is_empty() {
+        // legacy writer 2 implies column invariants
         return Ok(Protocol {
             min_reader_version: 1,
             min_writer_version: 2,
             reader_features: None,
             writer_features: None,
         });
+    }
+    // A column invariant binds every writer only when the protocol names it (table features).
+    if schema
+        .fields
+        .iter()
+        .any(|f| f.metadata.contains_key("delta.invariants"))
+    {
+        writer.push("invariants");
     }
     let mut all: Vec<String> = reader
         .iter()
@@ -339,6 +348,26 @@ mod tests {
             ..legacy
         };
         assert!(upgrade_for(&w3, &props, &schema).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_invariant_is_listed_once_the_table_uses_table_features() {
+        let schema = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,
+                "metadata":{"delta.invariants":"{\"expression\":{\"expression\":\"id < 9\"}}"}}]}"#,
+        )
+        .unwrap();
+        let plain = for_new_table(&BTreeMap::new(), &schema).unwrap();
+        assert_eq!((plain.min_reader_version, plain.min_writer_version), (1, 2));
+        let props = BTreeMap::from([(
+            "delta.enableDeletionVectors".to_string(),
+            "true".to_string(),
+        )]);
+        let dv = for_new_table(&props, &schema).unwrap();
+        assert_eq!(
+            dv.writer_features.unwrap(),
+            vec!["deletionVectors", "invariants"]
+        );
     }
 
     #[test]

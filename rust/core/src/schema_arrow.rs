@@ -216,10 +216,31 @@ pub fn delta_type(t: &A) -> Result<Value> {
         .ok_or_else(|| no_delta_type(t))
 }
 
+/// Arrow field metadata that becomes Delta column metadata (string values): a column comment
+/// and an invariant (`{"expression":{"expression":"<SQL>"}}`, the protocol's `invariants`).
+/// Anything else (parquet field ids, pandas metadata, identity or generated-column keys, whose
+/// rules delta-occ does not implement yet) is not carried into the table.
+const CARRIED_FIELD_METADATA: &[&str] = &["comment", "delta.invariants"];
+
 fn delta_field(f: &Field) -> Result<Value> {
+    let mut metadata = serde_json::Map::new();
+    for key in CARRIED_FIELD_METADATA {
+        if let Some(v) = f.metadata().get(key) {
+            if *key == "delta.invariants" {
+                let parsed: Value = serde_json::from_str(v).ok().unwrap_or(Value::Null);
+                if !parsed["expression"]["expression"].is_string() {
+                    return Err(Error::invalid(format!(
+                        "column {}: delta.invariants must be {{\"expression\":{{\"expression\":\"<SQL>\"}}}}, got {v}",
+                        f.name()
+                    )));
+                }
+            }
+            metadata.insert(key.to_string(), json!(v));
+        }
+    }
     Ok(json!({
         "name": f.name(), "type": delta_type(f.data_type())?, "nullable": f.is_nullable(),
-        "metadata": {},
+        "metadata": metadata,
     }))
 }
 
@@ -262,6 +283,33 @@ mod tests {
         {"name":"s","type":{"type":"struct","fields":[
             {"name":"x","type":"timestamp","nullable":true,"metadata":{"delta.columnMapping.id":3,"delta.columnMapping.physicalName":"col-x"}}]},
          "nullable":true,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-s"}}]}"#;
+
+    #[test]
+    fn comments_and_invariants_are_carried_into_the_table_schema() {
+        let inv = r#"{"expression":{"expression":"id < 100"}}"#;
+        let id = Field::new("id", A::Int64, true).with_metadata(HashMap::from([
+            ("delta.invariants".to_string(), inv.to_string()),
+            ("comment".to_string(), "the key".to_string()),
+            ("PARQUET:field_id".to_string(), "7".to_string()),
+            ("delta.identity.start".to_string(), "1".to_string()),
+        ]));
+        let v = delta_schema(&Schema::new(vec![id])).unwrap();
+        assert_eq!(
+            v["fields"][0]["metadata"],
+            json!({"delta.invariants": inv, "comment": "the key"})
+        );
+        let bad = Field::new("id", A::Int64, true).with_metadata(HashMap::from([(
+            "delta.invariants".to_string(),
+            "id < 100".to_string(),
+        )]));
+        let e = delta_schema(&Schema::new(vec![bad]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("column id") && e.contains("delta.invariants"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn logical_and_physical_schemas() {

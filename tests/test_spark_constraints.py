@@ -76,3 +76,18 @@ def test_both_sessions_refuse_a_breaking_row(spark, tmp_path):
     st.drop_constraint("small_ids")
     st.append(frame(spark, [300], [3.0], p="c"))
     assert sorted(docc.Table(str(tmp_path / "t")).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 300]
+
+
+@pytest.mark.parametrize("spark", BOTH_SESSIONS, indirect=True)
+def test_a_null_in_a_not_null_column_is_the_embedded_engines_error(spark, tmp_path):
+    """NOT NULL, the other constraint: the embedded engine raises SchemaMismatchError naming the
+    column (tests/test_policies.py); Spark fails its job at the NULL and raises the same."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.float64())])
+    st = SparkTable.create(spark, tmp_path / "nn", schema)
+    data = pa.table({"id": pa.array([1, None], pa.int64()), "amount": [1.0, 2.0]})
+    with pytest.raises(exc.SchemaMismatchError) as e:
+        st.append(spark.createDataFrame(data))
+    assert e.value.column == "id"
+    assert st.table.refresh() == 0 and data_files(tmp_path / "nn") == []
+    with pytest.raises(exc.SchemaMismatchError):
+        docc.Table(str(tmp_path / "nn")).append(data)

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
-from ..exceptions import ConstraintViolationError, InvalidArgumentError
+from ..exceptions import ConstraintViolationError, InvalidArgumentError, SchemaMismatchError
 from ..operations.bookkeeping import Bookkeeping
 from ..operations.conform import check_writable, data_columns
 from ..operations.protocols import Staging
@@ -70,7 +70,7 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
             raise type_mismatch(f.name, f.dataType.simpleString(), data_type.simpleString())
         c = col(name).cast(f.dataType)
         if not f.nullable:
-            c = F.when(c.isNull(), F.raise_error(F.lit(f"delta-occ: column {f.name!r} is NOT NULL but the data holds a null"))).otherwise(c)
+            c = F.when(c.isNull(), F.raise_error(F.lit(f"delta-occ: column {f.name!r} is NOT NULL but the data holds a null end of column"))).otherwise(c)
         out.append(c.alias(f.name))
     return df.select(*out)
 
@@ -95,9 +95,8 @@ def write(
         check_writable(lay.root, lay.unenforced)
         if lay.rules:
             df = df.filter(rules_guard(lay))
-            with rules_broken(lay):
-                return _write(spark, lay, txn, job, df, data_change)
-    return _write(spark, lay, txn, job, df, data_change)
+    with rules_broken(lay):
+        return _write(spark, lay, txn, job, df, data_change)
 
 
 def _write(spark: Session, lay: Layout, txn: Staging, job: Job, df: DataFrame, data_change: bool) -> Tuple[List[str], Optional[pa.Table]]:
@@ -121,6 +120,7 @@ def _write(spark: Session, lay: Layout, txn: Staging, job: Job, df: DataFrame, d
 
 
 _BROKEN = re.compile(r"delta-occ rule (\d+) broken by (.*?) end of row", re.S)
+_NULL = re.compile(r"delta-occ: column '(.*?)' is NOT NULL but the data holds a null end of column", re.S)
 
 
 def rules_guard(lay: Layout) -> Column:
@@ -141,10 +141,14 @@ def rules_guard(lay: Layout) -> Column:
 @contextlib.contextmanager
 def rules_broken(lay: Layout) -> Iterator[None]:
     """A Spark job failed by ``rules_guard`` as the ConstraintViolationError the embedded engine
-    raises (without the count of such rows: the job stops at the first)."""
+    raises (without the count of such rows: the job stops at the first), and one failed by a NULL
+    in a NOT NULL column (``conform``) as its SchemaMismatchError."""
     try:
         yield
     except PySparkException as e:
+        null = _NULL.search(str(e))
+        if null is not None:
+            raise SchemaMismatchError(f"column {null.group(1)!r} is NOT NULL but the data holds a null", column=null.group(1)) from None
         found = _BROKEN.search(str(e))
         if found is None:
             raise

@@ -43,6 +43,11 @@ def check_name(name: Any) -> str:
     return name
 
 
+def is_constraint_key(key: str) -> bool:
+    """Whether a table property holds a CHECK constraint (``delta.constraints.<name>``)."""
+    return key.lower().startswith(PREFIX)
+
+
 def constraint_key(props: Mapping[str, str], name: str) -> Optional[str]:
     """The property key of constraint ``name`` (names compare case-insensitively, as in Spark)."""
     want = (PREFIX + name).lower()
@@ -52,7 +57,7 @@ def constraint_key(props: Mapping[str, str], name: str) -> Optional[str]:
 def rules_of(props: Mapping[str, str], fields: Sequence[Dict[str, Any]]) -> List[Rule]:
     """The table's rules, CHECK constraints first (by name), then invariants in schema order."""
     rules = sorted(
-        (Rule("CHECK constraint", k[len(PREFIX):], v) for k, v in props.items() if k.lower().startswith(PREFIX)),
+        (Rule("CHECK constraint", k[len(PREFIX):], v) for k, v in props.items() if is_constraint_key(k)),
         key=lambda r: r.name.lower(),
     )
     for f in fields:
@@ -117,7 +122,7 @@ def first_broken(c: Compiled, data: pa.Table, root: str, what: str) -> None:
     broken = pc.invert(holds)
     count = pc.sum(broken).as_py()
     index = pc.index(broken, True).as_py()
-    row = {k: v for k, v in data.slice(index, 1).to_pylist()[0].items() if k in c.expr.columns}
+    row = data.select(list(c.expr.columns)).slice(index, 1).to_pylist()[0]
     raise ConstraintViolationError(
         f"{c.rule.describe()} is not true for {count} row(s) of {what}; the first: {row}",
         table=root,
@@ -128,4 +133,4 @@ def first_broken(c: Compiled, data: pa.Table, root: str, what: str) -> None:
     )
 
 
-__all__ = ["PREFIX", "Rule", "Rules", "Compiled", "check_name", "constraint_key", "rules_of", "compile_rule", "first_broken"]
+__all__ = ["PREFIX", "Rule", "Rules", "Compiled", "check_name", "is_constraint_key", "constraint_key", "rules_of", "compile_rule", "first_broken"]

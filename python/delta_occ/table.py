@@ -389,7 +389,7 @@ class Table:
         CHECK constraint among them is checked as :meth:`add_constraint` does (Serializable
         unless ``isolation_level`` says otherwise, which it then refuses)."""
         props = {str(k): str(v) for k, v in props.items()}
-        if isolation_level is None and any(k.lower().startswith(constraints.PREFIX) for k in props):
+        if isolation_level is None and any(constraints.is_constraint_key(k) for k in props):
             isolation_level = IsolationLevel.SERIALIZABLE
         return self._metadata_commit(
             "SET TBLPROPERTIES", {"properties": props}, lambda t: t.set_properties(props), isolation_level, max_attempts

@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import _arrow, _core, engine
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
-from .constraints import PREFIX, Rule, check_name, constraint_key
+from .constraints import PREFIX, Rule, check_name, constraint_key, is_constraint_key
 from .exceptions import InvalidArgumentError
 from .instant import Now
 from .isolation import IsolationLevel
@@ -250,7 +250,7 @@ class Transaction(Lifecycle):
         rules = [
             Rule("CHECK constraint", k[len(PREFIX):], v)
             for k, v in props.items()
-            if k.lower().startswith(PREFIX) and current.get(constraint_key(current, k[len(PREFIX):]) or "") != v
+            if is_constraint_key(k) and current.get(constraint_key(current, k[len(PREFIX):]) or "") != v
         ]
         if rules:
             for r in rules:
@@ -286,7 +286,7 @@ class Transaction(Lifecycle):
         if key is None:
             if if_exists:
                 return
-            raise InvalidArgumentError(f"{self.snapshot.handle.root} has no constraint {name} (it has {sorted(k[len(PREFIX):] for k in props if k.lower().startswith(PREFIX))})")
+            raise InvalidArgumentError(f"{self.snapshot.handle.root} has no constraint {name} (it has {sorted(k[len(PREFIX):] for k in props if is_constraint_key(k))})")
         self._h.unset_properties([key])
         self.stage_operation("DROP CONSTRAINT", {"constraintName": name, "expr": props[key]})
 

@@ -207,30 +207,6 @@ def test_invariants_declared_through_arrow_field_metadata(tmp_path):
         docc.Table.create(str(tmp_path / "bad"), pa.schema([pa.field("id", pa.int64(), metadata={"delta.invariants": "id < 100"})]))
 
 
-def test_identity_tables_refuse_new_rows_until_values_are_generated(tmp_path):
-    """A table with an identity column (field metadata ``delta.identity.*``, as delta-spark writes
-    it; version 0 edited by hand) refuses new rows with UnsupportedFeatureError instead of
-    writing rows without generated values or a high-water mark (issue 30: the silent wrong answer);
-    deleting still works."""
-    schema = pa.schema([("id", pa.int64()), ("amount", pa.float64())])
-    t = docc.Table.create(str(tmp_path / "ident"), schema)
-    t.append(pa.table({"id": [1], "amount": [1.0]}, schema=schema))
-    first = os.path.join(t.path, "_delta_log", f"{0:020}.json")
-    actions = log(t, 0)
-    for a in actions:
-        if "metaData" in a:
-            fields = json.loads(a["metaData"]["schemaString"])
-            fields["fields"][0]["metadata"] = {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": False}
-            a["metaData"]["schemaString"] = json.dumps(fields)
-    with open(first, "w") as f:
-        f.write("\n".join(json.dumps(a) for a in actions) + "\n")
-    t = docc.Table(t.path)
-    with pytest.raises(exc.UnsupportedFeatureError, match="identity column id"):
-        t.append(pa.table({"amount": [2.0]}))
-    t.delete("id = 1")
-    assert t.snapshot().to_pyarrow().num_rows == 0
-
-
 def test_set_properties_checks_a_constraint_too(table):
     with pytest.raises(exc.ConstraintViolationError):
         table.set_properties({"delta.constraints.c": "amount > 15"})

@@ -155,6 +155,61 @@ def test_deltaspark_reads_column_mapping(ds, tmp_path, mode):
     assert spark_rows(ds, path, cols) == want
 
 
+def _identity_metadata(path: pathlib.Path) -> Dict[str, Any]:
+    """The id column's Delta metadata in the newest commit that has a metaData action."""
+    for f in sorted((path / "_delta_log").glob("*.json"), reverse=True):
+        for line in f.read_text().splitlines():
+            a = json.loads(line)
+            if "metaData" in a:
+                return json.loads(a["metaData"]["schemaString"])["fields"][0]["metadata"]
+    raise AssertionError("no metaData")
+
+
+def test_identity_values_continue_across_deltaspark_and_delta_occ(ds, tmp_path):
+    """Issue 30, identity columns: delta-spark and delta-occ take turns on one GENERATED ALWAYS
+    table (START WITH 10 INCREMENT BY 5), each continuing from the other's high-water mark. The
+    expected values are the protocol's (start + k*step beyond the mark, read from the log as
+    delta-spark left it); delta-spark refuses given values as we do, and reads our rows."""
+    path = tmp_path / "ident"
+    p = f"delta.`{path}`"
+    ds.sql(
+        f"CREATE TABLE {p} (id BIGINT GENERATED ALWAYS AS IDENTITY (START WITH 10 INCREMENT BY 5), v STRING) USING delta",
+        f"INSERT INTO {p} (v) VALUES ('s1'), ('s2')",
+    )
+    spark_mark = _identity_metadata(path)["delta.identity.highWaterMark"]
+    assert (spark_mark - 10) % 5 == 0 and spark_mark >= 15
+    t = docc.Table(str(path))
+    t.append(pa.table({"v": ["o1", "o2", "o3"]}))
+    occ = {v: i for i, v in occ_rows(path, ["id", "v"]) if v.startswith("o")}
+    assert sorted(occ.values()) == [spark_mark + 5, spark_mark + 10, spark_mark + 15]
+    assert _identity_metadata(path)["delta.identity.highWaterMark"] == spark_mark + 15
+    with pytest.raises(ex.SchemaMismatchError):
+        t.append(pa.table({"id": [1], "v": ["x"]}))
+    # delta-spark continues from our mark
+    ds.sql(f"INSERT INTO {p} (v) VALUES ('s3')")
+    rows = dict((v, i) for i, v in spark_rows(ds, path, ["id", "v"]))
+    assert rows["s3"] > spark_mark + 15 and (rows["s3"] - 10) % 5 == 0
+    assert len(set(rows.values())) == len(rows) == 6
+    assert sort_rows([[i, v] for v, i in rows.items()]) == occ_rows(path, ["id", "v"])
+    assert not ds.try_sql(f"INSERT INTO {p} (id, v) VALUES (1, 'given')")["ok"]
+
+
+def test_deltaspark_writes_an_identity_table_we_created(ds, tmp_path):
+    """A BY DEFAULT identity table created by delta-occ (Arrow field metadata) is one delta-spark
+    accepts: it generates values beyond our mark and takes given ones."""
+    path = tmp_path / "ident-ours"
+    meta = {"delta.identity.start": "1", "delta.identity.step": "1", "delta.identity.allowExplicitInsert": "true"}
+    t = docc.Table.create(str(path), pa.schema([pa.field("id", pa.int64(), metadata=meta), ("v", pa.string())]))
+    t.append(pa.table({"v": ["o1", "o2"]}))
+    t.append(pa.table({"id": [1000], "v": ["given"]}))
+    p = f"delta.`{path}`"
+    ds.sql(f"INSERT INTO {p} (v) VALUES ('s1')", f"INSERT INTO {p} (id, v) VALUES (500, 's-given')")
+    rows = dict((v, i) for i, v in spark_rows(ds, path, ["id", "v"]))
+    assert rows["o1"] in (1, 2) and rows["o2"] in (1, 2) and rows["given"] == 1000 and rows["s-given"] == 500
+    assert rows["s1"] > 2 and len(set(rows.values())) == 5
+    assert occ_rows(path, ["id", "v"]) == sort_rows([[i, v] for v, i in rows.items()])
+
+
 def test_deltaspark_reads_awkward_partition_values(ds, tmp_path):
     path = tmp_path / "parts"
     schema = pa.schema([("id", pa.int64()), ("k", pa.string()), ("n", pa.int32())])

@@ -20,6 +20,7 @@ from ._read import DataColumns, keep_mask, read_file
 from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .constraints import Rules
 from .exceptions import InvalidArgumentError, SchemaMismatchError
+from .identity import IdentityColumn, identity_columns
 from .operations.conform import check_writable, data_columns, unenforced_rules
 from .operations.protocols import Staging
 from .scan_plan import scan_plan
@@ -58,6 +59,9 @@ class Layout:
         #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
         self.rules = Rules(props, self.delta_fields, self.schema)
         self.unenforced = unenforced_rules(self.delta_fields) + self.rules.unenforceable
+        #: Identity columns, by name (their high-water marks as read: the transaction's current
+        #: marks are ``delta_occ.identity.reserve``'s).
+        self.identity: Dict[str, IdentityColumn] = identity_columns(schema_json)
 
     @property
     def data_columns(self) -> List[str]:
@@ -131,7 +135,8 @@ class Layout:
         of it; a missing nullable column filled with NULLs. Anything else is a
         SchemaMismatchError."""
         data = as_table(data)
-        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW])
+        # An identity column the data leaves out is filled by the engine after this (NULL until then).
+        sources = data_columns([(f.name, f.nullable or f.name in self.identity) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW])
         arrays = []
         for f, name in zip(self.schema, sources):
             if name is None:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _rows
+from . import _core, _rows, identity
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
 from .constraints import Compiled, Rule, compile_rule, first_broken
@@ -77,6 +77,10 @@ class ArrowEngine:
     def partition_columns(self) -> List[str]:
         return self.lay.partition_columns
 
+    @property
+    def identity(self) -> Mapping[str, identity.IdentityColumn]:
+        return self.lay.identity
+
     def record(self, record: OperationRecord) -> None:
         self.txn.stage_operation(*record)
 
@@ -84,7 +88,18 @@ class ArrowEngine:
 
     def conform(self, data: Any, schema_mode: Optional[str]) -> pa.Table:
         data = as_table(data)
-        return self._evolved(data.schema, schema_mode).conform(data)
+        return self._new_rows(self._evolved(data.schema, schema_mode).conform(data), data.column_names)
+
+    def _new_rows(self, rows: pa.Table, given: Sequence[str]) -> pa.Table:
+        """New rows with the identity values the data did not give (``given``: the columns it
+        gave), consecutive from each column's next value; the marks move in this transaction."""
+        for name, column in identity.to_generate(self.lay.identity, given).items():
+            if not rows.num_rows:
+                continue
+            first = identity.reserve(self.txn, name, rows.num_rows)
+            values = pc.add_checked(pc.multiply_checked(arange(rows.num_rows, pa.int64()), column.step), first)
+            rows = rows.set_column(rows.schema.get_field_index(name), rows.schema.field(name), values)
+        return rows
 
     def _evolved(self, data: pa.Schema, schema_mode: Optional[str]) -> Layout:
         """The layout to write ``data`` with. With ``schema_mode="merge"`` the data's columns the
@@ -244,9 +259,10 @@ class ArrowEngine:
             unmatched = src.filter(pc.invert(pc.is_in(src.column("__src"), value_set=matched)))
             if plan.insert is True:
                 ins = source.take(unmatched.column("__src"))
-                new_rows.append(lay.conform(ins.select([n for n in ins.column_names if find_column(lay.schema.names, n)])))
+                given = [n for n in ins.column_names if find_column(lay.schema.names, n)]
+                new_rows.append(self._new_rows(lay.conform(ins.select(given)), given))
             else:
-                new_rows.append(lay.conform(_apply(unmatched, lay.schema, plan.insert, {}, "INSERT value")))
+                new_rows.append(self._new_rows(lay.conform(_apply(unmatched, lay.schema, plan.insert, {}, "INSERT value")), list(plan.insert)))
             inserted = unmatched.num_rows
         lay.write(self.txn, concat(new_rows, lay.schema))
         return inserted

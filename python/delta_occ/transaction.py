@@ -303,6 +303,20 @@ class Transaction(Lifecycle):
         """Replace the schema (a metadata change; partition columns must remain)."""
         self._h.set_schema(arrow_schema_to_delta(schema))
 
+    def set_column_metadata(self, column: str, metadata: Mapping[str, Any]) -> None:
+        """Set Delta metadata keys of a top-level column (a metadata change; the other keys
+        stay): e.g. an identity column's ``delta.identity.highWaterMark``, which the writers that
+        generate identity values move themselves (``delta_occ.identity``)."""
+        schema = json.loads(self.schema_json)
+        field = next((f for f in schema["fields"] if f["name"] == column), None)
+        if field is None:
+            where = self.snapshot.handle.root if self.read_version >= 0 else "the new table"
+            raise InvalidArgumentError(f"set_column_metadata: no column {column!r} in {where} (columns: {[f['name'] for f in schema['fields']]})")
+        if not isinstance(metadata, Mapping):
+            raise InvalidArgumentError("set_column_metadata: metadata must be a mapping of key to JSON value")
+        field.setdefault("metadata", {}).update({str(k): v for k, v in metadata.items()})
+        self._h.set_schema(json.dumps(schema))
+
     def set_protocol(
         self,
         min_reader_version: int,

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Mapping, TypeVar
 import pyarrow as pa
 
 from ..exceptions import InvalidArgumentError, PredicateError
+from ..identity import IdentityColumn, check_given, check_not_set
 
 Expr = TypeVar("Expr")
 
@@ -15,9 +16,12 @@ SET = "SET expression"
 INSERT = "INSERT value"
 
 
-def resolve(schema: pa.Schema, set_: Any, argument: str, check: Callable[[str], Expr], what: str = SET) -> Dict[str, Expr]:
+def resolve(
+    schema: pa.Schema, set_: Any, argument: str, check: Callable[[str], Expr], what: str = SET, identity: Mapping[str, IdentityColumn] = {},
+) -> Dict[str, Expr]:
     """``{table column: check(text)}`` for ``set_`` (``argument``: its parameter name): unknown
-    columns and expressions ``check`` refuses fail here."""
+    columns and expressions ``check`` refuses fail here, and so do identity columns no SET may
+    change and no INSERT may give (``identity``: the table's identity columns)."""
     if not isinstance(set_, Mapping) or not set_:
         raise InvalidArgumentError(f"{argument} must be a non-empty mapping of column name to SQL expression text")
     lower = {f.name.lower(): f.name for f in schema}
@@ -30,6 +34,10 @@ def resolve(schema: pa.Schema, set_: Any, argument: str, check: Callable[[str], 
             out[name] = check(text)
         except PredicateError as e:
             raise assignment_error(what, name, text, e) from e
+    if what == SET:
+        check_not_set(identity, out)
+    else:
+        check_given(identity, out, f"{argument}")
     return out
 
 

@@ -38,16 +38,11 @@ def data_columns(fields: Sequence[Tuple[str, bool]], data: Sequence[str], hint: 
 
 def unenforced_rules(fields: List[dict]) -> List[str]:
     """Data rules of the table that delta-occ does not enforce on rows it writes: generated
-    columns, GENERATED ALWAYS identity columns (their values and high-water mark) and column
-    defaults (Delta protocol). CHECK constraints and invariants are enforced (``delta_occ.constraints``)."""
+    columns and column defaults (Delta protocol). CHECK constraints and invariants are enforced
+    (``delta_occ.constraints``), identity values generated (``delta_occ.identity``)."""
     rules = []
     for f in fields:
         meta = f.get("metadata") or {}
-        # GENERATED ALWAYS (no explicit values allowed): every new row needs a generated value
-        # and the high-water mark must move, which delta-occ does not do yet. BY DEFAULT columns
-        # take the values the data gives.
-        if any(str(k).startswith("delta.identity.") for k in meta) and meta.get("delta.identity.allowExplicitInsert") is not True:
-            rules.append(f"identity column {f['name']} (GENERATED ALWAYS: values generated from delta.identity.start/step)")
         if "delta.generationExpression" in meta:
             rules.append(f"generated column {f['name']} ({meta['delta.generationExpression']})")
         if "CURRENT_DEFAULT" in meta:

@@ -135,12 +135,15 @@ def merge(
     read_where = narrowed_predicate([key_summary(engine, src, t, s) for t, s in keys], target_only)
     update = None
     if when_matched_update:
-        update = assignments.resolve(engine.schema, when_matched_update, "when_matched_update", lambda text: engine.merge_expression(cols, text, target_readable=True))
+        update = assignments.resolve(
+            engine.schema, when_matched_update, "when_matched_update", lambda text: engine.merge_expression(cols, text, target_readable=True),
+            identity=engine.identity,
+        )
     insert: Union[bool, Dict[str, Expr]] = when_not_matched_insert is True
     if when_not_matched_insert and when_not_matched_insert is not True:
         insert = assignments.resolve(
             engine.schema, when_not_matched_insert, "when_not_matched_insert",
-            lambda text: engine.merge_expression(cols, text, target_readable=False), assignments.INSERT,
+            lambda text: engine.merge_expression(cols, text, target_readable=False), assignments.INSERT, identity=engine.identity,
         )
     plan = MergePlan(on, cols, keys, target_only, residual, read_where, when_matched_delete, update, insert)
     matched = engine.match(src, plan)

@@ -9,6 +9,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Protocol, Sequence
 
 import pyarrow as pa
 
+from ..identity import IdentityColumn
 from ..snapshot import Snapshot
 from .bookkeeping import Bookkeeping
 from .commit_info import OperationRecord
@@ -42,6 +43,8 @@ class Staging(Protocol):
 
     def set_schema(self, schema: pa.Schema) -> None: ...
 
+    def set_column_metadata(self, column: str, metadata: Mapping[str, Any]) -> None: ...
+
     def stage_operation(self, operation: str, parameters: Mapping[str, Any], metrics: Optional[Mapping[str, int]] = None) -> None: ...
 
     def record_operation(self, record: OperationRecord) -> None: ...
@@ -61,6 +64,11 @@ class Engine(Protocol):
 
     @property
     def partition_columns(self) -> List[str]: ...
+
+    @property
+    def identity(self) -> Mapping[str, IdentityColumn]:
+        """The table's identity columns (``delta_occ.identity``)."""
+        ...
 
     def record(self, record: OperationRecord) -> None: ...
 

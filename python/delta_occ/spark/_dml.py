@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 
 from .._write import Layout
 from ..exceptions import InvalidArgumentError
+from ..identity import IdentityColumn
 from ..operations import append as _append
 from ..operations import delete as _delete
 from ..operations import merge as _merge
@@ -30,7 +31,7 @@ from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, read_plan
 from ._session import F
-from ._write import GROUP, conform, write, write_groups
+from ._write import GROUP, conform, new_rows, write, write_groups
 
 if TYPE_CHECKING:
     from . import SparkTransaction
@@ -65,10 +66,14 @@ class SparkEngine:
 
     # -- append / overwrite ------------------------------------------------------------------
 
+    @property
+    def identity(self) -> Mapping[str, IdentityColumn]:
+        return self.lay.identity
+
     def conform(self, data: Any, schema_mode: Optional[str]) -> DataFrame:
         if schema_mode is not None:
             raise InvalidArgumentError("the Spark engine does not change the schema: change it first (Table.set_schema)")
-        return conform(data, self.lay)
+        return new_rows(self.txn, self.lay, conform(data, self.lay), data.columns)
 
     def write(self, rows: DataFrame) -> Written:
         before = self.ctx.job.rows
@@ -209,10 +214,11 @@ class SparkEngine:
         if plan.insert is not False:
             unmatched = s.join(t, self._on, "left_anti")
             if plan.insert is True:
-                ins = conform(unmatched.select(*[col(c) for c in source.columns if find_column(self.schema.names, c)]), self.lay)
+                given = [c for c in source.columns if find_column(self.schema.names, c)]
+                ins = new_rows(self.txn, self.lay, conform(unmatched.select(*[col(c) for c in given]), self.lay), given)
             else:
                 base = {f.name: F.lit(None).cast(f.dataType) for f in self.ctx.logical.fields}
-                ins = self._project(unmatched, plan.insert, base, resolve)
+                ins = new_rows(self.txn, self.lay, self._project(unmatched, plan.insert, base, resolve), list(plan.insert))
             inserted = ins.count()
             if inserted:
                 parts.append(ins)

@@ -12,12 +12,13 @@ import posixpath
 import re
 import uuid
 from functools import reduce
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 
+from .. import identity
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
 from ..exceptions import ConstraintViolationError, InvalidArgumentError, SchemaMismatchError
@@ -59,7 +60,8 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
     if not isinstance(df, DataFrame):
         raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
     schema = logical_schema(json_schema(lay))
-    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first")
+    # An identity column the data leaves out is filled by ``new_rows`` (NULL until then).
+    sources = data_columns([(f.name, f.nullable or f.name in lay.identity) for f in schema.fields], df.columns, "change the schema first")
     out: List[Column] = []
     for f, name in zip(schema.fields, sources):
         if name is None:
@@ -73,6 +75,37 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
             c = F.when(c.isNull(), F.raise_error(F.lit(f"delta-occ: column {f.name!r} is NOT NULL but the data holds a null end of column"))).otherwise(c)
         out.append(c.alias(f.name))
     return df.select(*out)
+
+
+def new_rows(txn: Staging, lay: Layout, df: DataFrame, given: Sequence[str]) -> DataFrame:
+    """New rows (of the table schema) with the identity values the data did not give (``given``:
+    the columns it gave), consecutive from each column's next value, as the embedded engine gives
+    them; the marks move in this transaction.
+
+    Each row's value is its position in the data: its partition's offset (counted first) plus its
+    index inside the partition (the low 33 bits of ``monotonically_increasing_id``, as Spark
+    documents it). Both passes must see the same partitions and row order, so the rows are first
+    fixed with ``localCheckpoint``: a source that changed between the count and the write could
+    otherwise give two rows one value."""
+    generate = identity.to_generate(lay.identity, given)
+    if not generate:
+        return df
+    df = df.localCheckpoint()
+    pid = F.spark_partition_id()
+    counts = sorted((r[0], r[1]) for r in df.groupBy(pid.alias("p")).count().collect())
+    total = sum(n for _, n in counts)
+    if not total:
+        return df
+    offsets, at = [], 0
+    for p, n in counts:
+        offsets += [F.lit(p), F.lit(at)]
+        at += n
+    position = F.element_at(F.create_map(*offsets), pid) + (F.monotonically_increasing_id() - pid.cast("long") * F.lit(1 << 33))
+    out = {}
+    for name, column in generate.items():
+        first = identity.reserve(txn, name, total)
+        out[name] = (F.lit(first) + F.lit(column.step) * position).cast("long")
+    return df.select(*[out[c].alias(c) if c in out else col(c) for c in df.columns])
 
 
 def json_schema(lay: Layout) -> str:

@@ -106,6 +106,10 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
     if is_true(props, "delta.enableInCommitTimestamps") {
         writer.push("inCommitTimestamp");
     }
+    // Identity values and their high-water mark bind every writer only when the protocol names it.
+    if schema.has_identity_columns() {
+        writer.push("identityColumns");
+    }
     for unsupported in ["delta.enableRowTracking", "delta.enableTypeWidening"] {
         if is_true(props, unsupported) {
             return Err(Error::UnsupportedFeature {
@@ -323,6 +327,16 @@ mod tests {
         assert_eq!(p.writer_features.unwrap(), vec!["deletionVectors"]);
         props.insert("delta.enableRowTracking".into(), "true".into());
         assert!(for_new_table(&props, &schema).is_err());
+        // An identity column (protocol: `delta.identity.*` column metadata) asks for its feature.
+        let identity = StructType::parse(
+            r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,
+                "metadata":{"delta.identity.start":1,"delta.identity.step":1,
+                            "delta.identity.allowExplicitInsert":false}}]}"#,
+        )
+        .unwrap();
+        let p = for_new_table(&BTreeMap::new(), &identity).unwrap();
+        assert_eq!((p.min_reader_version, p.min_writer_version), (1, 7));
+        assert_eq!(p.writer_features.unwrap(), vec!["identityColumns"]);
     }
 
     #[test]

@@ -276,6 +276,22 @@ pub(crate) fn check_columns(schema: &StructType, partition_by: &[String]) -> Res
 /// Give fields that already existed (matched by name, recursively) the Delta metadata the new
 /// schema does not set: column-mapping ids and physical names, identity, generation expressions,
 /// comments. A schema from Arrow cannot spell these, and losing them would change the table.
+/// Whether two schema strings differ only in identity columns' high-water marks (or not at all):
+/// moving a mark changes which values writers generate next, not how data files are laid out
+/// or read, so it is no schema change for the conflict checker.
+pub(crate) fn same_but_identity_marks(a: &str, b: &str) -> bool {
+    fn strip(text: &str) -> Option<Value> {
+        let mut v: Value = serde_json::from_str(text).ok()?;
+        for f in v.get_mut("fields")?.as_array_mut()? {
+            if let Some(m) = f.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("delta.identity.highWaterMark");
+            }
+        }
+        Some(v)
+    }
+    a == b || matches!((strip(a), strip(b)), (Some(x), Some(y)) if x == y)
+}
+
 pub(crate) fn carry_field_metadata(new: &mut Value, old: &StructType) {
     carry(new, &DataType::Struct(old.clone()));
 }
@@ -370,6 +386,27 @@ pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn identity_marks_are_no_schema_change() {
+        let with = |mark: &str| {
+            format!(
+                r#"{{"type":"struct","fields":[{{"name":"id","type":"long","nullable":true,"metadata":{{"delta.identity.start":1{mark}}}}}]}}"#
+            )
+        };
+        assert!(same_but_identity_marks(
+            &with(""),
+            &with(r#","delta.identity.highWaterMark":5"#)
+        ));
+        assert!(!same_but_identity_marks(
+            &with(""),
+            &with(r#","delta.identity.step":2"#)
+        ));
+        assert!(!same_but_identity_marks(
+            &with(""),
+            &with("").replace("long", "integer")
+        ));
+    }
+
     #[test]
     fn file_column_index_prefers_field_id_then_name_then_any_case() {
         let f = [("col-a", Some(7)), ("B", None), ("c", Some(9))];

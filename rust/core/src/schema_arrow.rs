@@ -218,9 +218,81 @@ pub fn delta_type(t: &A) -> Result<Value> {
 
 /// Arrow field metadata that becomes Delta column metadata (string values): a column comment
 /// and an invariant (`{"expression":{"expression":"<SQL>"}}`, the protocol's `invariants`).
-/// Anything else (parquet field ids, pandas metadata, identity or generated-column keys, whose
-/// rules delta-occ does not implement yet) is not carried into the table.
+/// Identity keys are carried typed ([`identity_metadata`]). Anything else (parquet field ids,
+/// pandas metadata, generated-column keys, whose rules delta-occ does not implement yet) is not
+/// carried into the table.
 const CARRIED_FIELD_METADATA: &[&str] = &["comment", "delta.invariants"];
+
+const IDENTITY_START: &str = "delta.identity.start";
+const IDENTITY_STEP: &str = "delta.identity.step";
+const IDENTITY_EXPLICIT: &str = "delta.identity.allowExplicitInsert";
+const IDENTITY_MARK: &str = "delta.identity.highWaterMark";
+
+/// The Delta metadata of an identity column declared through Arrow field metadata (any
+/// `delta.identity.*` key): `start` and `step` as JSON numbers (default 1 each, step not 0),
+/// `allowExplicitInsert` as a boolean (default false: GENERATED ALWAYS), as the protocol and
+/// delta-spark store them. Only `long` columns can be identity columns, and the high-water mark is
+/// the writers' to keep: a schema that sets it is refused.
+fn identity_metadata(f: &Field, out: &mut serde_json::Map<String, Value>) -> Result<()> {
+    let meta = f.metadata();
+    let keys: Vec<&String> = meta
+        .keys()
+        .filter(|k| k.starts_with("delta.identity."))
+        .collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let bad = |why: String| Error::invalid(format!("identity column {}: {why}", f.name()));
+    if let Some(k) = keys
+        .iter()
+        .find(|k| ![IDENTITY_START, IDENTITY_STEP, IDENTITY_EXPLICIT].contains(&k.as_str()))
+    {
+        return Err(bad(if k.as_str() == IDENTITY_MARK {
+            format!("{IDENTITY_MARK} is kept by the writers that generate values and cannot be declared")
+        } else {
+            format!(
+                "unknown key {k} (declare {IDENTITY_START}, {IDENTITY_STEP}, {IDENTITY_EXPLICIT})"
+            )
+        }));
+    }
+    if *f.data_type() != A::Int64 {
+        return Err(bad(format!(
+            "identity columns must be long (int64), not {}",
+            f.data_type()
+        )));
+    }
+    let long = |key: &str| -> Result<i64> {
+        match meta.get(key) {
+            None => Ok(1),
+            Some(v) => v
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| bad(format!("{key} must be a long integer, got {v:?}"))),
+        }
+    };
+    let start = long(IDENTITY_START)?;
+    let step = long(IDENTITY_STEP)?;
+    if step == 0 {
+        return Err(bad(format!("{IDENTITY_STEP} must not be 0")));
+    }
+    let explicit = match meta
+        .get(IDENTITY_EXPLICIT)
+        .map(|v| v.trim().to_ascii_lowercase())
+    {
+        None => false,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(v) => {
+            return Err(bad(format!(
+                "{IDENTITY_EXPLICIT} must be true or false, got {v:?}"
+            )))
+        }
+    };
+    out.insert(IDENTITY_START.into(), json!(start));
+    out.insert(IDENTITY_STEP.into(), json!(step));
+    out.insert(IDENTITY_EXPLICIT.into(), json!(explicit));
+    Ok(())
+}
 
 fn delta_field(f: &Field) -> Result<Value> {
     let mut metadata = serde_json::Map::new();
@@ -238,6 +310,7 @@ fn delta_field(f: &Field) -> Result<Value> {
             metadata.insert(key.to_string(), json!(v));
         }
     }
+    identity_metadata(f, &mut metadata)?;
     Ok(json!({
         "name": f.name(), "type": delta_type(f.data_type())?, "nullable": f.is_nullable(),
         "metadata": metadata,
@@ -291,7 +364,6 @@ mod tests {
             ("delta.invariants".to_string(), inv.to_string()),
             ("comment".to_string(), "the key".to_string()),
             ("PARQUET:field_id".to_string(), "7".to_string()),
-            ("delta.identity.start".to_string(), "1".to_string()),
         ]));
         let v = delta_schema(&Schema::new(vec![id])).unwrap();
         assert_eq!(
@@ -309,6 +381,70 @@ mod tests {
             e.contains("column id") && e.contains("delta.invariants"),
             "{e}"
         );
+    }
+
+    fn identity(meta: &[(&str, &str)], t: A) -> Result<Value> {
+        let f = Field::new("id", t, true).with_metadata(
+            meta.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>(),
+        );
+        delta_schema(&Schema::new(vec![f])).map(|v| v["fields"][0]["metadata"].clone())
+    }
+
+    #[test]
+    fn identity_columns_are_declared_with_typed_metadata() {
+        // Typed as delta-spark writes them: numbers and a boolean, defaults start 1 step 1 ALWAYS.
+        assert_eq!(
+            identity(&[("delta.identity.step", "-5")], A::Int64).unwrap(),
+            json!({"delta.identity.start": 1, "delta.identity.step": -5,
+                   "delta.identity.allowExplicitInsert": false})
+        );
+        assert_eq!(
+            identity(
+                &[
+                    ("delta.identity.start", "100"),
+                    ("delta.identity.allowExplicitInsert", "TRUE")
+                ],
+                A::Int64
+            )
+            .unwrap()["delta.identity.allowExplicitInsert"],
+            json!(true)
+        );
+        for (meta, t, expect) in [
+            (
+                vec![("delta.identity.step", "0")],
+                A::Int64,
+                "must not be 0",
+            ),
+            (
+                vec![("delta.identity.start", "x")],
+                A::Int64,
+                "long integer",
+            ),
+            (
+                vec![("delta.identity.start", "1")],
+                A::Int32,
+                "must be long",
+            ),
+            (
+                vec![("delta.identity.highWaterMark", "9")],
+                A::Int64,
+                "kept by the writers",
+            ),
+            (vec![("delta.identity.stat", "1")], A::Int64, "unknown key"),
+            (
+                vec![("delta.identity.allowExplicitInsert", "yes")],
+                A::Int64,
+                "true or false",
+            ),
+        ] {
+            let e = identity(&meta, t).unwrap_err().to_string();
+            assert!(
+                e.contains("identity column id") && e.contains(expect),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -500,6 +500,22 @@ impl Transaction {
         let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
         let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
         schema::check_columns(&proposed, &m.partition_columns)?;
+        if self.read_version >= 0 {
+            // Rows already in the table have no generated values: an identity column is
+            // declared when the table is created (delta-spark refuses adding one likewise).
+            let identity = |f: &crate::schema::StructField| {
+                f.metadata.keys().any(|k| k.starts_with("delta.identity."))
+            };
+            if let Some(f) = proposed.fields.iter().find(|f| {
+                identity(f) && !old.fields.iter().any(|o| o.name == f.name && identity(o))
+            }) {
+                return Err(Error::invalid(format!(
+                    "set_schema on {} (version {}): column {} cannot become an identity column; \
+                     identity columns are declared when the table is created",
+                    self.root, self.read_version, f.name
+                )));
+            }
+        }
         crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(
             |r| match r {
                 Refusal::Invalid(why) => Error::invalid(format!(

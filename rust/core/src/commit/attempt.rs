@@ -130,7 +130,8 @@ pub(super) fn prepare(txn: &Transaction) -> Result<Prepared> {
     if let (Some(new), Some(old)) = (&txn.metadata, snap.map(Snapshot::metadata)) {
         // Files written under the old schema or layout must not slip in: treat a schema or
         // partitioning change as a read of the whole table.
-        if new.schema_string != old.schema_string || new.partition_columns != old.partition_columns
+        if !crate::schema::same_but_identity_marks(&new.schema_string, &old.schema_string)
+            || new.partition_columns != old.partition_columns
         {
             read.whole_table = true;
         }

@@ -218,6 +218,12 @@ class SnapshotHandle:
     def files(self, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
         """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch);
         only the named columns when given."""
+    def vacuum(
+        self, retention_ms: Optional[int] = None, enforce_retention: bool = True, dry_run: bool = False, now_ms: Optional[int] = None,
+    ) -> Dict[str, object]:
+        """VACUUM the table of this snapshot: ``version``, ``retention_ms``, ``cutoff_ms``,
+        ``bytes``, ``files`` (``[(path relative to the root, size)]``), ``kept_referenced``,
+        ``kept_recent``, ``dry_run``. GIL released."""
     def compaction_bins(self, indices: Optional[List[int]], target: int) -> List[List[int]]:
         """OPTIMIZE's bins, as indices into ``files()``, among the files at ``indices`` (all when
         None): per partition in order of first appearance, the files below ``target`` bytes and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -262,6 +263,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CONFLICT if result["conflicts"] else EXIT_OK
 
 
+def cmd_vacuum(args: argparse.Namespace) -> int:
+    r = _table(args).vacuum(args.retention_hours, dry_run=args.dry_run, enforce_retention_duration=not args.no_enforce_retention)
+    if args.json:
+        _emit(dataclasses.asdict(r))
+        return EXIT_OK
+    verb = "would delete" if r.dry_run else "deleted"
+    _out.print(f"v{r.version}, retention {r.retention_hours:g} h: {verb} {len(r.files)} file(s), {r.bytes} bytes; "
+               f"kept {r.kept_referenced} referenced and {r.kept_recent} newer than the cutoff")
+    for path, size in r.files[: None if args.dry_run else 20]:
+        _out.print(f"  {path} ({size} bytes)", markup=False)
+    return EXIT_OK
+
+
 def cmd_stress(args: argparse.Namespace) -> int:
     from . import stress
 
@@ -323,6 +337,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--isolation-level", choices=["Serializable", "WriteSerializable"], default=None, help="default: the table's level")
     p.add_argument("--file-level", action="store_true", help="opt out of row-level concurrency (the classic file-level checks)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("vacuum", help="delete data and DV files no version inside the retention window reads (--dry-run lists them)")
+    p.add_argument("path")
+    p.add_argument("--retention-hours", type=float, default=None, help="the window (default: the table's delta.deletedFileRetentionDuration, one week)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    p.add_argument("--no-enforce-retention", action="store_true", help="allow a window shorter than the table's retention (unsafe with concurrent writers)")
+    p.set_defaults(func=cmd_vacuum)
     p = sub.add_parser("stress", help="run concurrent writers on a new scratch table and check the history")
     p.add_argument("path", help="a new directory or object-store URI for the scratch table (a local table's _stress/ holds the attempt logs)")
     p.add_argument("--log-dir", default=None, help="a local directory for the attempt logs (default: the table's _stress/, or a new temporary directory for a URI)")

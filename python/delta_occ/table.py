@@ -15,6 +15,8 @@ from .exceptions import InvalidArgumentError, MetadataChangedException, VersionN
 from .isolation import IsolationLevel
 from .snapshot import Snapshot
 from .transaction import CommitResult, Transaction
+from .vacuum import VacuumResult
+from .vacuum import vacuum as run_vacuum
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -427,6 +429,15 @@ class Table:
         return self._metadata_commit(
             "REPLACE COLUMNS", {"columns": str(schema)}, lambda t: t.set_schema(schema), None, max_attempts
         )
+
+    def vacuum(self, retention_hours: Optional[float] = None, dry_run: bool = False, enforce_retention_duration: bool = True) -> VacuumResult:
+        """Delete the data and deletion-vector files that no version inside the retention window
+        (default the table's ``delta.deletedFileRetentionDuration``, one week) can read, and
+        files no version references once they are older than the window (a writer may still be
+        about to commit a newer one). A shorter retention than the table's is refused unless
+        ``enforce_retention_duration=False``. ``dry_run`` lists exactly what would be deleted.
+        Writes no commit; versions older than the window may no longer read afterwards."""
+        return run_vacuum(self.newest_snapshot().handle, retention_hours, dry_run, enforce_retention_duration)
 
     def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:
         """Follow the log from ``from_version`` to the latest version known at each step: one

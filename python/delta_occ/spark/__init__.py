@@ -32,6 +32,7 @@ from ..operations.bookkeeping import Lifecycle
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, create_handle
 from ..transaction import CommitResult, Transaction
+from ..vacuum import VacuumResult
 from . import _dml
 from ._columns import logical_schema
 from ._rowexpr import ansi, compile_where, evaluating
@@ -395,6 +396,10 @@ class SparkTable:
         )
         app = one_call.app_args(app_id, app_version)
         return self._one("merge", (source, on), clauses, isolation_level, row_level, max_attempts, name="MERGE", app=app, rerun_on_conflict=rerun_on_conflict)
+
+    def vacuum(self, retention_hours: Optional[float] = None, dry_run: bool = False, enforce_retention_duration: bool = True) -> VacuumResult:
+        """:meth:`delta_occ.Table.vacuum` of this table (run on the driver through the core)."""
+        return self.table.vacuum(retention_hours, dry_run, enforce_retention_duration)
 
     def optimize(
         self,

@@ -32,6 +32,7 @@ mod table;
 pub mod test_hooks;
 mod transaction;
 mod uri;
+mod vacuum;
 
 #[cfg(test)]
 mod test_rng;
@@ -94,6 +95,7 @@ pub use schema_arrow::{
 pub use schema_change::type_writable_as;
 pub use stats::STRING_PREFIX;
 pub use uri::spark_file_key;
+pub use vacuum::{configured_retention_ms, vacuum, VacuumReport, DEFAULT_RETENTION_MS};
 
 // Internals the timing examples (rust/core/examples) drive directly.
 pub use conflict::{check_all, TxnView};

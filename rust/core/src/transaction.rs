@@ -65,6 +65,9 @@ pub struct Transaction {
     /// `commitInfo.operationMetrics` under the ones the commit computes itself.
     pub(crate) operation_metrics: BTreeMap<String, String>,
     pub(crate) state: TxnState,
+    /// When the transaction began (ms since the epoch): every file it writes is newer, which
+    /// tells the commit whether a VACUUM may have taken one (`commit::committer`).
+    pub(crate) began_ms: i64,
 }
 
 impl Transaction {
@@ -118,6 +121,7 @@ impl Transaction {
             protocol: None,
             operation_metrics: BTreeMap::new(),
             state: TxnState::Open,
+            began_ms: chrono::Utc::now().timestamp_millis(),
         }
     }
 

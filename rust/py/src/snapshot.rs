@@ -275,6 +275,46 @@ impl SnapshotHandle {
             .collect()
     }
 
+    /// VACUUM this snapshot's table (`delta_occ_core::vacuum`): a dict with the files deleted (or
+    /// to delete, `dry_run`) as `[(path relative to the root, size)]` and the counts kept.
+    /// `now_ms`: the instant the retention window ends (default: now).
+    #[pyo3(signature = (retention_ms=None, enforce_retention=true, dry_run=false, now_ms=None))]
+    fn vacuum<'py>(
+        &self,
+        py: Python<'py>,
+        retention_ms: Option<i64>,
+        enforce_retention: bool,
+        dry_run: bool,
+        now_ms: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let now = now_ms.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        });
+        let r = py
+            .detach(|| {
+                delta_occ_core::vacuum(&self.inner, retention_ms, enforce_retention, dry_run, now)
+            })
+            .py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("version", r.version)?;
+        d.set_item("retention_ms", r.retention_ms)?;
+        d.set_item("cutoff_ms", r.cutoff_ms)?;
+        d.set_item("bytes", r.bytes())?;
+        d.set_item(
+            "files",
+            r.files
+                .iter()
+                .map(|e| (e.name.clone(), e.size))
+                .collect::<Vec<_>>(),
+        )?;
+        d.set_item("kept_referenced", r.kept_referenced)?;
+        d.set_item("kept_recent", r.kept_recent)?;
+        d.set_item("dry_run", r.dry_run)?;
+        Ok(d)
+    }
+
     /// `[(log path, dv unique id or None, deletion timestamp or None)]`.
     fn tombstones(&self) -> Vec<(String, Option<String>, Option<i64>)> {
         self.inner

@@ -12,9 +12,10 @@ use crate::commit::attempt::{
 use crate::commit::check_record::CheckRecord;
 use crate::commit::options::CommitOptions;
 use crate::commit::winners::{check_winners, read_winners};
-use crate::commit::{checkpoint, log_store};
+use crate::commit::{checkpoint, log_cleanup, log_store};
 use crate::conflict::rows::ColumnCache;
 use crate::conflict::{Staged, WinningCommit};
+use crate::dv::descriptor::DvLocation;
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
 use crate::load;
@@ -137,7 +138,18 @@ fn run_attempts(
             }
             actions = Some(m);
         }
+        let now = chrono::Utc::now().timestamp_millis();
+        let ict = prepared
+            .ict_enabled
+            .then(|| now.max(prev_ict.map_or(i64::MIN, |p| p + 1)));
+        // A file stops being live when the commit lands, not when its remove was staged (a
+        // transaction may stage long before it commits, and retries): VACUUM and checkpoints age
+        // tombstones by this time.
+        for r in &mut actions.as_mut().expect("materialized above").removes {
+            r.deletion_timestamp = Some(ict.unwrap_or(now));
+        }
         let m = actions.as_ref().expect("materialized above");
+        check_files_survived_vacuum(txn, m, now)?;
         if is_empty_commit(txn, &prepared, m) {
             return Ok(Landed {
                 result: nothing_committed(summary(
@@ -154,10 +166,6 @@ fn run_attempts(
                 dv_file: None,
             });
         }
-        let now = chrono::Utc::now().timestamp_millis();
-        let ict = prepared
-            .ict_enabled
-            .then(|| now.max(prev_ict.map_or(i64::MIN, |p| p + 1)));
         let bytes = serialize(
             txn,
             &prepared,
@@ -325,6 +333,51 @@ fn backoff(opts: &CommitOptions, attempt: u32, table: &str) -> Result<()> {
     }
 }
 
+/// A transaction older than the table's VACUUM window may have had files it wrote deleted by a
+/// VACUUM (they looked unreferenced and old enough): before committing, such a transaction
+/// checks that every file it adds still exists, and fails instead of committing a reference to
+/// a missing file. Younger transactions skip the check: their files are all newer than any
+/// window's start. The margin (half the window, at most 5 minutes) covers clock skew between
+/// this machine and the store's timestamps.
+fn check_files_survived_vacuum(txn: &Transaction, m: &Materialized, now: i64) -> Result<()> {
+    let Some(snap) = &txn.snapshot else {
+        return Ok(());
+    };
+    let window =
+        crate::vacuum::configured_retention_ms(snap).unwrap_or(crate::vacuum::DEFAULT_RETENTION_MS);
+    let age = now.saturating_sub(txn.began_ms);
+    if age.saturating_add((window / 2).min(300_000)) < window {
+        return Ok(());
+    }
+    let mut locations = Vec::new();
+    for a in &m.adds {
+        locations.push(snap.data_path(a)?);
+        if let Some(d) = &a.deletion_vector {
+            if let Ok(DvLocation::File { path, .. }) = d.location(&txn.root) {
+                locations.push(path);
+            }
+        }
+    }
+    for at in locations {
+        if !at.exists().map_err(|e| Error::io(&at, e))? {
+            return Err(Error::io(
+                &at,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "a file this transaction added no longer exists: the transaction is {} s old, \
+                         older than the table's VACUUM window ({} s), and a VACUUM removed the file. \
+                         Nothing was committed; run the operation again",
+                        age / 1000,
+                        window / 1000
+                    ),
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// After a put whose outcome is unknown: `None` if commit `version` is absent, `Some(true)` if it
 /// is this transaction's (`txn_id`), `Some(false)` if another writer's. Reading it is retried
 /// while the commit's time budget lasts (and for at least [`RESOLVE_AT_LEAST`]); if it still
@@ -473,17 +526,22 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
     if version == 0 || version % checkpoint::interval(config) != 0 {
         return (false, None);
     }
-    let run = || -> Result<bool> {
+    let run = || -> Result<(bool, Option<String>)> {
         let snap: Arc<Snapshot> = load::snapshot_from(&read.root, read, Some(version))?;
         if protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
             // V2 checkpoints are not written yet; readers replay the JSON commits instead.
-            return Ok(false);
+            return Ok((false, None));
         }
         checkpoint::write(&snap)?;
-        Ok(true)
+        // With the new checkpoint, log files older than the retention may go; a failure here is
+        // reported like a failed checkpoint (the files stay; the next checkpoint tries again).
+        let cleanup = log_cleanup::expire(&snap, chrono::Utc::now().timestamp_millis())
+            .err()
+            .map(|e| format!("log cleanup after the checkpoint: {e}"));
+        Ok((true, cleanup))
     };
     match run() {
-        Ok(w) => (w, None),
+        Ok(w) => w,
         Err(e) => (false, Some(e.to_string())),
     }
 }

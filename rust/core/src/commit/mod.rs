@@ -4,6 +4,7 @@ mod attempt;
 pub mod check_record;
 pub mod checkpoint;
 pub mod committer;
+pub mod log_cleanup;
 pub mod log_store;
 pub mod options;
 pub mod winners;

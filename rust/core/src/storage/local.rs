@@ -216,9 +216,15 @@ fn walk(dir: &Path, prefix: &str, recursive: bool, out: &mut Vec<Entry>) -> io::
         }
         // A file that vanished between the listing and this look is not listed.
         let Ok(meta) = entry.metadata() else { continue };
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_millis()).ok());
         out.push(Entry {
             name: rel,
             size: meta.len(),
+            modified,
         });
     }
     Ok(())

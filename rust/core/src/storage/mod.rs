@@ -22,11 +22,13 @@ pub use reader::FileReader;
 
 use crate::error::{problem_of, StorageFault};
 
-/// An object found by a listing: its name relative to the listed directory, and its size.
+/// An object found by a listing: its name relative to the listed directory, its size, and when
+/// it was last modified (milliseconds since the epoch; `None` where the store does not say).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub name: String,
     pub size: u64,
+    pub modified: Option<i64>,
 }
 
 /// A small synchronous interface to a file system or an object store. Keys are the store's own

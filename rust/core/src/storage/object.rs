@@ -385,7 +385,11 @@ impl Storage for ObjectStorage {
                     .as_ref()
                     .strip_prefix(under.as_str())?
                     .to_string();
-                (recursive || !name.contains('/')).then_some(Entry { name, size: m.size })
+                (recursive || !name.contains('/')).then_some(Entry {
+                    name,
+                    size: m.size,
+                    modified: Some(m.last_modified.timestamp_millis()),
+                })
             })
             // Some stores ignore the offset (Azurite): the listing must not depend on it.
             .filter(|e| start_after.is_none_or(|a| e.name.as_str() > a))

@@ -282,6 +282,21 @@ def test_unknown_writer_features_refuse_vacuum(tmp_path):
     assert (root / "orphan.parquet").exists()
 
 
+def test_files_of_another_store_are_skipped_not_an_error(tmp_path):
+    """A shallow clone's adds point into another bucket: never listed here, so never deleted,
+    and no reason to refuse the VACUUM."""
+    t = make(tmp_path, {"delta.deletedFileRetentionDuration": "interval 1 hours"})
+    t.append(ids(0, 3))
+    root = pathlib.Path(t.path)
+    add = {"add": {"path": "s3://another-bucket/t/part-0.parquet", "partitionValues": {}, "size": 10,
+                   "modificationTime": 0, "dataChange": True}}
+    (root / "_delta_log" / f"{2:020}.json").write_text(json.dumps(add) + "\n")
+    (root / "orphan.parquet").write_bytes(b"z")
+    age(root, 7200)
+    r = docc.Table(t.path).vacuum(retention_hours=1)
+    assert r.paths == ["orphan.parquet"] and r.kept_referenced == 1
+
+
 def test_cli_vacuum_dry_run(tmp_path, capsys):
     from delta_occ.cli import main
 

@@ -211,6 +211,8 @@ fn referenced_keys(snap: &Snapshot, cutoff_ms: i64) -> Result<HashSet<String>> {
                 Ok(())
             }
             Ok(DvLocation::Inline(_)) => Ok(()),
+            // An absolute DV path into another store (never listed here).
+            Err(_) if d.storage_type == "p" => Ok(()),
             Err(m) => Err(corrupt("deletion vector of", path, m)),
         }
     };
@@ -219,7 +221,9 @@ fn referenced_keys(snap: &Snapshot, cutoff_ms: i64) -> Result<HashSet<String>> {
         if let Some(d) = &a.deletion_vector {
             dv(d, &a.path)?;
         }
-        files.push(key_of(root, &a.path).map_err(|m| corrupt("add.path", &a.path, m))?);
+        if let Some(k) = key_of(root, &a.path).map_err(|m| corrupt("add.path", &a.path, m))? {
+            files.push(k);
+        }
     }
     for r in snap.state.tombstones.values() {
         // A remove without a timestamp cannot be aged: its file stays (the conservative side).
@@ -229,14 +233,23 @@ fn referenced_keys(snap: &Snapshot, cutoff_ms: i64) -> Result<HashSet<String>> {
         if let Some(d) = &r.deletion_vector {
             dv(d, &r.path)?;
         }
-        files.push(key_of(root, &r.path).map_err(|m| corrupt("remove.path", &r.path, m))?);
+        if let Some(k) = key_of(root, &r.path).map_err(|m| corrupt("remove.path", &r.path, m))? {
+            files.push(k);
+        }
     }
     keys.extend(files);
     Ok(keys)
 }
 
-fn key_of(root: &Location, log_path: &str) -> std::result::Result<String, String> {
-    root.resolve(log_path).map(|l| l.key().to_string())
+/// The storage key of a log path; `None` for an absolute URI of another store (a shallow
+/// clone's source files: never listed here, so never deleted). A relative path that does not
+/// resolve is an error: its file could otherwise look unreferenced.
+fn key_of(root: &Location, log_path: &str) -> std::result::Result<Option<String>, String> {
+    match root.resolve(log_path) {
+        Ok(l) => Ok(Some(l.key().to_string())),
+        Err(_) if log_path.contains("://") => Ok(None),
+        Err(m) => Err(m),
+    }
 }
 
 /// Delete the files, on several threads for an object store (each delete is a request).

@@ -135,8 +135,7 @@ class Layout:
         of it; a missing nullable column filled with NULLs. Anything else is a
         SchemaMismatchError."""
         data = as_table(data)
-        # An identity column the data leaves out is filled by the engine after this (NULL until then).
-        sources = data_columns([(f.name, f.nullable or f.name in self.identity) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW])
+        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW], generated=self.identity)
         arrays = []
         for f, name in zip(self.schema, sources):
             if name is None:

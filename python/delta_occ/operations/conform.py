@@ -4,7 +4,7 @@ enforce (which refuse writing new rows; CHECK constraints and invariants are del
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Collection, List, Optional, Sequence, Tuple
 
 from ..exceptions import SchemaMismatchError, UnsupportedFeatureError
 
@@ -17,11 +17,15 @@ def find_column(names: Sequence[str], name: str) -> Optional[str]:
     return next((n for n in names if n.lower() == lower), None)
 
 
-def data_columns(fields: Sequence[Tuple[str, bool]], data: Sequence[str], hint: str, ignore: Sequence[str] = ()) -> List[Optional[str]]:
+def data_columns(
+    fields: Sequence[Tuple[str, bool]], data: Sequence[str], hint: str, ignore: Sequence[str] = (), generated: Collection[str] = (),
+) -> List[Optional[str]]:
     """Per table column (``(name, nullable)``, in table order) the data column that fills it
     (case-insensitive), or None for a nullable column the data lacks (filled with NULLs). A data
     column the table lacks, or a NOT NULL column the data lacks, is a SchemaMismatchError;
-    ``hint`` says how to add columns; ``ignore``: engine columns that are not data."""
+    ``hint`` says how to add columns; ``ignore``: engine columns that are not data;
+    ``generated``: columns the engine fills after this (identity columns), which the data may
+    leave out even when NOT NULL."""
     lower = {n.lower(): n for n in data}
     known = {name.lower() for name, _ in fields}
     extra = [n for n in data if n.lower() not in known and n not in ignore]
@@ -30,7 +34,7 @@ def data_columns(fields: Sequence[Tuple[str, bool]], data: Sequence[str], hint: 
     out = []
     for name, nullable in fields:
         source = lower.get(name.lower())
-        if source is None and not nullable:
+        if source is None and not nullable and name not in generated:
             raise SchemaMismatchError(f"column {name!r} is NOT NULL and missing from the data", column=name)
         out.append(source)
     return out

@@ -60,8 +60,7 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
     if not isinstance(df, DataFrame):
         raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
     schema = logical_schema(json_schema(lay))
-    # An identity column the data leaves out is filled by ``new_rows`` (NULL until then).
-    sources = data_columns([(f.name, f.nullable or f.name in lay.identity) for f in schema.fields], df.columns, "change the schema first")
+    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first", generated=lay.identity)
     out: List[Column] = []
     for f, name in zip(schema.fields, sources):
         if name is None:

@@ -69,7 +69,22 @@ pub fn map_with<'t, T: Sync, S, R: Send>(
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &'t T) -> R + Sync,
 ) -> Vec<R> {
-    let threads = available().min(items.len());
+    map_with_threads(items, available(), init, f)
+}
+
+/// [`map`] on up to `threads` threads, for work that waits rather than computes (requests to an
+/// object store), where more threads than cores pay.
+pub fn map_on<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_with_threads(items, threads, || (), |_, x| f(x))
+}
+
+fn map_with_threads<'t, T: Sync, S, R: Send>(
+    items: &'t [T],
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &'t T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.min(items.len());
     if threads <= 1 {
         let mut state = init();
         return items.iter().map(|x| f(&mut state, x)).collect();

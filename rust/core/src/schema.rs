@@ -67,9 +67,7 @@ impl StructType {
     }
 
     pub fn has_identity_columns(&self) -> bool {
-        self.fields
-            .iter()
-            .any(|f| f.metadata.keys().any(|k| k.starts_with("delta.identity.")))
+        self.fields.iter().any(StructField::is_identity)
     }
 
     pub fn has_type(&self, primitive: &str) -> bool {
@@ -104,6 +102,13 @@ pub fn file_column_index(
 }
 
 impl StructField {
+    /// An identity column: any `delta.identity.*` key in its metadata (protocol).
+    pub fn is_identity(&self) -> bool {
+        self.metadata
+            .keys()
+            .any(|k| k.starts_with("delta.identity."))
+    }
+
     /// The parquet field id of the column in id mapping mode (`delta.columnMapping.id`).
     pub fn field_id(&self, mode: ColumnMappingMode) -> Option<i64> {
         match mode {

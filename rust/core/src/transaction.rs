@@ -507,11 +507,12 @@ impl Transaction {
         if self.read_version >= 0 {
             // Rows already in the table have no generated values: an identity column is
             // declared when the table is created (delta-spark refuses adding one likewise).
-            let identity = |f: &crate::schema::StructField| {
-                f.metadata.keys().any(|k| k.starts_with("delta.identity."))
-            };
             if let Some(f) = proposed.fields.iter().find(|f| {
-                identity(f) && !old.fields.iter().any(|o| o.name == f.name && identity(o))
+                f.is_identity()
+                    && !old
+                        .fields
+                        .iter()
+                        .any(|o| o.name == f.name && o.is_identity())
             }) {
                 return Err(Error::invalid(format!(
                     "set_schema on {} (version {}): column {} cannot become an identity column; \

@@ -255,31 +255,12 @@ fn key_of(root: &Location, log_path: &str) -> std::result::Result<Option<String>
 /// Delete the files, on several threads for an object store (each delete is a request).
 fn delete_all(root: &Location, files: &[Entry]) -> Result<()> {
     let threads = if root.is_local() { 1 } else { 16 };
-    let per = files.len().div_ceil(threads).max(1);
-    let errors: Vec<Error> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .chunks(per)
-            .map(|chunk| {
-                s.spawn(move || {
-                    for e in chunk {
-                        let at = root.join(&e.name);
-                        if let Err(err) = at.delete() {
-                            return Some(Error::io(&at, err));
-                        }
-                    }
-                    None
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().unwrap_or(None))
-            .collect()
-    });
-    match errors.into_iter().next() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    crate::parallel::map_on(files, threads, |e| {
+        let at = root.join(&e.name);
+        at.delete().map_err(|err| Error::io(&at, err))
+    })
+    .into_iter()
+    .collect()
 }
 
 #[cfg(test)]

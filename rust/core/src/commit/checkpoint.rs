@@ -14,10 +14,7 @@ use crate::commit::log_store;
 use crate::error::{Error, Result};
 use crate::log::path::checkpoint_file_name;
 use crate::log::segment::log_dir;
-use crate::properties::parse_interval_ms;
 use crate::snapshot::Snapshot;
-
-const DEFAULT_TOMBSTONE_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// `delta.checkpointInterval` (default 10).
 pub fn interval(config: &std::collections::BTreeMap<String, String>) -> i64 {
@@ -139,12 +136,10 @@ pub fn schema() -> Schema {
 
 /// The checkpoint's actions as JSON lines, and how many adds they hold.
 fn action_lines(snap: &Snapshot, now_ms: i64) -> Result<(Vec<u8>, usize, usize)> {
-    let retention = snap
-        .metadata()
-        .configuration
-        .get("delta.deletedFileRetentionDuration")
-        .and_then(|v| parse_interval_ms(v))
-        .unwrap_or(DEFAULT_TOMBSTONE_RETENTION_MS);
+    // A value another writer left unreadable keeps the default here (a checkpoint never fails
+    // on it); VACUUM refuses it instead.
+    let retention =
+        crate::vacuum::configured_retention_ms(snap).unwrap_or(crate::vacuum::DEFAULT_RETENTION_MS);
     let mut out = Vec::new();
     let mut n = 0;
     let mut push = |v: serde_json::Value, out: &mut Vec<u8>| {

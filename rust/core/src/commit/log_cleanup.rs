@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::log::path::{parse_name, LogFileKind};
+use crate::log::path::{checksum_version, parse_name, LogFileKind};
 use crate::log::segment::log_dir;
 use crate::properties::parse_interval_ms;
 use crate::snapshot::Snapshot;
@@ -58,7 +58,7 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
     for e in &entries {
         let (version, kind) = match parse_name(&e.name) {
             Some((version, kind)) => (version, Some(kind)),
-            None => match crc_version(&e.name) {
+            None => match checksum_version(&e.name) {
                 Some(version) => (version, None),
                 None => continue,
             },
@@ -113,14 +113,4 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
         boundary: Some(boundary),
         deleted,
     })
-}
-
-/// The version of a checksum file `<v>.crc`.
-fn crc_version(name: &str) -> Option<i64> {
-    let v = name.strip_suffix(".crc")?;
-    if v.len() == 20 && v.bytes().all(|b| b.is_ascii_digit()) {
-        v.parse().ok()
-    } else {
-        None
-    }
 }

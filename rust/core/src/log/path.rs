@@ -56,6 +56,14 @@ fn is_digits(s: &str, n: usize) -> bool {
     s.len() == n && s.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The version of a checksum file `<v>.crc` (optional; `parse_name` leaves it out).
+pub fn checksum_version(name: &str) -> Option<i64> {
+    match version_prefix(name)? {
+        (version, "crc") => Some(version),
+        _ => None,
+    }
+}
+
 /// Classify a file name; `None` for anything that is not part of the log (crc, temp files, ...).
 pub fn parse_name(name: &str) -> Option<(i64, LogFileKind)> {
     let (version, rest) = version_prefix(name)?;

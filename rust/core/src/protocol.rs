@@ -120,16 +120,17 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
             });
         }
     }
-    if props
-        .get("delta.checkpointPolicy")
-        .is_some_and(|p| !p.eq_ignore_ascii_case("classic"))
-    {
-        return Err(Error::UnsupportedFeature {
-            table: "(new table)".into(),
-            version: None,
-            what: "table property".into(),
-            detail: "delta.checkpointPolicy other than 'classic' is not supported yet".into(),
-        });
+    // delta-spark's switch for V2 checkpoints; the feature is a reader feature too (old readers
+    // must not meet a checkpoint they would misread).
+    match props.get("delta.checkpointPolicy").map(|p| p.trim()) {
+        None => {}
+        Some(p) if p.eq_ignore_ascii_case("classic") => {}
+        Some(p) if p.eq_ignore_ascii_case("v2") => reader.push("v2Checkpoint"),
+        Some(p) => {
+            return Err(Error::invalid(format!(
+                "delta.checkpointPolicy must be 'classic' or 'v2', not {p:?}"
+            )))
+        }
     }
     if reader.is_empty() && writer.is_empty() {
         // legacy writer 2 implies column invariants

@@ -21,7 +21,6 @@ use crate::isolation::IsolationLevel;
 use crate::load;
 use crate::log::path::commit_path;
 use crate::log::segment::log_dir;
-use crate::protocol;
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
 use crate::transaction::{Transaction, TxnState};
@@ -511,7 +510,7 @@ fn summary(
     }
 }
 
-/// A classic checkpoint every `delta.checkpointInterval` commits. Failure never fails the commit.
+/// A checkpoint (classic, or V2 on `v2Checkpoint` tables) every `delta.checkpointInterval` commits. Failure never fails the commit.
 fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
     let Some(read) = &txn.snapshot else {
         return (false, None);
@@ -528,10 +527,6 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
     }
     let run = || -> Result<(bool, Option<String>)> {
         let snap: Arc<Snapshot> = load::snapshot_from(&read.root, read, Some(version))?;
-        if protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
-            // V2 checkpoints are not written yet; readers replay the JSON commits instead.
-            return Ok((false, None));
-        }
         checkpoint::write(&snap)?;
         // With the new checkpoint, log files older than the retention may go; a failure here is
         // reported like a failed checkpoint (the files stay; the next checkpoint tries again).

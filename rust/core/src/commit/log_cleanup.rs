@@ -8,14 +8,19 @@
 //! on, and deletes only files of versions before the boundary, oldest first: a reader that
 //! listed the log before the cleanup and starts from the boundary or later never misses a file,
 //! and one that needs an older version fails (the file is gone) rather than reading part of it.
+//!
+//! Sidecars (V2 checkpoints) that no remaining checkpoint names are deleted too, but only once
+//! they are older than the window and a day (protocol-notes.md §4.4): a checkpoint writer writes
+//! its sidecars before the file that names them, so a young unnamed sidecar may be in use.
 
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::log::path::{checksum_version, parse_name, LogFileKind};
+use crate::log::path::{checksum_version, parse_name, LogFile, LogFileKind};
 use crate::log::segment::log_dir;
 use crate::properties::parse_interval_ms;
 use crate::snapshot::Snapshot;
+use crate::storage::Location;
 
 /// `delta.logRetentionDuration`'s default: 30 days.
 pub const DEFAULT_LOG_RETENTION_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -26,6 +31,22 @@ pub struct Cleaned {
     /// The oldest version still reconstructable (the boundary checkpoint), if anything expired.
     pub boundary: Option<i64>,
     pub deleted: usize,
+    /// Unreferenced sidecars deleted.
+    pub sidecars_deleted: usize,
+}
+
+/// A sidecar younger than this is never deleted, named or not.
+pub const SIDECAR_MIN_AGE_MS: i64 = 24 * 3600 * 1000;
+
+/// Per version: its files (name), whether its commit is older than the cutoff, and whether a
+/// complete checkpoint exists for it.
+#[derive(Default)]
+struct Version {
+    files: Vec<String>,
+    commit_expired: Option<bool>,
+    classic_or_v2: bool,
+    /// Multi-part checkpoints: parts found, per number of parts.
+    parts: BTreeMap<u32, u32>,
 }
 
 /// Clean up `snap`'s log at instant `now_ms` (after a checkpoint of `snap`'s version).
@@ -44,16 +65,6 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
     let cutoff = now_ms.saturating_sub(retention);
     let dir = log_dir(&snap.root);
     let entries = dir.list(None, false).map_err(|e| Error::io(&dir, e))?;
-    // Per version: its files (name), whether its commit is older than the cutoff, and whether a
-    // complete checkpoint exists for it.
-    #[derive(Default)]
-    struct Version {
-        files: Vec<String>,
-        commit_expired: Option<bool>,
-        classic_or_v2: bool,
-        /// Multi-part checkpoints: parts found, per number of parts.
-        parts: BTreeMap<u32, u32>,
-    }
     let mut versions: BTreeMap<i64, Version> = BTreeMap::new();
     for e in &entries {
         let (version, kind) = match parse_name(&e.name) {
@@ -84,33 +95,89 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
         v.files.push(e.name.clone());
     }
     // v*: the newest version whose commit is older than the cutoff (commit times only grow).
-    let Some(newest_expired) = versions
+    let boundary = expired_boundary(&versions);
+    let mut deleted = 0;
+    if let Some(boundary) = boundary {
+        for (_, v) in versions.range(..boundary) {
+            for name in &v.files {
+                let at = dir.join(name);
+                at.delete().map_err(|e| Error::io(&at, e))?;
+                deleted += 1;
+            }
+        }
+    }
+    let sidecars_deleted = if crate::protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
+        let keep_from = boundary.unwrap_or(i64::MIN);
+        let checkpoints: Vec<LogFile> = entries
+            .iter()
+            .filter_map(|e| {
+                let (version, kind) = parse_name(&e.name)?;
+                let is_checkpoint = matches!(
+                    kind,
+                    LogFileKind::ClassicCheckpoint | LogFileKind::UuidCheckpoint { .. }
+                );
+                (is_checkpoint && version >= keep_from).then(|| LogFile {
+                    version,
+                    kind,
+                    path: dir.join(&e.name),
+                    size: e.size,
+                })
+            })
+            .collect();
+        expire_sidecars(&dir, &checkpoints, cutoff.min(now_ms - SIDECAR_MIN_AGE_MS))?
+    } else {
+        0
+    };
+    Ok(Cleaned {
+        boundary,
+        deleted,
+        sidecars_deleted,
+    })
+}
+
+/// The newest complete checkpoint at or before the newest expired commit.
+fn expired_boundary(versions: &BTreeMap<i64, Version>) -> Option<i64> {
+    // v*: the newest version whose commit is older than the cutoff (commit times only grow).
+    let newest_expired = versions
         .iter()
         .filter(|(_, v)| v.commit_expired == Some(true))
         .map(|(k, _)| *k)
-        .next_back()
-    else {
-        return Ok(Cleaned::default());
-    };
+        .next_back()?;
     let complete = |v: &Version| v.classic_or_v2 || v.parts.iter().any(|(n, got)| got == n);
-    let Some(boundary) = versions
+    versions
         .range(..=newest_expired)
         .filter(|(_, v)| complete(v))
         .map(|(k, _)| *k)
         .next_back()
-    else {
-        return Ok(Cleaned::default());
+}
+
+/// Delete the sidecars older than `older_than` that none of `checkpoints` names. The checkpoints
+/// are read only when there is such a candidate.
+fn expire_sidecars(dir: &Location, checkpoints: &[LogFile], older_than: i64) -> Result<usize> {
+    let sidecars = dir.join("_sidecars");
+    let listed = match sidecars.list(None, false) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(Error::io(&sidecars, e)),
     };
+    let candidates: Vec<_> = listed
+        .iter()
+        .filter(|e| e.modified.is_some_and(|m| m < older_than))
+        .collect();
+    if candidates.is_empty() {
+        return Ok(0);
+    }
+    let mut named = std::collections::HashSet::new();
+    for names in crate::parallel::map(checkpoints, crate::log::checkpoint::sidecar_names) {
+        named.extend(names?);
+    }
     let mut deleted = 0;
-    for (_, v) in versions.range(..boundary) {
-        for name in &v.files {
-            let at = dir.join(name);
+    for e in candidates {
+        if !named.contains(&e.name) {
+            let at = sidecars.join(&e.name);
             at.delete().map_err(|e| Error::io(&at, e))?;
             deleted += 1;
         }
     }
-    Ok(Cleaned {
-        boundary: Some(boundary),
-        deleted,
-    })
+    Ok(deleted)
 }

@@ -74,6 +74,55 @@ fn read_file(f: &LogFile, version: i64) -> Result<Actions> {
     }
 }
 
+/// The file names of the sidecars one checkpoint file names (none for a V1 checkpoint). Reads
+/// only the `sidecar` column of a parquet checkpoint, so a large classic checkpoint costs little.
+pub fn sidecar_names(f: &LogFile) -> Result<Vec<String>> {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    if let LogFileKind::UuidCheckpoint { json: true } = f.kind {
+        let bytes = f.path.read().map_err(|e| Error::io(&f.path, e))?;
+        let actions = super::json::parse_actions(&bytes, &f.path, Some(f.version))?;
+        return Ok(actions
+            .other
+            .iter()
+            .filter_map(|a| match a {
+                Action::Sidecar(s) => Some(base(&s.path)),
+                _ => None,
+            })
+            .collect());
+    }
+    let (file, meta) = open(&f.path, f.version)?;
+    let Some(root) = meta
+        .schema()
+        .fields()
+        .iter()
+        .position(|c| c.name() == "sidecar")
+    else {
+        return Ok(Vec::new());
+    };
+    let mask = ProjectionMask::roots(meta.parquet_schema(), [root]);
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+        .with_projection(mask)
+        .build()
+        .map_err(|e| corrupt(&f.path, f.version, &e))?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(&f.path, f.version, &e))?;
+        let Some(s) = batch.column(0).as_struct_opt() else {
+            continue;
+        };
+        if let Some(paths) = str_col(s, "path") {
+            for i in 0..s.len() {
+                if s.is_valid(i) {
+                    if let Some(p) = paths.get(i) {
+                        out.push(base(p));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Rows per thread below which a checkpoint part is read on one thread.
 const ROWS_PER_THREAD: usize = 50_000;
 

@@ -72,6 +72,12 @@ impl Table {
         load::snapshot_from(&self.root, &self.latest, version)
     }
 
+    /// The version current at `ts_ms` (epoch milliseconds), at most the latest known one
+    /// (see [`crate::time_travel`]).
+    pub fn version_at(&self, ts_ms: i64) -> Result<i64> {
+        crate::time_travel::version_at(&self.latest, ts_ms)
+    }
+
     /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`.
     pub fn history(&self, limit: Option<usize>) -> Result<Vec<(i64, Option<String>)>> {
         // With a limit, only the newest commits are listed (an object store lists from there);

@@ -107,6 +107,12 @@ impl TableHandle {
         Ok(SnapshotHandle::new(snap))
     }
 
+    /// The version current at `ts_ms` (epoch milliseconds): the newest whose commit timestamp
+    /// is at or before it, at most the latest known version.
+    fn version_at(&self, py: Python<'_>, ts_ms: i64) -> PyResult<i64> {
+        py.detach(|| self.table().version_at(ts_ms)).py_err()
+    }
+
     /// `[(version, commitInfo JSON text or None)]`, newest first.
     #[pyo3(signature = (limit=None))]
     fn history(

@@ -1,0 +1,41 @@
+"""Time travel by timestamp: what ``Table.snapshot(timestamp=...)`` and ``Table.restore(timestamp=...)``
+accept, as epoch milliseconds for the core (which owns the rule: the newest version committed at or
+before the instant, in-commit timestamps where the table has them, commit-file times before that).
+
+An instant is a ``datetime`` (a naive one is read as UTC, the zone the log's timestamps are in) or
+an ISO 8601 text (``2026-11-28``, ``2026-11-28T03:00:00``, ``...+01:00`` or ``...Z``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Optional, Union
+
+from .exceptions import InvalidArgumentError
+
+Instant = Union[_dt.datetime, _dt.date, str]
+
+
+def epoch_ms(timestamp: Instant) -> int:
+    """``timestamp`` as milliseconds since the Unix epoch (InvalidArgumentError if it is not an
+    instant)."""
+    value = timestamp
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = _dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+        except ValueError:
+            raise InvalidArgumentError(f"timestamp {timestamp!r} is not an ISO 8601 date or date-time") from None
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        value = _dt.datetime(value.year, value.month, value.day)
+    if not isinstance(value, _dt.datetime):
+        raise InvalidArgumentError(f"timestamp must be a datetime, a date or an ISO 8601 text, got {timestamp!r}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return delta // _dt.timedelta(milliseconds=1)
+
+
+def one_of(version: Optional[int], timestamp: Optional[Instant], what: str) -> None:
+    """Refuse ``version`` and ``timestamp`` given together."""
+    if version is not None and timestamp is not None:
+        raise InvalidArgumentError(f"{what}: give a version or a timestamp, not both")

@@ -79,6 +79,7 @@ class TableHandle:
         """Apply only commits newer than ``version``; returns the new latest version."""
     def snapshot(self, version: Optional[int] = None) -> "SnapshotHandle":
         """Latest known snapshot, or the one at ``version`` (VersionNotFoundError if gone)."""
+    def version_at(self, ts_ms: int) -> int: ...
     def history(self, limit: Optional[int] = None) -> List[Tuple[int, Optional[str]]]:
         """``(version, commitInfo JSON text or None)``, newest first, stopping at a gap."""
     def begin(
@@ -161,6 +162,8 @@ class TransactionHandle:
         reader_features: Optional[List[str]] = None,
         writer_features: Optional[List[str]] = None,
     ) -> None: ...
+    def restore(self, target: SnapshotHandle) -> Dict[str, str]: ...
+    def drop_feature(self, feature: str, now_ms: Optional[int] = None) -> None: ...
     def set_operation_metrics(self, metrics: Dict[str, str]) -> None:
         """Metrics the writing engine knows, merged into commitInfo.operationMetrics."""
     def num_staged(self) -> int: ...

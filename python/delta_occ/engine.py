@@ -443,4 +443,9 @@ def optimize(txn: Staging, target_file_size: Optional[int] = None, where: Option
     return _optimize.optimize(ArrowEngine(txn), target_file_size, where)
 
 
-__all__ = ["ArrowEngine", "append", "overwrite", "delete", "update", "merge", "optimize", "check_rules"]
+def purge(txn: Staging) -> int:
+    """Rewrite every file with a deletion vector without its deleted rows (``delta_occ.operations.optimize.purge``)."""
+    return _optimize.purge(ArrowEngine(txn))
+
+
+__all__ = ["ArrowEngine", "append", "overwrite", "delete", "update", "merge", "optimize", "purge", "check_rules"]

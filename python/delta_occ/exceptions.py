@@ -24,6 +24,7 @@ __all__ = [
     "CorruptLogError",
     "VersionNotFoundError",
     "UnsupportedFeatureError",
+    "FeatureDropPendingError",
     "DeletionVectorError",
     "PredicateError",
     "CommitRetriesExceededError",
@@ -165,6 +166,17 @@ class UnsupportedFeatureError(DeltaOccError):
     table: Optional[str] = None
     version: Optional[int] = None
     feature: Optional[str] = None
+
+
+class FeatureDropPendingError(DeltaOccError):
+    """``drop_feature`` cannot finish yet (attributes ``table``, ``version``, ``feature`` and
+    ``ready_at_ms``: when running it again can downgrade the protocol, None while the feature is
+    still in use). What could be done now was committed."""
+
+    table: Optional[str] = None
+    version: Optional[int] = None
+    feature: Optional[str] = None
+    ready_at_ms: Optional[int] = None
 
 
 class DeletionVectorError(DeltaOccError):

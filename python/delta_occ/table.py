@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _core, constraints, one_call
+from . import _core, constraints, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
-from .exceptions import InvalidArgumentError, MetadataChangedException, VersionNotFoundError
+from .exceptions import FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .snapshot import Snapshot
-from .transaction import CommitResult, Transaction
+from .time_travel import Instant
+from .transaction import CommitResult, Transaction, stop_using
 from .vacuum import VacuumResult
 from .vacuum import vacuum as run_vacuum
 
@@ -144,13 +145,23 @@ class Table:
             self.refresh()
         return self._h
 
-    def snapshot(self, version: Optional[int] = None) -> Snapshot:
-        """The latest known snapshot, or time travel to ``version``."""
+    def snapshot(self, version: Optional[int] = None, timestamp: Optional[Instant] = None) -> Snapshot:
+        """The latest known snapshot, or time travel to ``version`` or to ``timestamp`` (the
+        newest version committed at or before it; see ``delta_occ.time_travel``)."""
+        time_travel.one_of(version, timestamp, "snapshot")
+        if timestamp is not None:
+            version = self.version_at(timestamp)
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise InvalidArgumentError(f"version must be an int, got {version!r}")
         if version is not None and version < 0:
             raise InvalidArgumentError(f"version must be >= 0, got {version} (the latest version of {self.path} is {self.version})")
         return Snapshot(self._latest().snapshot(version))
+
+    def version_at(self, timestamp: Instant) -> int:
+        """The version current at ``timestamp``: the newest committed at or before it (the latest
+        known one for any later instant). InvalidArgumentError before the table existed,
+        VersionNotFoundError when log cleanup removed the versions of that time."""
+        return int(self._latest().version_at(time_travel.epoch_ms(timestamp)))
 
     def newest_snapshot(self) -> Snapshot:
         """The newest snapshot in storage (refreshes first)."""
@@ -438,6 +449,59 @@ class Table:
         ``enforce_retention_duration=False``. ``dry_run`` lists exactly what would be deleted.
         Writes no commit; versions older than the window may no longer read afterwards."""
         return run_vacuum(self.newest_snapshot().handle, retention_hours, dry_run, enforce_retention_duration)
+
+    def restore(
+        self, version: Optional[int] = None, timestamp: Optional[Instant] = None, *, isolation_level: LevelLike = None, max_attempts: Optional[int] = None
+    ) -> CommitResult:
+        """RESTORE the table to ``version`` or to the version current at ``timestamp``: one
+        commit that removes the files added since and re-adds the files removed since (deletion
+        vectors included), and puts back that version's schema and properties (identity
+        high-water marks and in-commit-timestamp settings never go back). It reads the whole
+        table, so a concurrent change to the data conflicts like any writer's; VersionNotFoundError
+        when a file it needs was vacuumed. Restoring the current state commits nothing."""
+        time_travel.one_of(version, timestamp, "restore")
+        if version is None and timestamp is None:
+            raise InvalidArgumentError("restore needs a version or a timestamp")
+        self.refresh()
+        target = self.snapshot(version, timestamp)
+        params: Dict[str, Any] = {"version": target.version}
+        if timestamp is not None:
+            params["timestamp"] = str(timestamp)
+
+        def stage(txn: Transaction) -> None:
+            txn.restore(target)
+
+        return self._run(stage, isolation_level, False, max_attempts, "RESTORE", params, name="RESTORE")
+
+    def drop_feature(self, name: str, *, max_attempts: Optional[int] = None, cleanup: Optional[Callable[[], Any]] = None) -> CommitResult:
+        """DROP FEATURE (only ``deletionVectors`` so far), the protocol's three steps:
+
+        1. when the feature is in use: one commit that sets ``delta.enableDeletionVectors=false``
+           and rewrites every file with a deletion vector without its deleted rows;
+        2. FeatureDropPendingError (``ready_at_ms`` says when to run again) until the newest
+           version that used deletion vectors is older than
+           ``delta.dropFeatureTruncateHistory.retentionDuration`` (default 24 hours);
+        3. then a commit without the feature in the protocol, which checkpoints itself and deletes
+           the log before it (time travel to older versions ends there).
+
+        Every step is a transaction: a concurrent writer conflicts as with any metadata or
+        protocol change. ``cleanup`` commits step 1 another way (SparkTable: with Spark jobs)."""
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"feature name must be a non-empty str, got {name!r}")
+
+        def downgrade() -> CommitResult:
+            return self._run(lambda t: t.drop_feature(name), None, False, max_attempts, "DROP FEATURE", {"featureName": name}, name="DROP FEATURE")
+
+        try:
+            return downgrade()
+        except FeatureDropPendingError as e:
+            if e.ready_at_ms is not None:
+                raise
+        if cleanup is not None:
+            cleanup()
+        else:
+            self._run(stop_using(name), None, False, max_attempts, name="REORG")
+        return downgrade()
 
     def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:
         """Follow the log from ``from_version`` to the latest version known at each step: one

@@ -231,6 +231,11 @@ class Transaction(Lifecycle):
         batch = pa.StructArray.from_arrays([files, rows], names=["file", "row"])
         self._h.delete_rows_arrow([str(p) for p in paths], batch.__arrow_c_array__())
 
+    def restore(self, target: "Snapshot") -> Dict[str, int]:
+        """Stage a RESTORE of ``target``, an earlier snapshot of this table (the core computes
+        the files to remove and re-add; see ``Table.restore``). Returns its operation metrics."""
+        return {k: int(v) for k, v in self._h.restore(target.handle).items()}
+
     def set_app_version(self, app_id: str, version: int) -> None:
         if not isinstance(app_id, str) or not app_id:
             raise InvalidArgumentError(f"set_app_version: app_id must be a non-empty string, got {app_id!r}")
@@ -364,6 +369,16 @@ class Transaction(Lifecycle):
         there is nothing to compact (committing then writes no commit)."""
         return engine.optimize(self, target_file_size, where)
 
+    def purge_deletion_vectors(self) -> int:
+        """Stage REORG ... APPLY (PURGE): each file with a deletion vector rewritten without its
+        deleted rows; returns how many (0: nothing to stage)."""
+        return engine.purge(self)
+
+    def drop_feature(self, name: str) -> None:
+        """Stage DROP FEATURE's downgrade (FeatureDropPendingError while it cannot be done yet;
+        see ``Table.drop_feature``)."""
+        self._h.drop_feature(name)
+
     # -- end ---------------------------------------------------------------------------------
 
     def stage_operation(self, operation: str, parameters: Mapping[str, Any], metrics: Optional[Mapping[str, int]] = None) -> None:
@@ -426,3 +441,19 @@ class Transaction(Lifecycle):
         self._h.abort()
         if was_open:
             self.bookkeeping.remove_outputs(self._h.storage)
+
+
+def stop_using(feature: str) -> Any:
+    """DROP FEATURE's first step for ``feature``, to stage on any engine's transaction (one
+    with ``snapshot``, ``set_properties`` and ``purge_deletion_vectors``): the feature switched off and its
+    traces removed. The core decides whether the step is needed and when the drop can finish."""
+    if feature != "deletionVectors":
+        # the core refuses other features before this step is reached
+        raise InvalidArgumentError(f"delta-occ drops only deletionVectors, not {feature!r}")
+
+    def stage(txn: Any) -> None:
+        if str(txn.snapshot.properties.get("delta.enableDeletionVectors", "")).lower() == "true":
+            txn.set_properties({"delta.enableDeletionVectors": "false"})
+        txn.purge_deletion_vectors()
+
+    return stage

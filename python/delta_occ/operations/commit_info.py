@@ -53,6 +53,15 @@ def optimize(where: Optional[str], target: int, bins: Sequence[Sequence[Any]], r
     )
 
 
+def purge(bins: Sequence[Sequence[Any]], rows: int) -> OperationRecord:
+    """delta-spark's REORG TABLE ... APPLY (PURGE) record."""
+    return OperationRecord(
+        "REORG",
+        {"predicate": "[]", "applyPurge": "true"},
+        {"numBins": len(bins), "numRemovedFiles": sum(len(b) for b in bins), "numOutputRows": rows},
+    )
+
+
 def combined(records: List[OperationRecord]) -> OperationRecord:
     """One commit's record for the operations of one transaction: the operation itself when there
     is one; else ``WRITE`` listing them, with their metrics summed."""

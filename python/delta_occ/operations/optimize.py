@@ -57,6 +57,31 @@ def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: O
     return len(bins)
 
 
+def purge(engine: Compactor) -> int:
+    """REORG TABLE ... APPLY (PURGE): every live file with a deletion vector rewritten alone
+    without its deleted rows (dataChange=false, provenance-tagged like any compaction). Returns
+    the number of files rewritten (0: none had a deletion vector, and no commit)."""
+    bins = purge_bins(engine.txn)
+    compacted = engine.compact(bins) if bins else Compacted(0, [])
+    check_one_file_per_bin(compacted.files_per_bin)
+    engine.remove_files([f["path"] for b in bins for f in b])
+    engine.record(commit_info.purge(bins, compacted.rows))
+    return len(bins)
+
+
+def purge_bins(txn: Staging) -> List[List[BinFile]]:
+    """One bin per live file with a deletion vector (the core's bins with a 1-byte target over
+    just those files: each closes after its one file)."""
+    snap = txn.snapshot
+    files = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
+    with_dv = [i for i, d in enumerate(files.column("deletion_vector").to_pylist()) if d]
+    by_bin = snap.handle.compaction_bins(with_dv, 1) if with_dv else []
+    rows = files.take(pa.array([i for b in by_bin for i in b], pa.int64())).to_pylist()
+    bins = [[r] for r in rows]
+    txn.record_files_read([f["path"] for b in bins for f in b])
+    return bins
+
+
 def target_size(properties: Mapping[str, str], target_file_size: Optional[int]) -> int:
     if target_file_size is None:
         return int(properties.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
@@ -111,6 +136,6 @@ def check_one_file_per_bin(files_per_bin: Sequence[int]) -> None:
 
 
 __all__ = [
-    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "target_size", "compaction_bins",
+    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "purge", "purge_bins", "target_size", "compaction_bins",
     "provenance_tag", "check_one_file_per_bin",
 ]

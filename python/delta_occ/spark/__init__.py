@@ -31,7 +31,8 @@ from ..isolation import IsolationLevel
 from ..operations.bookkeeping import Lifecycle
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, create_handle
-from ..transaction import CommitResult, Transaction
+from ..time_travel import Instant
+from ..transaction import CommitResult, Transaction, stop_using
 from ..vacuum import VacuumResult
 from . import _dml
 from ._columns import logical_schema
@@ -163,6 +164,18 @@ class SparkTransaction(Lifecycle):
     def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
         return int(self._run(_dml.optimize, target_file_size, where))
 
+    def purge_deletion_vectors(self) -> int:
+        return int(self._run(_dml.purge))
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The read snapshot (as ``Transaction.snapshot``)."""
+        return self.txn.snapshot
+
+    def set_properties(self, props: Mapping[str, str]) -> None:
+        """Stage table properties in this commit (as ``Transaction.set_properties``)."""
+        self.txn.set_properties(props)
+
     # -- end -----------------------------------------------------------------------------------
 
     def commit(self) -> CommitResult:
@@ -234,8 +247,12 @@ class SparkTable:
     def refresh(self) -> int:
         return self.table.refresh()
 
-    def snapshot(self, version: Optional[int] = None) -> Snapshot:
-        return self.table.snapshot(version)
+    def snapshot(self, version: Optional[int] = None, timestamp: Optional[Instant] = None) -> Snapshot:
+        return self.table.snapshot(version, timestamp)
+
+    def restore(self, version: Optional[int] = None, timestamp: Optional[Instant] = None, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.restore` of this table (a log-only commit made on the driver)."""
+        return self.table.restore(version, timestamp, max_attempts=max_attempts)
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         return self.table.history(limit)
@@ -413,6 +430,17 @@ class SparkTable:
     ) -> CommitResult:
         """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
         return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
+
+    def drop_feature(self, name: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """``Table.drop_feature``, its deletion vectors purged by Spark jobs."""
+
+        def cleanup() -> CommitResult:
+            txn = self.begin(max_attempts=max_attempts)
+            with txn:
+                stop_using(name)(txn)
+                return txn.commit()
+
+        return self.table.drop_feature(name, max_attempts=max_attempts, cleanup=cleanup)
 
     def add_constraint(self, name: str, expr: str, *, max_attempts: Optional[int] = None) -> CommitResult:
         """``Table.add_constraint``: the existing rows are checked on the driver (the embedded

@@ -359,4 +359,8 @@ def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Op
     return _optimize.optimize(SparkEngine(ctx), target_file_size, where)
 
 
-__all__ = ["SparkEngine", "append", "overwrite", "delete", "update", "merge", "optimize"]
+def purge(ctx: "SparkTransaction") -> int:
+    return _optimize.purge(SparkEngine(ctx))
+
+
+__all__ = ["SparkEngine", "append", "overwrite", "delete", "update", "merge", "optimize", "purge"]

@@ -144,6 +144,17 @@ pub enum Error {
         problem: PredicateProblem,
     },
 
+    /// DROP FEATURE cannot finish yet: the feature is still in use, or a version that used it
+    /// is younger than the wait (`drop_feature`). `ready_at_ms`: when to run it again.
+    #[error("cannot drop {feature} from {table} at version {version} yet: {detail}")]
+    FeatureDropPending {
+        table: String,
+        version: i64,
+        feature: String,
+        ready_at_ms: Option<i64>,
+        detail: String,
+    },
+
     /// A write conflict (concurrency.md §3, §6).
     #[error("{0}")]
     Conflict(Box<Conflict>),

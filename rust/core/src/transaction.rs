@@ -68,6 +68,8 @@ pub struct Transaction {
     /// When the transaction began (ms since the epoch): every file it writes is newer, which
     /// tells the commit whether a VACUUM may have taken one (`commit::committer`).
     pub(crate) began_ms: i64,
+    /// A DROP FEATURE downgrade: the commit checkpoints itself and deletes the log before it.
+    pub(crate) truncates_history: bool,
 }
 
 impl Transaction {
@@ -122,6 +124,7 @@ impl Transaction {
             operation_metrics: BTreeMap::new(),
             state: TxnState::Open,
             began_ms: chrono::Utc::now().timestamp_millis(),
+            truncates_history: false,
         }
     }
 
@@ -588,6 +591,62 @@ impl Transaction {
         Ok(())
     }
 
+    /// Stage DROP FEATURE's last step: the protocol without `feature`, in a commit that then
+    /// truncates the log before itself (see [`crate::drop_feature`]). FeatureDropPending while
+    /// the feature is in use or was used too recently (at `now_ms`). Nothing else may be staged.
+    pub fn drop_feature(&mut self, feature: &str, now_ms: i64) -> Result<()> {
+        use crate::drop_feature::{status, DropStatus};
+        self.open()?;
+        if self.num_staged() > 0 {
+            return Err(Error::invalid(
+                "dropping a feature must be the only change of its transaction",
+            ));
+        }
+        let snap = self.snap()?.clone();
+        let pending = |ready_at_ms: Option<i64>, detail: String| Error::FeatureDropPending {
+            table: self.root.to_string(),
+            version: snap.version(),
+            feature: feature.to_string(),
+            ready_at_ms,
+            detail,
+        };
+        match status(&snap, feature, now_ms)? {
+            DropStatus::InUse(why) => Err(pending(
+                None,
+                format!("it is still in use ({})", why.join("; ")),
+            )),
+            DropStatus::Wait {
+                last_trace_version,
+                last_trace_ms,
+                ready_at_ms,
+            } => Err(pending(
+                Some(ready_at_ms),
+                format!(
+                    "version {last_trace_version} (committed at {}) still uses it; run again after {} \
+                     (delta.dropFeatureTruncateHistory.retentionDuration after it), when the log \
+                     before the downgrade is truncated",
+                    fmt_ms(last_trace_ms),
+                    fmt_ms(ready_at_ms)
+                ),
+            )),
+            DropStatus::Ready(p) => {
+                self.read_whole_table()?;
+                self.protocol = Some(p);
+                self.truncates_history = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Stage a RESTORE of `target`, an earlier snapshot of this table (see [`crate::restore`]);
+    /// its operation metrics are set too. Nothing else may be staged.
+    pub fn restore(&mut self, target: &Snapshot) -> Result<crate::restore::Restored> {
+        self.open()?;
+        let r = crate::restore::stage(self, target)?;
+        self.operation_metrics = r.metrics();
+        Ok(r)
+    }
+
     pub fn abort(&mut self) {
         if self.state == TxnState::Open {
             self.state = TxnState::Aborted;
@@ -673,4 +732,10 @@ fn physical_partition_values(
         }
     }
     Ok(out.into())
+}
+
+fn fmt_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
 }

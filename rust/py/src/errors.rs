@@ -23,6 +23,7 @@ fn class_name(e: &Error) -> &'static str {
         Error::Conflict(c) => conflict_class(c.kind),
         Error::CommitRetriesExceeded { .. } => "CommitRetriesExceededError",
         Error::Interrupted { .. } => "CommitInterruptedError",
+        Error::FeatureDropPending { .. } => "FeatureDropPendingError",
     }
 }
 
@@ -73,6 +74,18 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("version", version)?;
         }
         Error::InvalidArgument(_) => {}
+        Error::FeatureDropPending {
+            table,
+            version,
+            feature,
+            ready_at_ms,
+            ..
+        } => {
+            d.set_item("table", table)?;
+            d.set_item("version", version)?;
+            d.set_item("feature", feature)?;
+            d.set_item("ready_at_ms", ready_at_ms)?;
+        }
         Error::Interrupted { table, attempts } => {
             d.set_item("table", table)?;
             d.set_item("attempts", attempts)?;

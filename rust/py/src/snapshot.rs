@@ -20,6 +20,10 @@ impl SnapshotHandle {
     pub fn new(inner: Arc<Snapshot>) -> Self {
         SnapshotHandle { inner }
     }
+
+    pub fn inner(&self) -> &Arc<Snapshot> {
+        &self.inner
+    }
 }
 
 type Capsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);

@@ -244,6 +244,31 @@ impl TransactionHandle {
             .py_err()
     }
 
+    /// Stage DROP FEATURE's downgrade of `feature` (FeatureDropPendingError while it cannot be
+    /// done yet; `now_ms`: the instant the wait is measured at, default now).
+    #[pyo3(signature = (feature, now_ms=None))]
+    fn drop_feature(&self, py: Python<'_>, feature: &str, now_ms: Option<i64>) -> PyResult<()> {
+        let now = now_ms.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        });
+        py.detach(|| self.txn().drop_feature(feature, now)).py_err()
+    }
+
+    /// Stage a RESTORE of `target` (an earlier snapshot of this table); returns its operation
+    /// metrics.
+    fn restore(
+        &self,
+        py: Python<'_>,
+        target: &SnapshotHandle,
+    ) -> PyResult<BTreeMap<String, String>> {
+        let target = target.inner().clone();
+        py.detach(|| self.txn().restore(&target))
+            .map(|r| r.metrics())
+            .py_err()
+    }
+
     fn set_operation_metrics(&self, metrics: BTreeMap<String, String>) -> PyResult<()> {
         self.txn().set_operation_metrics(metrics).py_err()
     }

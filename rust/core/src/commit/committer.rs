@@ -522,12 +522,20 @@ fn maybe_checkpoint(txn: &Transaction, version: i64) -> (bool, Option<String>) {
         .as_ref()
         .unwrap_or(read.metadata())
         .configuration;
-    if version == 0 || version % checkpoint::interval(config) != 0 {
+    let truncate = txn.truncates_history;
+    if !truncate && (version == 0 || version % checkpoint::interval(config) != 0) {
         return (false, None);
     }
     let run = || -> Result<(bool, Option<String>)> {
         let snap: Arc<Snapshot> = load::snapshot_from(&read.root, read, Some(version))?;
         checkpoint::write(&snap)?;
+        if truncate {
+            // DROP FEATURE's downgrade: no version before it may stay readable.
+            let cleanup = log_cleanup::truncate_before(&snap)
+                .err()
+                .map(|e| format!("truncating the log before the feature drop: {e}"));
+            return Ok((true, cleanup));
+        }
         // With the new checkpoint, log files older than the retention may go; a failure here is
         // reported like a failed checkpoint (the files stay; the next checkpoint tries again).
         let cleanup = log_cleanup::expire(&snap, chrono::Utc::now().timestamp_millis())

@@ -135,6 +135,56 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
     })
 }
 
+/// Delete every log file of a version before `snap`'s (which has just been checkpointed), oldest
+/// first, whatever its age, and every sidecar the new checkpoint does not name once it is a day
+/// old: DROP FEATURE's history truncation.
+pub fn truncate_before(snap: &Snapshot) -> Result<Cleaned> {
+    let dir = log_dir(&snap.root);
+    let entries = dir.list(None, false).map_err(|e| Error::io(&dir, e))?;
+    let mut doomed: Vec<(i64, &str)> = entries
+        .iter()
+        .filter_map(|e| {
+            let version = match parse_name(&e.name) {
+                Some((v, _)) => v,
+                None => checksum_version(&e.name)?,
+            };
+            (version < snap.version()).then_some((version, e.name.as_str()))
+        })
+        .collect();
+    doomed.sort();
+    for (_, name) in &doomed {
+        let at = dir.join(name);
+        at.delete().map_err(|e| Error::io(&at, e))?;
+    }
+    let sidecars_deleted = if crate::protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
+        let keep: Vec<LogFile> = entries
+            .iter()
+            .filter_map(|e| {
+                let (version, kind) = parse_name(&e.name)?;
+                let is_checkpoint = matches!(
+                    kind,
+                    LogFileKind::ClassicCheckpoint | LogFileKind::UuidCheckpoint { .. }
+                );
+                (is_checkpoint && version >= snap.version()).then(|| LogFile {
+                    version,
+                    kind,
+                    path: dir.join(&e.name),
+                    size: e.size,
+                })
+            })
+            .collect();
+        let now = chrono::Utc::now().timestamp_millis();
+        expire_sidecars(&dir, &keep, now - SIDECAR_MIN_AGE_MS)?
+    } else {
+        0
+    };
+    Ok(Cleaned {
+        boundary: Some(snap.version()),
+        deleted: doomed.len(),
+        sidecars_deleted,
+    })
+}
+
 /// The newest complete checkpoint at or before the newest expired commit.
 fn expired_boundary(versions: &BTreeMap<i64, Version>) -> Option<i64> {
     // v*: the newest version whose commit is older than the cutoff (commit times only grow).

@@ -21,6 +21,7 @@ import pytest
 
 import delta_occ as docc
 from delta_occ import exceptions as exc
+
 from helpers import kernel_rows
 
 SCHEMA = pa.schema([("id", pa.int64())])

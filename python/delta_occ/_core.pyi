@@ -21,6 +21,7 @@ __all__ = [
     "parse_commit",
     "RowExpr",
     "conjuncts",
+    "zorder_permutation",
     "resolve_now",
     "referenced_columns",
     "spark_file_keys",
@@ -65,6 +66,7 @@ class TableHandle:
         properties: Dict[str, str],
         name: Optional[str] = None,
         storage_options: Optional[Dict[str, str]] = None,
+        cluster_by: Optional[List[str]] = None,
     ) -> "TableHandle":
         """Commit version 0 with put-if-absent; TableAlreadyExistsError if a table is there."""
     @property
@@ -164,6 +166,8 @@ class TransactionHandle:
     ) -> None: ...
     def restore(self, target: SnapshotHandle) -> Dict[str, str]: ...
     def drop_feature(self, feature: str, now_ms: Optional[int] = None) -> None: ...
+    def set_clustering(self, columns: List[str]) -> None: ...
+    def mark_clustered(self, clustered: bool) -> None: ...
     def set_operation_metrics(self, metrics: Dict[str, str]) -> None:
         """Metrics the writing engine knows, merged into commitInfo.operationMetrics."""
     def num_staged(self) -> int: ...
@@ -185,6 +189,8 @@ class TransactionHandle:
 class SnapshotHandle:
     """An immutable replayed state at one version."""
 
+    @property
+    def clustering_columns(self) -> Optional[List[str]]: ...
     @property
     def version(self) -> int: ...
     @property
@@ -329,6 +335,7 @@ def type_writable_as(data: str, table: str) -> bool:
     (both as schema JSON): the same type, NULLs (``"void"``), or one of Delta's type widenings;
     nested types need the same field names in the same order. Bad JSON raises
     InvalidArgumentError."""
+def zorder_permutation(batch: Any) -> Tuple[Any, Any]: ...
 def partition_strings(array: Tuple[object, object]) -> List[Optional[str]]:
     """The canonical Delta partition string (None for null) of every value of an Arrow array
     given as ``__arrow_c_array__()`` capsules: ``NaN``/``Infinity``, timestamps as UTC

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _rows, identity
+from . import _arrow, _core, _rows, identity
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
 from .constraints import Compiled, Rule, compile_rule, first_broken
@@ -282,6 +282,22 @@ class ArrowEngine:
             files_per_bin.append(len(written))
         return Compacted(rows_out, files_per_bin)
 
+    def zorder(self, bins: List[List[BinFile]], columns: Sequence[str], rows_per_file: Sequence[int]) -> Compacted:
+        lay = self.lay
+        rows_out = 0
+        files_per_bin = []
+        for b, per_file in zip(bins, rows_per_file):
+            data = concat(lay.read_many([f["path"] for f in b], positions=False), lay.schema)
+            rows_out += data.num_rows
+            if not data.num_rows:
+                files_per_bin.append(0)
+                continue
+            keys = data.select(list(columns)).combine_chunks().to_batches()[0]
+            data = data.take(_arrow.array(_core.zorder_permutation(keys)))
+            pieces = [data.slice(start, per_file) for start in range(0, data.num_rows, per_file)]
+            files_per_bin.append(len(lay.write_many(self.txn, pieces, data_change=False)))
+        return Compacted(rows_out, files_per_bin)
+
     def remove_files(self, paths: Sequence[str]) -> None:
         for p in paths:
             self.txn.remove_file(p, data_change=False)
@@ -438,8 +454,11 @@ def check_rules(txn: Staging, rules: Sequence[Rule]) -> None:
                 first_broken(c, rows, lay.root, where)
 
 
-def optimize(txn: Staging, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
-    """Bin-packing compaction (``delta_occ.operations.optimize``); returns the number of bins staged."""
+def optimize(txn: Staging, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None) -> int:
+    """Bin-packing compaction, or Z-ordering with ``zorder_by`` (``delta_occ.operations.optimize``);
+    returns the number of bins (partitions, with ``zorder_by``) staged."""
+    if zorder_by is not None:
+        return _optimize.zorder(ArrowEngine(txn), zorder_by, target_file_size, where)
     return _optimize.optimize(ArrowEngine(txn), target_file_size, where)
 
 

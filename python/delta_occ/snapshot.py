@@ -50,6 +50,13 @@ class Snapshot:
         return dict(self._h.properties)
 
     @property
+    def clustering_columns(self) -> Optional[List[str]]:
+        """The liquid-clustering columns (``[]`` after ``set_clustering([])``), None when the
+        table is not clustered."""
+        cols = self._h.clustering_columns
+        return None if cols is None else list(cols)
+
+    @property
     def isolation_level(self) -> IsolationLevel:
         return IsolationLevel(self._h.isolation_level)
 

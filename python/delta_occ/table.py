@@ -65,10 +65,15 @@ def create_handle(
     properties: Optional[Mapping[str, str]],
     name: Optional[str],
     storage_options: Optional[Mapping[str, str]],
+    cluster_by: Optional[Sequence[str]] = None,
 ) -> "_core.TableHandle":
     """Commit version 0 of a table whose schema is Delta's JSON: the one `create` of both engines."""
     props = {str(k): str(v) for k, v in (properties or {}).items()}
-    return _core.TableHandle.create(table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options))
+    if cluster_by is not None and (isinstance(cluster_by, str) or not all(isinstance(c, str) for c in cluster_by)):
+        raise InvalidArgumentError(f"cluster_by must be a list of column names, got {cluster_by!r}")
+    return _core.TableHandle.create(
+        table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), list(cluster_by or [])
+    )
 
 
 class Table:
@@ -100,12 +105,14 @@ class Table:
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
         storage_options: Optional[Mapping[str, str]] = None,
+        cluster_by: Optional[Sequence[str]] = None,
     ) -> "Table":
         """Commit version 0 (protocol, metadata, commitInfo). The protocol follows the
         properties: ``delta.enableDeletionVectors=true`` gives reader 3 / writer 7 with the
         ``deletionVectors`` feature, and so on. ``path`` and ``storage_options`` as in
-        :class:`Table`."""
-        return cls.from_handle(create_handle(path, arrow_schema_to_delta(schema), partition_by, properties, name, storage_options))
+        :class:`Table`. ``cluster_by``: liquid clustering by those columns (not with
+        ``partition_by``); OPTIMIZE then clusters."""
+        return cls.from_handle(create_handle(path, arrow_schema_to_delta(schema), partition_by, properties, name, storage_options, cluster_by))
 
     def __repr__(self) -> str:
         return f"Table({self._h.root!r}, version={self.version})"
@@ -364,6 +371,7 @@ class Table:
         self,
         target_file_size: Optional[int] = None,
         where: Optional[str] = None,
+        zorder_by: Optional[Sequence[str]] = None,
         *,
         isolation_level: LevelLike = None,
         row_level: bool = True,
@@ -372,8 +380,10 @@ class Table:
     ) -> CommitResult:
         """Compact small files (dataChange=false; SnapshotIsolation). With nothing to compact no
         commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``.
-        ``rerun_on_conflict`` as in :meth:`append`."""
-        return self._run(lambda t: t.optimize(target_file_size, where), isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
+        ``zorder_by``: rewrite every file of each partition with its rows in the Z-order of those
+        data columns (OPTIMIZE ... ZORDER BY; the rewritten files carry no row provenance, so DML
+        racing it conflicts at file level). ``rerun_on_conflict`` as in :meth:`append`."""
+        return self._run(lambda t: t.optimize(target_file_size, where, zorder_by), isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
 
     @classmethod
     def begin_create(
@@ -422,6 +432,15 @@ class Table:
         """Drop a CHECK constraint (InvalidArgumentError when there is none of that name, unless
         ``if_exists``: then nothing is committed)."""
         return self._run(lambda t: t.drop_constraint(name, if_exists=if_exists), None, True, max_attempts, name="DROP CONSTRAINT")
+
+    def set_clustering(self, columns: Optional[Sequence[str]], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE CLUSTER BY ``columns`` (None or ``[]``: CLUSTER BY NONE) in one commit;
+        files already written stay as they are until the next OPTIMIZE clusters them. A
+        concurrent change of the clustering conflicts (the same system domain)."""
+        cols = list(columns or [])
+        old = self.newest_snapshot().clustering_columns or []
+        params = {"oldClusteringColumns": ",".join(old), "newClusteringColumns": ",".join(cols)}
+        return self._run(lambda t: t.set_clustering(cols), None, True, max_attempts, "CLUSTER BY", params, name="CLUSTER BY")
 
     def set_isolation_level(self, level: Union[str, IsolationLevel], *, max_attempts: Optional[int] = None) -> CommitResult:
         """Set ``delta.isolationLevel`` (Serializable or WriteSerializable) in a metadata commit."""

@@ -308,6 +308,18 @@ class Transaction(Lifecycle):
         """Replace the schema (a metadata change; partition columns must remain)."""
         self._h.set_schema(arrow_schema_to_delta(schema))
 
+    def set_clustering(self, columns: Sequence[str]) -> None:
+        """Stage ALTER TABLE CLUSTER BY ``columns`` (``[]``: CLUSTER BY NONE): the
+        ``delta.clustering`` domain and the ``clustering`` / ``domainMetadata`` writer features."""
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise InvalidArgumentError(f"cluster_by must be a list of column names, got {columns!r}")
+        self._h.set_clustering(list(columns))
+
+    def mark_clustered(self, clustered: bool = True) -> None:
+        """Mark the adds staged from now on as clustered (the core's ``clusteringProvider``;
+        OPTIMIZE of a clustered table)."""
+        self._h.mark_clustered(clustered)
+
     def set_column_metadata(self, column: str, metadata: Mapping[str, Any]) -> None:
         """Set Delta metadata keys of a top-level column (a metadata change; the other keys
         stay): e.g. an identity column's ``delta.identity.highWaterMark``, which the writers that
@@ -364,10 +376,11 @@ class Transaction(Lifecycle):
         """Stage a MERGE (same keywords as ``Table.merge``)."""
         engine.merge(self, source, on, **clauses)
 
-    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
-        """Stage a bin-packing compaction (dataChange=false); returns the number of bins, 0 when
-        there is nothing to compact (committing then writes no commit)."""
-        return engine.optimize(self, target_file_size, where)
+    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None) -> int:
+        """Stage a bin-packing compaction (dataChange=false), or with ``zorder_by`` a rewrite of
+        each partition's files in the Z-order of those columns; returns the number of bins, 0
+        when there is nothing to do (committing then writes no commit)."""
+        return engine.optimize(self, target_file_size, where, zorder_by)
 
     def purge_deletion_vectors(self) -> int:
         """Stage REORG ... APPLY (PURGE): each file with a deletion vector rewritten without its

@@ -44,11 +44,19 @@ def merge(on: str, read_where: Optional[str], updated: int, deleted: int, insert
     )
 
 
-def optimize(where: Optional[str], target: int, bins: Sequence[Sequence[Any]], rows: int) -> OperationRecord:
-    """Delta's OPTIMIZE metric names: ``numRemovedFiles`` (the core adds ``numAddedFiles``)."""
+def optimize(
+    where: Optional[str], target: int, bins: Sequence[Sequence[Any]], rows: int, zorder_by: Sequence[str] = (), cluster_by: Sequence[str] = ()
+) -> OperationRecord:
+    """Delta's OPTIMIZE parameter and metric names: ``zOrderBy``, ``clusterBy``,
+    ``numRemovedFiles`` (the core adds ``numAddedFiles``)."""
+    params = {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)}
+    if zorder_by:
+        params["zOrderBy"] = json.dumps(list(zorder_by))
+    if cluster_by:
+        params["clusterBy"] = json.dumps(list(cluster_by))
     return OperationRecord(
         "OPTIMIZE",
-        {"predicate": json.dumps([where] if where else []), "targetFileSize": str(target)},
+        params,
         {"numBins": len(bins), "numRemovedFiles": sum(len(b) for b in bins), "numOutputRows": rows},
     )
 

@@ -35,6 +35,11 @@ class Compactor(Engine, Protocol):
     @property
     def txn(self) -> Staging: ...
 
+    def zorder(self, bins: List[List[BinFile]], columns: Sequence[str], rows_per_file: Sequence[int]) -> Compacted:
+        """Write each bin's live rows in the Z-order of ``columns`` (the core's curve), as files
+        of about ``rows_per_file[i]`` rows, untagged (their rows come from many inputs)."""
+        ...
+
     def compact(self, bins: List[List[BinFile]]) -> Compacted:
         """Write each bin's live rows as one file, in input order, tagged ``PROVENANCE_TAG``
         with ``provenance_tag``."""
@@ -47,6 +52,10 @@ class Compactor(Engine, Protocol):
 
 def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
     """Returns the number of bins staged (0: nothing to compact, and no commit)."""
+    clustering = engine.txn.snapshot.clustering_columns
+    if clustering:
+        # OPTIMIZE of a clustered table clusters: the Z-order of its clustering columns.
+        return zorder(engine, clustering, target_file_size, where, clustered=True)
     where = Now().text(where)
     target = target_size(engine.txn.snapshot.properties, target_file_size)
     bins = compaction_bins(engine.txn, where, target)
@@ -55,6 +64,62 @@ def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: O
     engine.remove_files([f["path"] for b in bins for f in b])
     engine.record(commit_info.optimize(where, target, bins, compacted.rows))
     return len(bins)
+
+
+def zorder(engine: Compactor, columns: Sequence[str], target_file_size: Optional[int] = None, where: Optional[str] = None, *, clustered: bool = False) -> int:
+    """OPTIMIZE ... ZORDER BY: per partition (of those ``where`` selects), every live file is
+    rewritten, the rows in the Z-order of ``columns``, into files of about the target size
+    (dataChange=false). Returns the number of partitions rewritten (0: nothing, no commit). A
+    partition of a single file without a deletion vector is left as it is. ``clustered``: the
+    OPTIMIZE of a clustered table (its files get ``clusteringProvider``; ZORDER BY is refused
+    there, as delta-spark does)."""
+    where = Now().text(where)
+    snap = engine.txn.snapshot
+    if not clustered and snap.clustering_columns:
+        raise InvalidArgumentError(f"zorder_by: the table is clustered by {snap.clustering_columns}; OPTIMIZE (without zorder_by) clusters it")
+    target = target_size(snap.properties, target_file_size)
+    cols = zorder_columns(snap, columns)
+    if clustered:
+        engine.txn.mark_clustered()
+    # One bin per partition: a target no partition reaches.
+    bins = compaction_bins(engine.txn, where, 1 << 62)
+    per_file = [rows_per_file(b, target) for b in bins]
+    compacted = engine.zorder(bins, cols, per_file) if bins else Compacted(0, [])
+    engine.remove_files([f["path"] for b in bins for f in b])
+    if clustered:
+        engine.record(commit_info.optimize(where, target, bins, compacted.rows, cluster_by=cols))
+    else:
+        engine.record(commit_info.optimize(where, target, bins, compacted.rows, zorder_by=cols))
+    return len(bins)
+
+
+def zorder_columns(snap: Any, columns: Any) -> List[str]:
+    """The Z-order columns as the schema names them: data columns, each once (a partition
+    column is refused, as delta-spark does: files never mix partitions)."""
+    if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns or not all(isinstance(c, str) for c in columns):
+        raise InvalidArgumentError(f"zorder_by must be a non-empty list of column names, got {columns!r}")
+    names = {n.lower(): n for n in snap.schema.names}
+    out: List[str] = []
+    for c in columns:
+        name = names.get(c.lower())
+        if name is None:
+            raise InvalidArgumentError(f"zorder_by: no column {c!r} in the table (columns: {snap.schema.names})")
+        if name in snap.partition_columns:
+            raise InvalidArgumentError(f"zorder_by: {name!r} is a partition column; Z-order the data columns")
+        if name in out:
+            raise InvalidArgumentError(f"zorder_by: {name!r} given twice")
+        out.append(name)
+    return out
+
+
+def rows_per_file(files: Sequence[BinFile], target: int) -> int:
+    """Rows per output file so that files come out near ``target`` bytes, estimated from the
+    inputs' size per live row."""
+    rows = sum(int(f.get("num_records") or 0) - int(f.get("dv_cardinality") or 0) for f in files)
+    size = sum(int(f["size"]) for f in files)
+    if rows <= 0 or size <= 0:
+        return 1 << 40
+    return max(1, int(target * rows / size))
 
 
 def purge(engine: Compactor) -> int:
@@ -101,7 +166,7 @@ def compaction_bins(txn: Staging, where: Optional[str], target: int) -> List[Lis
     # The core packs the bins (no stats needed); only the files in them come to Python.
     by_bin = snap.handle.compaction_bins(selected, target)
     chosen = [i for b in by_bin for i in b]
-    files = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
+    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality"])
     rows = iter(files.take(pa.array(chosen, pa.int64())).to_pylist())
     bins = [[next(rows) for _ in b] for b in by_bin]
     txn.record_files_read([f["path"] for b in bins for f in b])
@@ -136,6 +201,6 @@ def check_one_file_per_bin(files_per_bin: Sequence[int]) -> None:
 
 
 __all__ = [
-    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "purge", "purge_bins", "target_size", "compaction_bins",
+    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "zorder", "zorder_columns", "rows_per_file", "purge", "purge_bins", "target_size", "compaction_bins",
     "provenance_tag", "check_one_file_per_bin",
 ]

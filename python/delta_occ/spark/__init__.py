@@ -161,8 +161,8 @@ class SparkTransaction(Lifecycle):
     def merge(self, source: DataFrame, on: str, **clauses: Any) -> None:
         self._run(_dml.merge, check_frame(self.spark, source, "source"), on, **clauses)
 
-    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
-        return int(self._run(_dml.optimize, target_file_size, where))
+    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None) -> int:
+        return int(self._run(_dml.optimize, target_file_size, where, zorder_by))
 
     def purge_deletion_vectors(self) -> int:
         return int(self._run(_dml.purge))
@@ -219,6 +219,7 @@ class SparkTable:
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
         storage_options: Optional[Mapping[str, str]] = None,
+        cluster_by: Optional[Sequence[str]] = None,
     ) -> "SparkTable":
         """Create the table (version 0). ``schema`` is a Spark StructType or a pyarrow Schema;
         ``path`` and ``storage_options`` as in :class:`SparkTable`."""
@@ -229,7 +230,7 @@ class SparkTable:
             schema_json = arrow_schema_to_delta(schema)
         st = cls.__new__(cls)
         st.spark = spark
-        st.table = Table.from_handle(create_handle(path, schema_json, partition_by, properties, name, storage_options))
+        st.table = Table.from_handle(create_handle(path, schema_json, partition_by, properties, name, storage_options, cluster_by))
         st.storage_options = storage_options
         return st
 
@@ -422,14 +423,20 @@ class SparkTable:
         self,
         target_file_size: Optional[int] = None,
         where: Optional[str] = None,
+        zorder_by: Optional[Sequence[str]] = None,
         *,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
         rerun_on_conflict: int = 0,
     ) -> CommitResult:
-        """Compact small files as ``Table.optimize``; no commit when there is nothing to compact."""
-        return self._one("optimize", (target_file_size, where), {}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
+        """Compact small files, or Z-order them (``zorder_by``), as ``Table.optimize``; no commit
+        when there is nothing to do."""
+        return self._one("optimize", (target_file_size, where, zorder_by), {}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
+
+    def set_clustering(self, columns: Optional[Sequence[str]], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """``Table.set_clustering`` (a log-only commit made on the driver)."""
+        return self.table.set_clustering(columns, max_attempts=max_attempts)
 
     def drop_feature(self, name: str, *, max_attempts: Optional[int] = None) -> CommitResult:
         """``Table.drop_feature``, its deletion vectors purged by Spark jobs."""

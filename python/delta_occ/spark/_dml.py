@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
+from .. import _arrow, _core
 from .._write import Layout
 from ..exceptions import InvalidArgumentError
 from ..identity import IdentityColumn
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from . import SparkTransaction
 
 _BIN_ORDER = "__delta_occ_order"
+_BIN = "__delta_occ_bin"
+_CURVE = "__delta_occ_curve"
 
 
 class SparkEngine:
@@ -257,6 +260,43 @@ class SparkEngine:
             per_bin[g] += 1
         return Compacted(rows_out, per_bin)
 
+    def zorder(self, bins: List[List[BinFile]], columns: Sequence[str], rows_per_file: Sequence[int]) -> Compacted:
+        """The Z-order columns of every live row come to the driver, where the core orders each
+        bin on the same curve as the embedded engine; each row then goes to its output file
+        (bin, piece of ``rows_per_file``) and place by a join on (file, row)."""
+        ctx, lay = self.ctx, self.lay
+        ctx.check_untouched([f["path"] for b in bins for f in b])
+        members = [(b, f) for b, fs in enumerate(bins) for f in fs]
+        plan = ScanPlan(ctx.snap_handle, [f["path"] for _, f in members])
+        rows = read_plan(self.spark, plan, positions=True, extra=pa.table({_BIN: pa.array([b for b, _ in members], pa.int32())}))
+        keys = rows.select(_BIN, FILE, ROW, *[col(c) for c in columns]).toArrow()
+        placed: List[pa.Table] = []
+        groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {}
+        per_bin = [0] * len(bins)
+        for b, fs in enumerate(bins):
+            mine = keys.filter(pc.equal(keys.column(_BIN), b))
+            n = mine.num_rows
+            if not n:
+                continue
+            order = _arrow.array(_core.zorder_permutation(mine.select(list(columns)).combine_chunks().to_batches()[0]))
+            ordered = mine.select([FILE, ROW]).take(order)
+            per = rows_per_file[b]
+            pieces = -(-n // per)
+            first = len(groups)
+            values = dict(fs[0]["partition_values"] or [])
+            for g in range(first, first + pieces):
+                groups[g] = ({c: values.get(c) for c in lay.partition_columns}, None)
+            per_bin[b] = pieces
+            place = pa.array(range(n), pa.int64())
+            group = pc.add(pc.divide(place, pa.scalar(per, pa.int64())), pa.scalar(first, pa.int64())).cast(pa.int32())
+            placed.append(ordered.append_column(GROUP, group).append_column(_CURVE, place))
+        if not placed:
+            return Compacted(0, per_bin)
+        where = self.spark.createDataFrame(pa.concat_tables(placed))
+        out = rows.drop(_BIN).join(where, on=[FILE, ROW]).repartition(len(groups), F.col(GROUP)).sortWithinPartitions(GROUP, _CURVE).drop(FILE, ROW, _CURVE)
+        write_groups(self.spark, lay, self.txn, ctx.job, out, GROUP, groups, data_change=False)
+        return Compacted(keys.num_rows, per_bin)
+
     def remove_files(self, paths: Sequence[str]) -> None:
         self._remove_files(paths, data_change=False)
 
@@ -355,7 +395,9 @@ def merge(ctx: "SparkTransaction", source: DataFrame, on: str, **clauses: Any) -
     _merge.merge(SparkEngine(ctx), source, on, **clauses)
 
 
-def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Optional[str]) -> int:
+def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Optional[str], zorder_by: Optional[Sequence[str]] = None) -> int:
+    if zorder_by is not None:
+        return _optimize.zorder(SparkEngine(ctx), zorder_by, target_file_size, where)
     return _optimize.optimize(SparkEngine(ctx), target_file_size, where)
 
 

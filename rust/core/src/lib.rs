@@ -7,6 +7,7 @@
 //! Delta knowledge in it can move without breaking them.
 
 mod arrow_stats;
+mod clustering;
 mod commit;
 mod compaction;
 mod conflict;
@@ -36,6 +37,7 @@ mod time_travel;
 mod transaction;
 mod uri;
 mod vacuum;
+mod zorder;
 
 #[cfg(test)]
 mod test_rng;
@@ -100,6 +102,7 @@ pub use schema_change::type_writable_as;
 pub use stats::STRING_PREFIX;
 pub use uri::spark_file_key;
 pub use vacuum::{configured_retention_ms, vacuum, VacuumReport, DEFAULT_RETENTION_MS};
+pub use zorder::zorder_permutation;
 
 // Internals the timing examples (rust/core/examples) drive directly.
 pub use conflict::{check_all, TxnView};

@@ -247,6 +247,39 @@ fn legacy_features(p: &Protocol) -> (Vec<&'static str>, Vec<&'static str>) {
     (reader, writer)
 }
 
+/// `current` with the writer features `add` (table features: writer 7), or `None` if it
+/// already supports them all.
+pub fn with_writer_features(current: &Protocol, add: &[&str]) -> Option<Protocol> {
+    let (legacy_r, legacy_w) = legacy_features(current);
+    if add
+        .iter()
+        .all(|f| legacy_w.contains(f) || has_writer_feature(current, f))
+    {
+        return None;
+    }
+    let mut reader: Vec<String> = current.reader_features.clone().unwrap_or_default();
+    reader.extend(legacy_r.iter().map(|s| s.to_string()));
+    reader.sort();
+    reader.dedup();
+    let mut writer: Vec<String> = current.writer_features.clone().unwrap_or_default();
+    writer.extend(legacy_w.iter().map(|s| s.to_string()));
+    writer.extend(reader.iter().cloned());
+    writer.extend(add.iter().map(|s| s.to_string()));
+    writer.sort();
+    writer.dedup();
+    let reader_version = if reader.is_empty() {
+        current.min_reader_version.max(1)
+    } else {
+        3
+    };
+    Some(Protocol {
+        min_reader_version: reader_version,
+        min_writer_version: 7,
+        reader_features: (reader_version == 3).then_some(reader),
+        writer_features: Some(writer),
+    })
+}
+
 /// The protocol `current` must become for new properties/schema, or `None` if it already
 /// supports everything they need. Upgrades go to table features (3/7 or 1/7).
 pub fn upgrade_for(

@@ -111,6 +111,11 @@ impl Snapshot {
             )
     }
 
+    /// The clustering columns (logical names), `None` when the table is not clustered.
+    pub fn clustering_columns(&self) -> Result<Option<Vec<String>>> {
+        crate::clustering::columns(self)
+    }
+
     pub fn files(&self) -> &[AddFile] {
         &self.state.files
     }

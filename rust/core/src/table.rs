@@ -129,6 +129,27 @@ impl Table {
         properties: BTreeMap<String, String>,
         name: Option<String>,
     ) -> Result<Self> {
+        Self::create_clustered(
+            location,
+            storage_options,
+            schema_string,
+            partition_by,
+            &[],
+            properties,
+            name,
+        )
+    }
+
+    /// [`Table::create`], clustered by `cluster_by` when it is not empty (liquid clustering).
+    pub fn create_clustered(
+        location: &str,
+        storage_options: &BTreeMap<String, String>,
+        schema_string: &str,
+        partition_by: Vec<String>,
+        cluster_by: &[String],
+        properties: BTreeMap<String, String>,
+        name: Option<String>,
+    ) -> Result<Self> {
         let mut txn = begin_create(
             location,
             storage_options,
@@ -148,6 +169,14 @@ impl Table {
                     .unwrap_or_default(),
             ),
         ]);
+        let mut params = params;
+        if !cluster_by.is_empty() {
+            txn.set_clustering(cluster_by)?;
+            params.insert(
+                "clusterBy".to_string(),
+                serde_json::to_string(cluster_by).unwrap_or_default(),
+            );
+        }
         committer::commit(&mut txn, "CREATE TABLE", &params, &CommitOptions::default())?;
         let root = txn.root().clone();
         let latest = Arc::new(load::snapshot(&root, None)?);

@@ -70,6 +70,8 @@ pub struct Transaction {
     pub(crate) began_ms: i64,
     /// A DROP FEATURE downgrade: the commit checkpoints itself and deletes the log before it.
     pub(crate) truncates_history: bool,
+    /// The `clusteringProvider` of adds staged from now on (OPTIMIZE of a clustered table).
+    pub(crate) clustering_provider: Option<Box<str>>,
 }
 
 impl Transaction {
@@ -125,6 +127,7 @@ impl Transaction {
             state: TxnState::Open,
             began_ms: chrono::Utc::now().timestamp_millis(),
             truncates_history: false,
+            clustering_provider: None,
         }
     }
 
@@ -301,6 +304,7 @@ impl Transaction {
             deletion_vector: None,
             extra: AddExtra {
                 tags,
+                clustering_provider: self.clustering_provider.clone(),
                 ..Default::default()
             }
             .boxed(),
@@ -636,6 +640,30 @@ impl Transaction {
                 Ok(())
             }
         }
+    }
+
+    /// Cluster the table by `columns` (ALTER TABLE CLUSTER BY; empty: CLUSTER BY NONE): the
+    /// `delta.clustering` domain, and the writer features it needs (see [`crate::clustering`]).
+    /// Concurrent writers of the domain conflict (check 3).
+    pub fn set_clustering(&mut self, columns: &[String]) -> Result<()> {
+        self.open()?;
+        let (schema, mode, partition_columns) = self.layout()?;
+        let domain = crate::clustering::domain_for(&schema, mode, &partition_columns, columns)?;
+        let current = self.current_protocol()?;
+        if let Some(p) = protocol::with_writer_features(&current, crate::clustering::FEATURES) {
+            protocol::check_writable(&p, &self.root.to_string(), self.read_version + 1)?;
+            self.protocol = Some(p);
+        }
+        self.domains.insert(domain.domain.clone(), domain);
+        Ok(())
+    }
+
+    /// Mark the adds staged from now on as clustered (`clusteringProvider: "liquid"`; the
+    /// OPTIMIZE of a clustered table), or no longer.
+    pub fn mark_clustered(&mut self, clustered: bool) -> Result<()> {
+        self.open()?;
+        self.clustering_provider = clustered.then(|| crate::clustering::PROVIDER.into());
+        Ok(())
     }
 
     /// Stage a RESTORE of `target`, an earlier snapshot of this table (see [`crate::restore`]);

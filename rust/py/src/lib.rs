@@ -111,6 +111,23 @@ fn partition_strings(array: ArrowCapsules<'_>) -> PyResult<Vec<Option<String>>> 
     delta_occ_core::arrow_values::partition_strings(array.as_ref()).py_err()
 }
 
+/// The Z-order of a record batch's rows over all its columns (row indices in curve order, as an
+/// Arrow uint32 array).
+#[pyfunction]
+fn zorder_permutation<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+) -> PyResult<(
+    Bound<'py, pyo3::types::PyCapsule>,
+    Bound<'py, pyo3::types::PyCapsule>,
+)> {
+    let batch = rowexpr::import_batch(batch)?;
+    let order = py
+        .detach(|| delta_occ_core::zorder_permutation(batch.columns()))
+        .py_err()?;
+    arrow::array_to_capsules(py, &arrow_array::UInt32Array::from(order))
+}
+
 /// Every value of an Arrow array as a SQL literal the predicate parser reads back exactly.
 #[pyfunction]
 fn sql_literals(array: ArrowCapsules<'_>) -> PyResult<Vec<String>> {
@@ -163,6 +180,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<storage::StorageHandle>()?;
     m.add_class::<rowexpr::PyRowExpr>()?;
     m.add_function(wrap_pyfunction!(rowexpr::conjuncts, m)?)?;
+    m.add_function(wrap_pyfunction!(zorder_permutation, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::resolve_now, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::referenced_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;

@@ -133,7 +133,7 @@ fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<Schema> {
         .map_err(|e| PyValueError::new_err(format!("importing an Arrow schema: {e}")))
 }
 
-fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
+pub(crate) fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
     let pair = obj.call_method0("__arrow_c_array__")?;
     let pair = pair.cast::<PyTuple>()?;
     let schema = pair.get_item(0)?;

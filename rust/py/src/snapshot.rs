@@ -30,6 +30,12 @@ type Capsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
 
 #[pymethods]
 impl SnapshotHandle {
+    /// The clustering columns (logical names), None when the table is not clustered.
+    #[getter]
+    fn clustering_columns(&self) -> PyResult<Option<Vec<String>>> {
+        self.inner.clustering_columns().py_err()
+    }
+
     #[getter]
     fn version(&self) -> i64 {
         self.inner.version()

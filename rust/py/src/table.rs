@@ -55,7 +55,8 @@ impl TableHandle {
     }
 
     #[staticmethod]
-    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None, storage_options=None))]
+    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None, storage_options=None, cluster_by=None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         location: String,
@@ -64,14 +65,17 @@ impl TableHandle {
         properties: BTreeMap<String, String>,
         name: Option<String>,
         storage_options: Option<BTreeMap<String, String>>,
+        cluster_by: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let options = storage_options.unwrap_or_default();
+        let cluster_by = cluster_by.unwrap_or_default();
         py.detach(|| {
-            Table::create(
+            Table::create_clustered(
                 &location,
                 &options,
                 &schema_json,
                 partition_by,
+                &cluster_by,
                 properties,
                 name,
             )

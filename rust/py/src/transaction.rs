@@ -256,6 +256,16 @@ impl TransactionHandle {
         py.detach(|| self.txn().drop_feature(feature, now)).py_err()
     }
 
+    /// Stage ALTER TABLE CLUSTER BY `columns` (empty: CLUSTER BY NONE).
+    fn set_clustering(&self, columns: Vec<String>) -> PyResult<()> {
+        self.txn().set_clustering(&columns).py_err()
+    }
+
+    /// Mark the adds staged from now on as clustered (or no longer).
+    fn mark_clustered(&self, clustered: bool) -> PyResult<()> {
+        self.txn().mark_clustered(clustered).py_err()
+    }
+
     /// Stage a RESTORE of `target` (an earlier snapshot of this table); returns its operation
     /// metrics.
     fn restore(

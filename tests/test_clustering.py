@@ -133,3 +133,12 @@ def test_two_writers_changing_the_clustering_conflict(tmp_path):
     b.append(pa.Table.from_pylist(rows(5), schema=SCHEMA))
     docc.Table(str(root)).set_clustering(["x"])
     assert b.commit().committed
+
+
+def test_a_clustering_column_cannot_be_dropped(tmp_path):
+    root = tmp_path / "t"
+    t = docc.Table.create(str(root), SCHEMA, cluster_by=["x"])
+    txn = t.begin()
+    with pytest.raises(exc.InvalidArgumentError, match="clustering column"):
+        txn.set_schema(pa.schema([f for f in SCHEMA if f.name != "x"]))
+    txn.abort()

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import pathlib
+import time
 from typing import Any, Dict, List
 
 import pyarrow as pa
@@ -158,3 +159,49 @@ def test_restore_arguments(tmp_path):
         t.restore(version=1, timestamp="2026-01-01")
     with pytest.raises(exc.VersionNotFoundError):
         t.restore(version=99)
+
+
+def test_append_only_binds_the_table_restore_finds(tmp_path):
+    """delta.appendOnly is the current table's rule: restoring a version from before it was set
+    must not remove data (nor lift the rule on the way)."""
+    root = tmp_path / "t"
+    t = docc.Table.create(str(root), SCHEMA)
+    t.append(pa.table({"id": [1]}, schema=SCHEMA))  # v1
+    t.set_properties({"delta.appendOnly": "true"})  # v2
+    t.append(pa.table({"id": [2]}, schema=SCHEMA))  # v3
+    with pytest.raises(exc.InvalidArgumentError, match="append-only"):
+        t.restore(version=1)
+    assert t.refresh() == 3 and t.snapshot().properties["delta.appendOnly"] == "true"
+
+
+def test_restore_puts_back_the_clustering(tmp_path):
+    root = tmp_path / "t"
+    t = docc.Table.create(str(root), SCHEMA)
+    t.append(pa.table({"id": [1]}, schema=SCHEMA))  # v1
+    t.set_clustering(["id"])  # v2
+    t.restore(version=1)
+    assert not t.snapshot().clustering_columns  # the domain is removed again
+    t.restore(version=2)
+    assert t.snapshot().clustering_columns == ["id"]
+
+
+def test_a_file_vacuumed_while_restore_commits_is_not_referenced(tmp_path):
+    """The commit re-checks the adds older than the VACUUM window (a RESTORE's), so a VACUUM
+    that deletes one between staging and commit fails the RESTORE instead of leaving a
+    reference to a missing file."""
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "t"
+    t = docc.Table.create(str(root), SCHEMA)
+    pq.write_table(pa.table({"id": [1, 2]}, schema=SCHEMA), root / "old.parquet")
+    ten_days_ms = int((time.time() - 10 * 86400) * 1000)
+    txn = t.begin()
+    txn.add_file("old.parquet", size=(root / "old.parquet").stat().st_size, stats={"numRecords": 2}, modification_time=ten_days_ms)
+    txn.commit()  # v1: a file the log says is ten days old (older than the 7-day window)
+    t.delete("id > 0")  # v2: removed
+    txn = t.begin()
+    txn.restore(t.snapshot(1))
+    (root / "old.parquet").unlink()  # what a VACUUM would do meanwhile
+    with pytest.raises(exc.DeltaIOError, match="no longer exists"):
+        txn.commit("RESTORE", {"version": 1})
+    assert t.refresh() == 2

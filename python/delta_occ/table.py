@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import _core, constraints, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
-from .exceptions import FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
+from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .snapshot import Snapshot
 from .time_travel import Instant
@@ -509,7 +509,17 @@ class Table:
             raise InvalidArgumentError(f"feature name must be a non-empty str, got {name!r}")
 
         def downgrade() -> CommitResult:
-            return self._run(lambda t: t.drop_feature(name), None, False, max_attempts, "DROP FEATURE", {"featureName": name}, name="DROP FEATURE")
+            r = self._run(lambda t: t.drop_feature(name), None, False, max_attempts, "DROP FEATURE", {"featureName": name}, name="DROP FEATURE")
+            if r.checkpoint_error:
+                # The downgrade committed, but versions that used the feature are still in the log.
+                raise DeltaIOError(
+                    f"DROP FEATURE {name} of {self.path} committed version {r.version}, but truncating the log before it failed: "
+                    f"{r.checkpoint_error}. Versions that use {name} stay readable by time travel until the log before version "
+                    f"{r.version} is removed (log cleanup removes it once it expires)",
+                    table=self.path,
+                    version=r.version,
+                )
+            return r
 
         try:
             return downgrade()

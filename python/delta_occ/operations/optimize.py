@@ -135,14 +135,12 @@ def purge(engine: Compactor) -> int:
 
 
 def purge_bins(txn: Staging) -> List[List[BinFile]]:
-    """One bin per live file with a deletion vector (the core's bins with a 1-byte target over
-    just those files: each closes after its one file)."""
+    """One bin per live file with a deletion vector descriptor, an empty one (cardinality 0)
+    included: DROP FEATURE counts every descriptor as a trace."""
     snap = txn.snapshot
-    files = snap.files(["path", "partition_values", "size", "deletion_vector", "dv_cardinality"])
+    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality"])
     with_dv = [i for i, d in enumerate(files.column("deletion_vector").to_pylist()) if d]
-    by_bin = snap.handle.compaction_bins(with_dv, 1) if with_dv else []
-    rows = files.take(pa.array([i for b in by_bin for i in b], pa.int64())).to_pylist()
-    bins = [[r] for r in rows]
+    bins = [[r] for r in files.take(pa.array(with_dv, pa.int64())).to_pylist()]
     txn.record_files_read([f["path"] for b in bins for f in b])
     return bins
 

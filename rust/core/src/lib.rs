@@ -90,9 +90,10 @@ pub use predicate::{select_files, Predicate};
 
 // Rules the Python engine applies to data files exactly as the core does.
 pub use arrow_stats::{rows_stats, written_file_stats};
+pub use clustering::columns as clustering_columns;
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
-pub use restore::Restored;
+pub use restore::{restore, Restored};
 pub use schema::file_column_index;
 pub use schema::StructType;
 pub use schema_arrow::{

@@ -7,21 +7,23 @@
 //! with them), except what must never move backwards: the table id, identity high-water marks
 //! (values are never reused) and the in-commit-timestamp settings. The protocol is kept.
 //!
+//! The clustering domain goes back with the schema (a clustering column the target did not have
+//! must not stay named).
+//!
 //! RESTORE depends on every file of the table, so it reads the whole table and never resolves
-//! at row level: any concurrent commit that changed data conflicts, as the write-conflict rules
-//! say for a whole-table read (re-applying a winner's deletions on top would not give the
-//! target's rows).
+//! at row level: a concurrent commit that changed or removed data conflicts, as the
+//! write-conflict rules say for a whole-table read (re-applying a winner's deletions on top would
+//! not give the target's rows). A concurrent blind append conflicts only under Serializable;
+//! under WriteSerializable the RESTORE is ordered before it and its rows stay.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::dv::descriptor::DvLocation;
 use crate::error::{Error, Result};
 use crate::log::actions::{remove_of, AddFile};
 use crate::schema::StructType;
 use crate::snapshot::Snapshot;
-use crate::storage::Location;
 use crate::transaction::Transaction;
 
 /// What a staged RESTORE changes (delta-spark's operation metric names).
@@ -56,8 +58,14 @@ fn key(f: &AddFile) -> (&str, Option<String>) {
 }
 
 /// Stage in `txn` (open, reading the latest snapshot, nothing staged yet) the restore of `target`,
-/// an earlier snapshot of the same table.
-pub fn stage(txn: &mut Transaction, target: &Snapshot) -> Result<Restored> {
+/// an earlier snapshot of the same table; its operation metrics are set too.
+pub fn restore(txn: &mut Transaction, target: &Snapshot) -> Result<Restored> {
+    let r = stage(txn, target)?;
+    txn.set_operation_metrics(r.metrics())?;
+    Ok(r)
+}
+
+fn stage(txn: &mut Transaction, target: &Snapshot) -> Result<Restored> {
     let current = txn.snapshot().cloned().ok_or_else(|| {
         Error::invalid("RESTORE needs an existing table (this transaction creates one)")
     })?;
@@ -114,8 +122,28 @@ pub fn stage(txn: &mut Transaction, target: &Snapshot) -> Result<Restored> {
         .configuration
         .retain(|k, _| now.configuration.contains_key(k) || !is_ict_key(k));
     metadata.schema_string = keep_identity_marks(&metadata.schema_string, &current.schema)?;
+    // The same schema written differently (key order) is no change: a metadata action would
+    // fail every concurrent writer for nothing.
+    if same_json(&metadata.schema_string, &now.schema_string) {
+        metadata.schema_string = now.schema_string.clone();
+    }
     if &metadata != now {
         txn.metadata = Some(metadata);
+    }
+    let domain = crate::clustering::DOMAIN;
+    let wanted = target.state.domains.get(domain).filter(|d| !d.removed);
+    let live = current.state.domains.get(domain).filter(|d| !d.removed);
+    match (wanted, live) {
+        (Some(w), Some(l)) if w.configuration == l.configuration => {}
+        (Some(w), _) => {
+            txn.domains.insert(domain.into(), w.clone());
+        }
+        (None, Some(l)) => {
+            let mut gone = l.clone();
+            gone.removed = true;
+            txn.domains.insert(domain.into(), gone);
+        }
+        (None, None) => {}
     }
     Ok(out)
 }
@@ -124,14 +152,31 @@ fn is_ict_key(k: &str) -> bool {
     k.starts_with("delta.inCommitTimestamp") || k == "delta.enableInCommitTimestamps"
 }
 
+fn same_json(a: &str, b: &str) -> bool {
+    match (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    ) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// The target schema with each identity column's high-water mark set to the current one (marks
-/// only grow, so the current one is the higher). Identity columns are top-level columns.
+/// only grow, so the current one is the higher). Columns are matched by their column-mapping
+/// id when they have one (a renamed column is the same column), else by name. Identity columns
+/// are top-level columns.
 fn keep_identity_marks(target_schema: &str, current: &StructType) -> Result<String> {
     const MARK: &str = "delta.identity.highWaterMark";
-    let marks: HashMap<&str, &Value> = current
+    const ID: &str = "delta.columnMapping.id";
+    let key = |name: &str, meta: &serde_json::Map<String, Value>| match meta.get(ID) {
+        Some(id) => format!("id:{id}"),
+        None => format!("name:{name}"),
+    };
+    let marks: HashMap<String, &Value> = current
         .fields
         .iter()
-        .filter_map(|f| f.metadata.get(MARK).map(|m| (f.name.as_str(), m)))
+        .filter_map(|f| f.metadata.get(MARK).map(|m| (key(&f.name, &f.metadata), m)))
         .collect();
     if marks.is_empty() {
         return Ok(target_schema.to_string());
@@ -149,7 +194,7 @@ fn keep_identity_marks(target_schema: &str, current: &StructType) -> Result<Stri
         let Some(meta) = f.get_mut("metadata").and_then(Value::as_object_mut) else {
             continue;
         };
-        if let Some(now) = marks.get(name.as_str()) {
+        if let Some(now) = marks.get(&key(&name, meta)) {
             if meta.contains_key("delta.identity.start") {
                 meta.insert(MARK.into(), (*now).clone());
             }
@@ -161,32 +206,15 @@ fn keep_identity_marks(target_schema: &str, current: &StructType) -> Result<Stri
 /// Every file a restore re-adds (and its deletion vector) must still exist: VACUUM may have
 /// deleted what the target version referenced.
 fn check_present(current: &Snapshot, adds: &[AddFile], version: i64) -> Result<()> {
-    let mut locations: Vec<Location> = Vec::new();
-    for a in adds {
-        locations.push(current.data_path(a)?);
-        if let Some(d) = &a.deletion_vector {
-            if let Ok(DvLocation::File { path, .. }) = d.location(&current.root) {
-                locations.push(path);
-            }
-        }
+    match current.first_missing(adds)? {
+        None => Ok(()),
+        Some(at) => Err(Error::VersionNotFound {
+            table: current.root.to_string(),
+            version,
+            reason: format!(
+                "cannot restore it: its file {} no longer exists (removed by VACUUM?)",
+                at.name()
+            ),
+        }),
     }
-    let threads = if locations.iter().all(Location::is_local) {
-        crate::parallel::available()
-    } else {
-        16
-    };
-    let found = crate::parallel::map_on(&locations, threads, |l| l.exists());
-    for (at, ok) in locations.iter().zip(found) {
-        if !ok.map_err(|e| Error::io(at, e))? {
-            return Err(Error::VersionNotFound {
-                table: current.root.to_string(),
-                version,
-                reason: format!(
-                    "cannot restore it: its file {} no longer exists (removed by VACUUM?)",
-                    at.name()
-                ),
-            });
-        }
-    }
-    Ok(())
 }

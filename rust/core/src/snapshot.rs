@@ -111,11 +111,6 @@ impl Snapshot {
             )
     }
 
-    /// The clustering columns (logical names), `None` when the table is not clustered.
-    pub fn clustering_columns(&self) -> Result<Option<Vec<String>>> {
-        crate::clustering::columns(self)
-    }
-
     pub fn files(&self) -> &[AddFile] {
         &self.state.files
     }
@@ -214,6 +209,38 @@ impl Snapshot {
                 format!("file {}: partition column {}: {m}", file.path, column.name),
             )
         })
+    }
+
+    /// The first of `adds`' data files and deletion-vector files that does not exist, if any
+    /// (a VACUUM may have deleted it); asked concurrently (16 requests at once on object
+    /// stores).
+    pub fn first_missing<'a>(
+        &self,
+        adds: impl IntoIterator<Item = &'a AddFile>,
+    ) -> Result<Option<Location>> {
+        let mut locations: Vec<Location> = Vec::new();
+        for a in adds {
+            locations.push(self.data_path(a)?);
+            if let Some(d) = &a.deletion_vector {
+                if let Ok(crate::dv::descriptor::DvLocation::File { path, .. }) =
+                    d.location(&self.root)
+                {
+                    locations.push(path);
+                }
+            }
+        }
+        let threads = if locations.iter().all(Location::is_local) {
+            crate::parallel::available()
+        } else {
+            16
+        };
+        let found = crate::parallel::map_on(&locations, threads, |l| l.exists());
+        for (at, ok) in locations.into_iter().zip(found) {
+            if !ok.map_err(|e| Error::io(&at, e))? {
+                return Ok(Some(at));
+            }
+        }
+        Ok(None)
     }
 
     pub fn data_path(&self, file: &AddFile) -> Result<Location> {

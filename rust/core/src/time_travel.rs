@@ -110,7 +110,11 @@ pub fn version_at(latest: &Snapshot, ts_ms: i64) -> Result<i64> {
     // In-commit timestamps: binary search over [max(earliest, E), latest] when the instant is at
     // or after the first of them.
     if let Some(e) = ict_from {
-        let lo = e.max(earliest);
+        // The first version at or after both whose commit is still there (a checkpoint may
+        // stand for a version whose commit file was cleaned up).
+        let lo = (e.max(earliest)..=latest.version())
+            .find(|v| mtimes.contains_key(v))
+            .unwrap_or(i64::MAX);
         if lo <= latest.version() {
             let first = ict(lo)?;
             if ts_ms >= first {
@@ -125,8 +129,8 @@ pub fn version_at(latest: &Snapshot, ts_ms: i64) -> Result<i64> {
                 }
                 return Ok(good);
             }
-            if lo == earliest {
-                return Err(too_early(earliest, first));
+            if lo == earliest || e <= earliest {
+                return Err(too_early(lo, first));
             }
         }
     }

@@ -527,6 +527,25 @@ impl Transaction {
                     self.root, self.read_version, f.name
                 )));
             }
+            // A clustering column must stay (as delta-spark refuses dropping one): change the
+            // clustering first.
+            let clustering = match self.domains.get(crate::clustering::DOMAIN) {
+                Some(_) => None, // changed in this transaction: checked when it was staged
+                None => crate::clustering::columns(self.snap()?)?,
+            };
+            for c in clustering.unwrap_or_default() {
+                if !proposed
+                    .fields
+                    .iter()
+                    .any(|f| f.name.eq_ignore_ascii_case(&c))
+                {
+                    return Err(Error::invalid(format!(
+                        "set_schema on {} (version {}): {c:?} is a clustering column; \
+                         set_clustering without it first",
+                        self.root, self.read_version
+                    )));
+                }
+            }
         }
         crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(
             |r| match r {
@@ -664,15 +683,6 @@ impl Transaction {
         self.open()?;
         self.clustering_provider = clustered.then(|| crate::clustering::PROVIDER.into());
         Ok(())
-    }
-
-    /// Stage a RESTORE of `target`, an earlier snapshot of this table (see [`crate::restore`]);
-    /// its operation metrics are set too. Nothing else may be staged.
-    pub fn restore(&mut self, target: &Snapshot) -> Result<crate::restore::Restored> {
-        self.open()?;
-        let r = crate::restore::stage(self, target)?;
-        self.operation_metrics = r.metrics();
-        Ok(r)
     }
 
     pub fn abort(&mut self) {

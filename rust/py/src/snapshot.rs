@@ -33,7 +33,7 @@ impl SnapshotHandle {
     /// The clustering columns (logical names), None when the table is not clustered.
     #[getter]
     fn clustering_columns(&self) -> PyResult<Option<Vec<String>>> {
-        self.inner.clustering_columns().py_err()
+        delta_occ_core::clustering_columns(&self.inner).py_err()
     }
 
     #[getter]

@@ -274,7 +274,7 @@ impl TransactionHandle {
         target: &SnapshotHandle,
     ) -> PyResult<BTreeMap<String, String>> {
         let target = target.inner().clone();
-        py.detach(|| self.txn().restore(&target))
+        py.detach(|| delta_occ_core::restore(&mut self.txn(), &target))
             .map(|r| r.metrics())
             .py_err()
     }

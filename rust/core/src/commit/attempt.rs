@@ -82,12 +82,18 @@ pub(super) fn prepare(txn: &Transaction) -> Result<Prepared> {
         .configuration
         .clone();
     let data_removal = txn.removes.iter().any(|r| r.data_change) || !txn.dv_deletes.is_empty();
-    if data_removal && is_true(&config, "delta.appendOnly") {
+    // Append-only binds the table as this commit finds it: a staged metadata (a RESTORE of an
+    // older version's) can neither lift it nor impose it on the commit that stages it.
+    let read_config = snap.map_or(&config, |s| &s.metadata().configuration);
+    if data_removal && is_true(read_config, "delta.appendOnly") {
         return Err(Error::invalid(format!(
             "{table} is append-only (delta.appendOnly=true): this transaction removes data"
         )));
     }
-    if data_removal && is_true(&config, "delta.enableChangeDataFeed") {
+    if data_removal
+        && (is_true(&config, "delta.enableChangeDataFeed")
+            || is_true(read_config, "delta.enableChangeDataFeed"))
+    {
         return Err(Error::UnsupportedFeature {
             table: table.clone(),
             version: Some(txn.read_version),

@@ -15,10 +15,10 @@ use crate::commit::winners::{check_winners, read_winners};
 use crate::commit::{checkpoint, log_cleanup, log_store};
 use crate::conflict::rows::ColumnCache;
 use crate::conflict::{Staged, WinningCommit};
-use crate::dv::descriptor::DvLocation;
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
 use crate::load;
+use crate::log::actions::AddFile;
 use crate::log::path::commit_path;
 use crate::log::segment::log_dir;
 use crate::snapshot::Snapshot;
@@ -335,46 +335,49 @@ fn backoff(opts: &CommitOptions, attempt: u32, table: &str) -> Result<()> {
 /// A transaction older than the table's VACUUM window may have had files it wrote deleted by a
 /// VACUUM (they looked unreferenced and old enough): before committing, such a transaction
 /// checks that every file it adds still exists, and fails instead of committing a reference to
-/// a missing file. Younger transactions skip the check: their files are all newer than any
-/// window's start. The margin (half the window, at most 5 minutes) covers clock skew between
-/// this machine and the store's timestamps.
+/// a missing file. A younger transaction checks only the adds of files older than the window
+/// (a RESTORE re-adding files removed long ago, which a VACUUM may be deleting right now); its
+/// own files are all newer than any window's start. The margin (half the window, at most 5
+/// minutes) covers clock skew between this machine and the store's timestamps.
 fn check_files_survived_vacuum(txn: &Transaction, m: &Materialized, now: i64) -> Result<()> {
     let Some(snap) = &txn.snapshot else {
         return Ok(());
     };
     let window =
         crate::vacuum::configured_retention_ms(snap).unwrap_or(crate::vacuum::DEFAULT_RETENTION_MS);
+    let margin = (window / 2).min(300_000);
     let age = now.saturating_sub(txn.began_ms);
-    if age.saturating_add((window / 2).min(300_000)) < window {
+    let old_txn = age.saturating_add(margin) >= window;
+    let window_start = now.saturating_sub(window).saturating_add(margin);
+    let check: Vec<&AddFile> = m
+        .adds
+        .iter()
+        .filter(|a| old_txn || a.modification_time < window_start)
+        .collect();
+    let Some(at) = snap.first_missing(check)? else {
         return Ok(());
-    }
-    let mut locations = Vec::new();
-    for a in &m.adds {
-        locations.push(snap.data_path(a)?);
-        if let Some(d) = &a.deletion_vector {
-            if let Ok(DvLocation::File { path, .. }) = d.location(&txn.root) {
-                locations.push(path);
-            }
-        }
-    }
-    for at in locations {
-        if !at.exists().map_err(|e| Error::io(&at, e))? {
-            return Err(Error::io(
-                &at,
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!(
-                        "a file this transaction added no longer exists: the transaction is {} s old, \
-                         older than the table's VACUUM window ({} s), and a VACUUM removed the file. \
-                         Nothing was committed; run the operation again",
-                        age / 1000,
-                        window / 1000
-                    ),
-                ),
-            ));
-        }
-    }
-    Ok(())
+    };
+    let why = if old_txn {
+        format!(
+            "the transaction is {} s old, older than the table's VACUUM window ({} s), and a VACUUM removed the file",
+            age / 1000,
+            window / 1000
+        )
+    } else {
+        format!(
+            "the file is older than the table's VACUUM window ({} s) and a VACUUM removed it",
+            window / 1000
+        )
+    };
+    Err(Error::io(
+        at,
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "a file this transaction added no longer exists: {why}. Nothing was committed; run the operation again"
+            ),
+        ),
+    ))
 }
 
 /// After a put whose outcome is unknown: `None` if commit `version` is absent, `Some(true)` if it

@@ -106,11 +106,12 @@ def test_deltaspark_reads_dvs_and_time_travel(ds, tmp_path):
     assert occ_rows(path, cols) == sort_rows(expected.values()) == spark_rows(ds, path, cols)
 
 
-def test_deltaspark_reads_our_checkpoints_without_the_commits_before_them(ds, tmp_path):
+@pytest.mark.parametrize("policy", ["classic", "v2"])
+def test_deltaspark_reads_our_checkpoints_without_the_commits_before_them(ds, tmp_path, policy):
     path = tmp_path / "cp"
     schema = pa.schema([("id", pa.int64()), ("p", pa.int32())])
     t = docc.Table.create(str(path), schema, partition_by=["p"],
-                          properties={**DV, "delta.checkpointInterval": "3"})
+                          properties={**DV, "delta.checkpointInterval": "3", "delta.checkpointPolicy": policy})
     live = set()
     for batch in range(7):  # versions 1..7, deletes interleaved: tombstones and DVs in the checkpoint
         ids = list(range(batch * 4, batch * 4 + 4))
@@ -120,8 +121,10 @@ def test_deltaspark_reads_our_checkpoints_without_the_commits_before_them(ds, tm
             t.delete(f"id = {ids[1]}")
             live.discard(ids[1])
     log = path / "_delta_log"
-    checkpoints = sorted(log.glob("*.checkpoint.parquet"))
+    # classic: <v>.checkpoint.parquet; V2: <v>.checkpoint.<uuid>.parquet with sidecars
+    checkpoints = sorted(n for n in log.glob("*.checkpoint*.parquet") if (n.name.count(".") == 2) == (policy == "classic"))
     assert checkpoints, "delta.checkpointInterval=3 must have produced a checkpoint"
+    assert bool(list(log.glob("_sidecars/*.parquet"))) == (policy == "v2")
     last = json.loads((log / "_last_checkpoint").read_text())
     assert int(checkpoints[-1].name.split(".")[0]) == last["version"]
     # what a log cleanup leaves: nothing before the checkpoint, so delta-spark must read it
@@ -131,6 +134,26 @@ def test_deltaspark_reads_our_checkpoints_without_the_commits_before_them(ds, tm
     want = sort_rows([i, i % 3] for i in live)
     assert spark_rows(ds, path, ["id", "p"]) == want
     assert occ_rows(path, ["id", "p"]) == want
+
+
+def test_deltaspark_reads_and_optimizes_our_clustered_table(ds, tmp_path):
+    """Our `delta.clustering` domain is delta-spark's format: DESCRIBE DETAIL names the columns,
+    and delta-spark's own OPTIMIZE clusters our table by them; both read the same rows."""
+    path = tmp_path / "clustered"
+    schema = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("y", pa.int64())])
+    t = docc.Table.create(str(path), schema, cluster_by=["x", "y"])
+    for b in range(4):
+        ids = list(range(b * 50, b * 50 + 50))
+        t.append(pa.table({"id": ids, "x": [i % 7 for i in ids], "y": [i % 11 for i in ids]}, schema=schema))
+    t.optimize()  # ours: clusteringProvider=liquid
+    want = sort_rows([i, i % 7, i % 11] for i in range(200))
+    assert spark_rows(ds, path, ["id", "x", "y"]) == want
+    detail = ds.sql(f"DESCRIBE DETAIL delta.`{path}`")["last"][0]
+    assert ["x", "y"] in detail, detail
+    ds.sql(f"INSERT INTO delta.`{path}` VALUES (1000, 3, 4)", f"OPTIMIZE delta.`{path}`")
+    want = sort_rows([[i, i % 7, i % 11] for i in range(200)] + [[1000, 3, 4]])
+    assert occ_rows(path, ["id", "x", "y"]) == want == spark_rows(ds, path, ["id", "x", "y"])
+    assert docc.Table(str(path)).snapshot().clustering_columns == ["x", "y"]
 
 
 @pytest.mark.parametrize("mode", ["name", "id"])

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow, _core, _rows, identity
+from . import _core, _rows, identity
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
 from .constraints import Compiled, Rule, compile_rule, first_broken
@@ -292,8 +292,7 @@ class ArrowEngine:
             if not data.num_rows:
                 files_per_bin.append(0)
                 continue
-            keys = data.select(list(columns)).combine_chunks().to_batches()[0]
-            data = data.take(_arrow.array(_core.zorder_permutation(keys)))
+            data = data.take(_optimize.zorder_order(data, columns))
             pieces = [data.slice(start, per_file) for start in range(0, data.num_rows, per_file)]
             files_per_bin.append(len(lay.write_many(self.txn, pieces, data_change=False)))
         return Compacted(rows_out, files_per_bin)

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Protocol, Seq
 
 import pyarrow as pa
 
+from .. import _arrow, _core
 from .._args import int_arg
 from ..exceptions import InvalidArgumentError
 from ..instant import Now
@@ -91,6 +92,11 @@ def zorder(engine: Compactor, columns: Sequence[str], target_file_size: Optional
     else:
         engine.record(commit_info.optimize(where, target, bins, compacted.rows, zorder_by=cols))
     return len(bins)
+
+
+def zorder_order(rows: pa.Table, columns: Sequence[str]) -> pa.Array:
+    """Row indices of ``rows`` in the core's Z-order of ``columns`` (both engines order by it)."""
+    return _arrow.array(_core.zorder_permutation(rows.select(list(columns)).combine_chunks().to_batches()[0]))
 
 
 def zorder_columns(snap: Any, columns: Any) -> List[str]:
@@ -199,6 +205,6 @@ def check_one_file_per_bin(files_per_bin: Sequence[int]) -> None:
 
 
 __all__ = [
-    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "zorder", "zorder_columns", "rows_per_file", "purge", "purge_bins", "target_size", "compaction_bins",
-    "provenance_tag", "check_one_file_per_bin",
+    "PROVENANCE_TAG", "DEFAULT_TARGET_FILE_SIZE", "Compacted", "Compactor", "optimize", "target_size", "compaction_bins",
+    "zorder", "zorder_order", "zorder_columns", "rows_per_file", "purge", "purge_bins", "provenance_tag", "check_one_file_per_bin",
 ]

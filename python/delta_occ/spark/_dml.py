@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
-from .. import _arrow, _core
 from .._write import Layout
 from ..exceptions import InvalidArgumentError
 from ..identity import IdentityColumn
@@ -278,8 +277,7 @@ class SparkEngine:
             n = mine.num_rows
             if not n:
                 continue
-            order = _arrow.array(_core.zorder_permutation(mine.select(list(columns)).combine_chunks().to_batches()[0]))
-            ordered = mine.select([FILE, ROW]).take(order)
+            ordered = mine.select([FILE, ROW]).take(_optimize.zorder_order(mine, columns))
             per = rows_per_file[b]
             pieces = -(-n // per)
             first = len(groups)

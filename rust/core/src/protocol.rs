@@ -250,21 +250,29 @@ fn legacy_features(p: &Protocol) -> (Vec<&'static str>, Vec<&'static str>) {
 /// `current` with the writer features `add` (table features: writer 7), or `None` if it
 /// already supports them all.
 pub fn with_writer_features(current: &Protocol, add: &[&str]) -> Option<Protocol> {
+    let add: Vec<String> = add.iter().map(|s| s.to_string()).collect();
+    with_features(current, &[], &add)
+}
+
+/// `current` with the reader(-writer) features `need_r` and writer features `need_w`, as table
+/// features (3/7, or 1/7 without reader features), or `None` if it already supports them all
+/// (legacy protocol versions count with the features they imply).
+fn with_features(current: &Protocol, need_r: &[String], need_w: &[String]) -> Option<Protocol> {
     let (legacy_r, legacy_w) = legacy_features(current);
-    if add
-        .iter()
-        .all(|f| legacy_w.contains(f) || has_writer_feature(current, f))
-    {
+    let has_r = |f: &str| legacy_r.contains(&f) || has_reader_feature(current, f);
+    let has_w = |f: &str| legacy_w.contains(&f) || has_writer_feature(current, f);
+    if need_r.iter().all(|f| has_r(f)) && need_w.iter().all(|f| has_w(f)) {
         return None;
     }
     let mut reader: Vec<String> = current.reader_features.clone().unwrap_or_default();
     reader.extend(legacy_r.iter().map(|s| s.to_string()));
+    reader.extend(need_r.iter().cloned());
     reader.sort();
     reader.dedup();
     let mut writer: Vec<String> = current.writer_features.clone().unwrap_or_default();
     writer.extend(legacy_w.iter().map(|s| s.to_string()));
     writer.extend(reader.iter().cloned());
-    writer.extend(add.iter().map(|s| s.to_string()));
+    writer.extend(need_w.iter().cloned());
     writer.sort();
     writer.dedup();
     let reader_version = if reader.is_empty() {
@@ -288,36 +296,11 @@ pub fn upgrade_for(
     schema: &StructType,
 ) -> Result<Option<Protocol>> {
     let needed = for_new_table(props, schema)?;
-    let (legacy_r, legacy_w) = legacy_features(current);
-    let has_r = |f: &str| legacy_r.contains(&f) || has_reader_feature(current, f);
-    let has_w = |f: &str| legacy_w.contains(&f) || has_writer_feature(current, f);
-    let need_r: Vec<String> = needed.reader_features.clone().unwrap_or_default();
-    let need_w: Vec<String> = needed.writer_features.clone().unwrap_or_default();
-    if need_r.iter().all(|f| has_r(f)) && need_w.iter().all(|f| has_w(f)) {
-        return Ok(None);
-    }
-    let mut reader: Vec<String> = current.reader_features.clone().unwrap_or_default();
-    reader.extend(legacy_r.iter().map(|s| s.to_string()));
-    reader.extend(need_r);
-    reader.sort();
-    reader.dedup();
-    let mut writer: Vec<String> = current.writer_features.clone().unwrap_or_default();
-    writer.extend(legacy_w.iter().map(|s| s.to_string()));
-    writer.extend(reader.iter().cloned());
-    writer.extend(need_w);
-    writer.sort();
-    writer.dedup();
-    let reader_version = if reader.is_empty() {
-        current.min_reader_version.max(1)
-    } else {
-        3
-    };
-    Ok(Some(Protocol {
-        min_reader_version: reader_version,
-        min_writer_version: 7,
-        reader_features: (reader_version == 3).then_some(reader),
-        writer_features: Some(writer),
-    }))
+    Ok(with_features(
+        current,
+        needed.reader_features.as_deref().unwrap_or_default(),
+        needed.writer_features.as_deref().unwrap_or_default(),
+    ))
 }
 
 #[cfg(test)]

@@ -113,14 +113,14 @@ fn stage(txn: &mut Transaction, target: &Snapshot) -> Result<Restored> {
     let mut metadata = target.metadata().clone();
     let now = current.metadata();
     metadata.id = now.id.clone();
-    for (k, v) in &now.configuration {
-        if is_ict_key(k) {
-            metadata.configuration.insert(k.clone(), v.clone());
-        }
-    }
-    metadata
-        .configuration
-        .retain(|k, _| now.configuration.contains_key(k) || !is_ict_key(k));
+    // In-commit timestamp settings stay exactly as they are now.
+    metadata.configuration.retain(|k, _| !is_ict_key(k));
+    metadata.configuration.extend(
+        now.configuration
+            .iter()
+            .filter(|(k, _)| is_ict_key(k))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     metadata.schema_string = keep_identity_marks(&metadata.schema_string, &current.schema)?;
     // The same schema written differently (key order) is no change: a metadata action would
     // fail every concurrent writer for nothing.

@@ -106,28 +106,14 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
             }
         }
     }
-    let sidecars_deleted = if crate::protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
-        let keep_from = boundary.unwrap_or(i64::MIN);
-        let checkpoints: Vec<LogFile> = entries
-            .iter()
-            .filter_map(|e| {
-                let (version, kind) = parse_name(&e.name)?;
-                let is_checkpoint = matches!(
-                    kind,
-                    LogFileKind::ClassicCheckpoint | LogFileKind::UuidCheckpoint { .. }
-                );
-                (is_checkpoint && version >= keep_from).then(|| LogFile {
-                    version,
-                    kind,
-                    path: dir.join(&e.name),
-                    size: e.size,
-                })
-            })
-            .collect();
-        expire_sidecars(&dir, &checkpoints, cutoff.min(now_ms - SIDECAR_MIN_AGE_MS))?
-    } else {
-        0
-    };
+    let older_than = cutoff.min(now_ms - SIDECAR_MIN_AGE_MS);
+    let sidecars_deleted = expire_sidecars(
+        snap,
+        &dir,
+        &entries,
+        boundary.unwrap_or(i64::MIN),
+        older_than,
+    )?;
     Ok(Cleaned {
         boundary,
         deleted,
@@ -156,28 +142,8 @@ pub fn truncate_before(snap: &Snapshot) -> Result<Cleaned> {
         let at = dir.join(name);
         at.delete().map_err(|e| Error::io(&at, e))?;
     }
-    let sidecars_deleted = if crate::protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
-        let keep: Vec<LogFile> = entries
-            .iter()
-            .filter_map(|e| {
-                let (version, kind) = parse_name(&e.name)?;
-                let is_checkpoint = matches!(
-                    kind,
-                    LogFileKind::ClassicCheckpoint | LogFileKind::UuidCheckpoint { .. }
-                );
-                (is_checkpoint && version >= snap.version()).then(|| LogFile {
-                    version,
-                    kind,
-                    path: dir.join(&e.name),
-                    size: e.size,
-                })
-            })
-            .collect();
-        let now = chrono::Utc::now().timestamp_millis();
-        expire_sidecars(&dir, &keep, now - SIDECAR_MIN_AGE_MS)?
-    } else {
-        0
-    };
+    let older_than = chrono::Utc::now().timestamp_millis() - SIDECAR_MIN_AGE_MS;
+    let sidecars_deleted = expire_sidecars(snap, &dir, &entries, snap.version(), older_than)?;
     Ok(Cleaned {
         boundary: Some(snap.version()),
         deleted: doomed.len(),
@@ -201,9 +167,35 @@ fn expired_boundary(versions: &BTreeMap<i64, Version>) -> Option<i64> {
         .next_back()
 }
 
-/// Delete the sidecars older than `older_than` that none of `checkpoints` names. The checkpoints
-/// are read only when there is such a candidate.
-fn expire_sidecars(dir: &Location, checkpoints: &[LogFile], older_than: i64) -> Result<usize> {
+/// On a `v2Checkpoint` table, delete the sidecars older than `older_than` that no checkpoint
+/// of version `keep_from` or later (among the listed `entries`) names. The checkpoints are read
+/// only when there is such a candidate.
+fn expire_sidecars(
+    snap: &Snapshot,
+    dir: &Location,
+    entries: &[crate::storage::Entry],
+    keep_from: i64,
+    older_than: i64,
+) -> Result<usize> {
+    if !crate::protocol::has_writer_feature(snap.protocol(), "v2Checkpoint") {
+        return Ok(0);
+    }
+    let checkpoints: Vec<LogFile> = entries
+        .iter()
+        .filter_map(|e| {
+            let (version, kind) = parse_name(&e.name)?;
+            let is_checkpoint = matches!(
+                kind,
+                LogFileKind::ClassicCheckpoint | LogFileKind::UuidCheckpoint { .. }
+            );
+            (is_checkpoint && version >= keep_from).then(|| LogFile {
+                version,
+                kind,
+                path: dir.join(&e.name),
+                size: e.size,
+            })
+        })
+        .collect();
     let sidecars = dir.join("_sidecars");
     let listed = match sidecars.list(None, false) {
         Ok(l) => l,
@@ -218,7 +210,7 @@ fn expire_sidecars(dir: &Location, checkpoints: &[LogFile], older_than: i64) -> 
         return Ok(0);
     }
     let mut named = std::collections::HashSet::new();
-    for names in crate::parallel::map(checkpoints, crate::log::checkpoint::sidecar_names) {
+    for names in crate::parallel::map(&checkpoints, crate::log::checkpoint::sidecar_names) {
         named.extend(names?);
     }
     let mut deleted = 0;

@@ -73,3 +73,26 @@ def details() -> Dict[str, str]:
         elif current:
             out[current] += line + "\n"
     return out
+
+
+def appendix_table(heading_start: str) -> List[Dict[str, str]]:
+    """The markdown table of the INDEX.md appendix whose heading starts with ``heading_start``,
+    one dict per row (cells stripped; an empty cell is "")."""
+    index = GOLDEN / "INDEX.md"
+    if not index.exists():
+        return []
+    rows: List[Dict[str, str]] = []
+    header: Optional[List[str]] = None
+    inside = False
+    for line in index.read_text().splitlines():
+        if line.startswith("## "):
+            inside = line[3:].startswith(heading_start)
+            continue
+        if not inside or not line.startswith("|") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        else:
+            rows.append(dict(zip(header, cells)))
+    return rows

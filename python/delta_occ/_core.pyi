@@ -103,7 +103,7 @@ class TableHandle:
     ) -> "TransactionHandle":
         """The transaction that creates the table (read version -1)."""
     def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
-        """One commit's operation, commitInfo text, added/removed files, metadata/protocol flags."""
+        """One commit's operation, commitInfo text, added/removed/cdc files, metadata/protocol flags."""
 
 @final
 class TransactionHandle:
@@ -147,6 +147,8 @@ class TransactionHandle:
         tags: Optional[Dict[str, Optional[str]]] = None,
         modification_time: Optional[int] = None,
     ) -> None: ...
+    def add_cdc_file(self, path: str, partition_values: List[Tuple[str, Optional[str]]], size: int) -> None:
+        """Stage a ``cdc`` action for a change-data file written under ``_change_data/``."""
     def remove_file(self, path: str, data_change: bool = True) -> None: ...
     def delete_rows(self, path: str, positions: List[int]) -> None: ...
     def delete_rows_arrow(self, paths: List[str], batch: Tuple[object, object]) -> None:

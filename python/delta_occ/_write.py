@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _arrow, _core
+from . import _arrow, _core, change_data
 from ._read import DataColumns, keep_mask, read_file
 from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .constraints import Rules
@@ -51,6 +51,9 @@ class Layout:
         self.partition_columns: List[str] = snapshot.partition_columns
         props = snapshot.properties
         self.dv_enabled = snapshot.deletion_vectors_enabled
+        #: The change data feed is on: every operation that changes rows records them
+        #: (``write_changes``).
+        self.cdf = change_data.enabled(props)
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
@@ -183,6 +186,18 @@ class Layout:
             txn.add_file(rel, partition, size, stats, data_change=data_change, tags=tags)
         return [w[0] for w in written]
 
+    def write_changes(self, txn: Staging, changes: change_data.Changes) -> int:
+        """Write an operation's changed rows (kind, rows of the table schema) as change-data
+        files, one per partition, and stage their ``cdc`` actions; how many files."""
+        tables = [change_data.with_kind(rows.drop_columns([ROW]) if ROW in rows.column_names else rows, kind) for kind, rows in changes if rows.num_rows]
+        if not tables:
+            return 0
+        data = pa.concat_tables([t.select(self.schema.names + [change_data.CHANGE_TYPE]) for t in tables])
+        written = each(self._by_partition(data), lambda piece: self._encode(txn, piece[0], piece[1], changes=True))
+        for rel, partition, size, _ in written:
+            txn.add_cdc_file(rel, partition, size)
+        return len(written)
+
     def _by_partition(self, data: pa.Table) -> List[Tuple[pa.Table, Dict[str, Optional[str]]]]:
         if not self.partition_columns:
             return [(data, {})]
@@ -205,8 +220,11 @@ class Layout:
             out.append((data.filter(m), values))
         return out
 
-    def _encode(self, txn: Staging, data: pa.Table, partition: Dict[str, Optional[str]]) -> Tuple[str, Dict[str, Optional[str]], int, str]:
-        """Write one data file; its log path, partition values, size and stats (not staged)."""
+    def _encode(
+        self, txn: Staging, data: pa.Table, partition: Dict[str, Optional[str]], changes: bool = False
+    ) -> Tuple[str, Dict[str, Optional[str]], int, str]:
+        """Write one data file (with ``changes``, a change-data file: its rows keep their
+        ``_change_type``, no stats); its log path, partition values, size and stats (not staged)."""
         cols, out_fields = [], []
         for name in self.data_columns:
             field = self.physical.field(self.schema.get_field_index(name)).with_nullable(True)
@@ -215,15 +233,21 @@ class Layout:
                 col = pa.chunked_array([c.view(field.type) for c in col.chunks], type=field.type)
             cols.append(col)
             out_fields.append(field)
+        if changes:
+            cols.append(data.column(change_data.CHANGE_TYPE))
+            out_fields.append(pa.field(change_data.CHANGE_TYPE, pa.string()))
         physical = pa.Table.from_arrays(cols, schema=pa.schema(out_fields))
         if self.mode == "none":
             sub = "/".join(f"{k}={_escape(v)}" for k, v in partition.items())
         else:
             sub = uuid.uuid4().hex[:2]  # column mapping: no partition directories (Delta's layout)
-        rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        if changes:
+            rel = f"{change_data.DIRECTORY}/" + (sub + "/" if sub else "") + f"cdc-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        else:
+            rel = (sub + "/" if sub else "") + f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
         txn.bookkeeping.own_file(rel)  # before writing: a failure elsewhere still cleans this file up
         data_bytes = _write_parquet(self.storage, rel, physical)
-        return rel, partition, len(data_bytes), file_stats(physical, data_bytes)
+        return rel, partition, len(data_bytes), "" if changes else file_stats(physical, data_bytes)
 
 
 #: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL. One more than

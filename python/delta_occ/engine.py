@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from . import _core, _rows, identity
 from ._schema import arrow_widens, assignable, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
+from .change_data import DELETE, INSERT, POSTIMAGE, PREIMAGE, Changes
 from .constraints import Compiled, Rule, compile_rule, first_broken
 from .exceptions import InvalidArgumentError, PredicateError, SchemaMismatchError
 from .operations import append as _append
@@ -133,10 +134,15 @@ class ArrowEngine:
         cond = self._condition(where)
         removed = 0
         keep: List[pa.Table] = []
-        for path, old, hit, n in self._matched(where, cond, _condition_columns(cond) if lay.dv_enabled else None):
+        changes: Changes = []
+        for path, old, hit, n in self._matched(where, cond, _condition_columns(cond) if lay.dv_enabled and not lay.cdf else None):
             removed += n
+            if lay.cdf:
+                changes.append((DELETE, old.filter(hit)))
             keep.append(self._remove_rows(path, old, hit))
         lay.write(self.txn, concat(keep + [rows], lay.schema))
+        if lay.cdf:
+            lay.write_changes(self.txn, changes + [(INSERT, rows)])
         return removed, rows.num_rows
 
     # -- delete / update ---------------------------------------------------------------------
@@ -145,20 +151,32 @@ class ArrowEngine:
         lay, txn = self.lay, self.txn
         cond = self._condition(where)
         deleted = 0
+        changes: Changes = []
         if lay.dv_enabled:
-            for path, rows, hit, n in self._matched(where, cond, _condition_columns(cond)):
+            # (the change feed records whole rows: then every column is read)
+            for path, rows, hit, n in self._matched(where, cond, None if lay.cdf else _condition_columns(cond)):
                 deleted += n
+                if lay.cdf:
+                    changes.append((DELETE, rows.filter(hit)))
                 self._remove_rows(path, rows, hit)  # marks the rows in a DV, or removes the file: nothing to write
+            lay.write_changes(txn, changes)
             return deleted
         # The worker that read and matched a file also writes its other rows again (one file per
         # rewritten file, as Delta does): no wait for every file to be read before the first is
         # written, and each file's rows are let go once written.
         written: List[_Encoded] = []
-        for path, files, _, n in self._matched(where, cond, then=lambda rows, hit: lay.encode(txn, _kept(rows, hit))):
+
+        def rewrite(rows: pa.Table, hit: pa.Array) -> Tuple[List[_Encoded], Optional[pa.Table]]:
+            return lay.encode(txn, _kept(rows, hit)), rows.filter(hit) if lay.cdf else None
+
+        for path, (files, gone), _, n in self._matched(where, cond, then=rewrite):
             deleted += n
             txn.remove_file(path)
             written.extend(files)
+            if gone is not None:
+                changes.append((DELETE, gone))
         lay.stage(txn, written)
+        lay.write_changes(txn, changes)
         return deleted
 
     def expression(self, text: str) -> _core.RowExpr:
@@ -169,12 +187,17 @@ class ArrowEngine:
         cond = self._condition(where)
         updated = 0
         out: List[pa.Table] = []
+        changes: Changes = []
         for path, rows, hit, n in self._matched(where, cond):
             updated += n
-            changed = _apply(rows.filter(hit), lay.schema, assign, {c: c for c in lay.schema.names})
+            before = rows.filter(hit)
+            changed = lay.conform(_apply(before, lay.schema, assign, {c: c for c in lay.schema.names}))
             out.append(self._remove_rows(path, rows, hit))
-            out.append(lay.conform(changed))
+            out.append(changed)
+            if lay.cdf:
+                changes += [(PREIMAGE, before), (POSTIMAGE, changed)]
         lay.write(self.txn, concat(out, lay.schema))
+        lay.write_changes(self.txn, changes)
         return updated
 
     # -- merge -------------------------------------------------------------------------------
@@ -243,9 +266,14 @@ class ArrowEngine:
         if joined is None or src is None or delete is None:
             raise InvalidArgumentError("MERGE: write_merge before match")
         new_rows: List[pa.Table] = []
+        changes: Changes = []
+        if lay.cdf and plan.delete:
+            changes.append((DELETE, _target_side(joined.filter(delete), lay.schema)))
         if plan.update is not None:
             changed = joined.filter(pc.invert(delete))
             new_rows.append(lay.conform(_apply(changed, lay.schema, plan.update, {c: f"t.{c}" for c in lay.schema.names})))
+            if lay.cdf:
+                changes += [(PREIMAGE, _target_side(changed, lay.schema)), (POSTIMAGE, new_rows[-1])]
         for i, path in enumerate(self._files):
             in_file = touched.filter(pc.equal(touched.column("file"), i))
             if in_file.num_rows == 0:
@@ -264,7 +292,10 @@ class ArrowEngine:
             else:
                 new_rows.append(self._new_rows(lay.conform(_apply(unmatched, lay.schema, plan.insert, {}, "INSERT value")), list(plan.insert)))
             inserted = unmatched.num_rows
+            if lay.cdf:
+                changes.append((INSERT, new_rows[-1]))
         lay.write(self.txn, concat(new_rows, lay.schema))
+        lay.write_changes(self.txn, changes)
         return inserted
 
     # -- optimize ----------------------------------------------------------------------------
@@ -351,6 +382,11 @@ def _kept(rows: pa.Table, hit: pa.Array) -> pa.Table:
     """The rows a rewrite writes again (where `hit` is not TRUE), without positions."""
     kept = rows.drop_columns([ROW]) if ROW in rows.column_names else rows  # (before the filter: one column less to copy)
     return kept.filter(pc.invert(hit))
+
+
+def _target_side(joined: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The target rows of joined MERGE rows (``t.<column>``), as rows of the table."""
+    return pa.Table.from_arrays([joined.column(f"t.{f.name}") for f in schema], schema=schema)
 
 
 def _condition_columns(cond: Optional[_core.RowExpr]) -> List[str]:

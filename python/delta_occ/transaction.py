@@ -199,6 +199,17 @@ class Transaction(Lifecycle):
         t = None if tags is None else {str(k): None if v is None else str(v) for k, v in tags.items()}
         self._h.add_file(path, pv, size, stats, bool(data_change), t, modification_time)
 
+    def add_cdc_file(self, path: str, partition_values: Optional[Mapping[str, Optional[str]]] = None, size: int = 0) -> None:
+        """Stage a ``cdc`` action for a change-data file already written under the table's
+        ``_change_data/`` (rows of the data columns plus ``_change_type``; see
+        ``delta_occ.change_data``). Readers of the change feed then read this commit's changes
+        from its cdc files alone."""
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError(f"add_cdc_file: path must be a non-empty string, got {path!r}")
+        size = int_arg("add_cdc_file: size", size, 0)
+        pv = [(str(k), None if v is None else str(v)) for k, v in (partition_values or {}).items()]
+        self._h.add_cdc_file(path, pv, size)
+
     def remove_file(self, path: str, data_change: bool = True) -> None:
         """Stage a ``remove`` of a live file. This does not record a read; ``scan`` does."""
         self._h.remove_file(str(path), bool(data_change))

@@ -87,6 +87,11 @@ class SparkTransaction(Lifecycle):
         #: Its output directories are the transaction's: removed with it when it does not commit.
         self.job = Job(txn.bookkeeping)
         self.touched: Set[str] = set()
+        #: On a table with the change data feed: whether an operation appended rows without
+        #: recording them, and whether one recorded changes (a commit with change-data files is
+        #: read from them alone, so the two cannot share a commit; see ``_dml.SparkEngine``).
+        self.appended_unrecorded = False
+        self.changes_recorded = False
         self.result: Optional[CommitResult] = None
         #: Seconds spent in Spark jobs that find rows ("spark") and on the driver staging and
         #: committing ("driver"); for benchmarks and for users sizing their jobs.

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
 from .._write import Layout
+from ..change_data import DELETE, INSERT, POSTIMAGE, PREIMAGE
 from ..exceptions import InvalidArgumentError
 from ..identity import IdentityColumn
 from ..operations import append as _append
@@ -31,7 +32,7 @@ from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, read_plan
 from ._session import F
-from ._write import GROUP, conform, new_rows, write, write_groups
+from ._write import GROUP, conform, new_rows, write, write_changes, write_groups
 
 if TYPE_CHECKING:
     from . import SparkTransaction
@@ -78,6 +79,18 @@ class SparkEngine:
         return new_rows(self.txn, self.lay, conform(data, self.lay), data.columns)
 
     def write(self, rows: DataFrame) -> Written:
+        """An append's rows. With the change data feed, after an operation of this transaction
+        recorded changes, they are recorded as inserts too."""
+        if self.lay.cdf and self.ctx.changes_recorded:
+            rows = rows.localCheckpoint()
+            written = self._write_rows(rows)
+            self._changes([(INSERT, rows)])
+            return written
+        if self.lay.cdf:
+            self.ctx.appended_unrecorded = True
+        return self._write_rows(rows)
+
+    def _write_rows(self, rows: DataFrame) -> Written:
         before = self.ctx.job.rows
         paths, _ = write(self.spark, self.lay, self.txn, self.ctx.job, rows)
         return Written(self.ctx.job.rows - before, len(paths))
@@ -91,7 +104,23 @@ class SparkEngine:
 
     def replace(self, where: Optional[str], rows: DataFrame) -> Tuple[int, int]:
         removed = self.remove_matching(where)
-        return removed, self.write(rows).rows
+        if self.lay.cdf:
+            rows = rows.localCheckpoint()  # written twice (data, changes): the same rows both times
+        written = self._write_rows(rows).rows
+        if self.lay.cdf:
+            self._changes([(INSERT, rows)])
+        return removed, written
+
+    def _changes(self, changes: List[Tuple[str, DataFrame]]) -> None:
+        """Record an operation's changed rows in the change feed (``delta_occ.change_data``)."""
+        if self.ctx.appended_unrecorded:
+            raise InvalidArgumentError(
+                f"{self.lay.root} has the change data feed on: this transaction appended rows before an operation that changes rows, "
+                "and a commit with change-data files is read from them alone; commit the append first (or append after the change)"
+            )
+        self.ctx.changes_recorded = True
+        with self.ctx.timed("spark"):
+            write_changes(self.spark, self.lay, self.txn, self.ctx.job, changes)
 
     # -- delete / update ---------------------------------------------------------------------
 
@@ -100,10 +129,14 @@ class SparkEngine:
         plan, where_expr = self._scan_where(where)
         if not len(plan):
             return 0
-        if where_expr is None:  # every row goes: no need to read any
+        if where_expr is None:  # every row goes: no need to read any (but the change feed's)
+            if self.lay.cdf:
+                self._changes([(DELETE, read_plan(self.spark, plan))])
             self._remove_files(plan.paths)
             return sum(_live_rows(plan))
         cond = where_expr.condition()
+        if self.lay.cdf:
+            self._changes([(DELETE, read_plan(self.spark, plan).filter(cond))])
         rows = read_plan(self.spark, plan, where_expr.columns, positions=True)
         with ctx.timed("spark"):
             hits = rows.filter(where_expr.filter()).select(FILE, ROW).toArrow()
@@ -126,6 +159,8 @@ class SparkEngine:
         names = [f.name for f in plan.logical.fields]
         changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names}, col)
         hits = rows.filter(cond).select(FILE, ROW).toArrow()
+        if self.lay.cdf and hits.num_rows:
+            self._changes([(PREIMAGE, rows.filter(cond).drop(FILE, ROW)), (POSTIMAGE, changed)])
         rewrite = self._stage_hits(plan, hits)
         out = changed
         if rewrite:
@@ -206,9 +241,14 @@ class SparkEngine:
         touched = touched.rename_columns([FILE, ROW])
         rewrite = self._stage_hits(self._plan, touched)
         parts: List[DataFrame] = []
+        names = [f.name for f in self.schema]
+        changes: List[Tuple[str, DataFrame]] = []
+        if self.lay.cdf and plan.delete:
+            changes.append((DELETE, joined.filter(self._is_del).select(*[self._tq(c).alias(c) for c in names])))
         if plan.update is not None and self._updated:
-            names = [f.name for f in self.schema]
             parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve))
+            if self.lay.cdf:
+                changes += [(PREIMAGE, joined.filter(~self._is_del).select(*[self._tq(c).alias(c) for c in names])), (POSTIMAGE, parts[-1])]
         if rewrite:
             gone = self.spark.createDataFrame(touched)
             parts.append(target.filter(_in_files(rewrite)).join(gone, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))
@@ -221,14 +261,20 @@ class SparkEngine:
             else:
                 base = {f.name: F.lit(None).cast(f.dataType) for f in self.ctx.logical.fields}
                 ins = new_rows(self.txn, self.lay, self._project(unmatched, plan.insert, base, resolve), list(plan.insert))
+            if self.lay.cdf:
+                ins = ins.localCheckpoint()  # written twice (data, changes): the same rows both times
             inserted = ins.count()
             if inserted:
                 parts.append(ins)
+                if self.lay.cdf:
+                    changes.append((INSERT, ins))
         if parts:
             out = parts[0]
             for p in parts[1:]:
                 out = out.unionByName(p)
             write(self.spark, self.lay, self.txn, self.ctx.job, out)
+        if changes:
+            self._changes(changes)
         return inserted
 
     # -- optimize ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 
-from .. import identity
+from .. import change_data, identity
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
 from ..exceptions import ConstraintViolationError, InvalidArgumentError, SchemaMismatchError
@@ -47,8 +47,8 @@ class Job:
         self.rows = 0  # rows in the files staged so far
         self.written: List[int] = []  # the group of each file staged, in order
 
-    def new_dir(self) -> str:
-        d = f"spark-{uuid.uuid4().hex}"
+    def new_dir(self, parent: str = "") -> str:
+        d = f"{parent}spark-{uuid.uuid4().hex}"
         self.bookkeeping.own_dir(d)
         return d
 
@@ -131,10 +131,23 @@ def write(
         return _write(spark, lay, txn, job, df, data_change)
 
 
-def _write(spark: Session, lay: Layout, txn: Staging, job: Job, df: DataFrame, data_change: bool) -> Tuple[List[str], Optional[pa.Table]]:
+def write_changes(spark: Session, lay: Layout, txn: Staging, job: Job, changes: Sequence[Tuple[str, DataFrame]]) -> None:
+    """Write an operation's changed rows (kind, rows of the table's columns) as change-data
+    files under ``_change_data/`` and stage their ``cdc`` actions (``delta_occ.change_data``):
+    one Spark job for all kinds."""
+    frames = [df.withColumn(change_data.CHANGE_TYPE, F.lit(kind)) for kind, df in changes]
+    if not frames:
+        return
+    out = reduce(lambda a, b: a.unionByName(b), frames)
+    _write(spark, lay, txn, job, out, data_change=False, changes=True)
+
+
+def _write(
+    spark: Session, lay: Layout, txn: Staging, job: Job, df: DataFrame, data_change: bool, changes: bool = False
+) -> Tuple[List[str], Optional[pa.Table]]:
     parts = lay.partition_columns
     if not parts:
-        return write_groups(spark, lay, txn, job, df, None, {0: ({}, None)}, data_change), None
+        return write_groups(spark, lay, txn, job, df, None, {0: ({}, None)}, data_change, changes), None
     tuples = df.select(*[col(c) for c in parts]).distinct().toArrow()
     if tuples.num_rows == 0:
         return [], tuples
@@ -148,7 +161,7 @@ def _write(spark: Session, lay: Layout, txn: Staging, job: Job, df: DataFrame, d
     # The data was evaluated twice (tuples, then rows): a nondeterministic source must not lose rows.
     group = F.when(F.col(GROUP).isNull(), F.raise_error(F.lit("delta-occ: the data changed between its two reads (nondeterministic source?); cache it first"))).otherwise(F.col(GROUP))
     joined = joined.select(*[col(c) for c in df.columns], group.alias(GROUP))
-    return write_groups(spark, lay, txn, job, joined, GROUP, groups, data_change), tuples
+    return write_groups(spark, lay, txn, job, joined, GROUP, groups, data_change, changes), tuples
 
 
 _BROKEN = re.compile(r"delta-occ rule (\d+) broken by (.*?) end of row", re.S)
@@ -204,10 +217,12 @@ def write_groups(
     group_col: Optional[str],
     groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]],
     data_change: bool,
+    changes: bool = False,
 ) -> List[str]:
     """Write `df` (logical names, plus `group_col` when given) with one output directory per
-    group; `groups` maps a group number to its partition values and add tags."""
-    out_dir = job.new_dir()
+    group; `groups` maps a group number to its partition values and add tags. With `changes`,
+    change-data files: `df` has `_change_type` too, and they go under `_change_data/`."""
+    out_dir = job.new_dir(change_data.DIRECTORY + "/" if changes else "")
     phys = physical_schema(json_schema(lay), lay.mode)
     logical = logical_schema(json_schema(lay))
     cols: List[Column] = []
@@ -218,6 +233,8 @@ def write_groups(
         if pf.dataType != lf.dataType:
             c = c.cast(pf.dataType)
         cols.append(c.alias(pf.name, metadata=pf.metadata) if pf.metadata else c.alias(pf.name))
+    if changes:
+        cols.append(F.col(change_data.CHANGE_TYPE))
     if group_col is not None:
         cols.append(F.col(group_col))
     writer = df.select(*cols).write.mode("error")
@@ -225,7 +242,7 @@ def write_groups(
         writer = writer.partitionBy(group_col)
     with session_conf(spark, **_WRITE_CONF):
         writer.parquet(lay.storage.hadoop_path(out_dir))
-    return stage_written(lay, txn, job, out_dir, group_col, groups, data_change)
+    return stage_written(lay, txn, job, out_dir, group_col, groups, data_change, changes)
 
 
 def stage_written(
@@ -236,6 +253,7 @@ def stage_written(
     group_col: Optional[str],
     groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]],
     data_change: bool,
+    changes: bool = False,
 ) -> List[str]:
     """Stage what the job wrote into ``out_dir`` (relative to the table root), listed and read
     (footers only) through the table's storage: a local directory or an object store."""
@@ -260,6 +278,10 @@ def stage_written(
         if rows == 0:
             storage.delete(rel)  # Spark writes one empty file for an empty DataFrame
             continue
+        if changes:
+            txn.add_cdc_file(rel, values, size)
+            paths.append(rel)
+            continue
         txn.add_file(rel, values, size, stats, data_change=data_change, tags=tags)
         paths.append(rel)
         job.rows += rows
@@ -267,4 +289,4 @@ def stage_written(
     return paths
 
 
-__all__ = ["Job", "conform", "write", "write_groups", "GROUP"]
+__all__ = ["Job", "conform", "write", "write_changes", "write_groups", "GROUP"]

@@ -9,7 +9,8 @@ use crate::dv::DeletionBitmap;
 use crate::error::{Error, Result};
 use crate::isolation::{self, IsolationLevel};
 use crate::log::actions::{
-    remove_of, AddExtra, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
+    remove_of, AddExtra, AddFile, CdcFile, DomainMetadata, Metadata, PartitionValues, Protocol,
+    RemoveFile,
 };
 use crate::predicate::Predicate;
 use crate::protocol;
@@ -56,6 +57,8 @@ pub struct Transaction {
     pub(crate) read: ReadSet,
     pub(crate) adds: Vec<AddFile>,
     pub(crate) removes: Vec<RemoveFile>,
+    /// Change-data files (tables with the change data feed): written next to the data changes.
+    pub(crate) cdc: Vec<CdcFile>,
     pub(crate) dv_deletes: BTreeMap<Box<str>, DeletionBitmap>,
     pub(crate) txns: BTreeMap<String, i64>,
     pub(crate) domains: BTreeMap<String, DomainMetadata>,
@@ -118,6 +121,7 @@ impl Transaction {
             read: ReadSet::default(),
             adds: Vec::new(),
             removes: Vec::new(),
+            cdc: Vec::new(),
             dv_deletes: BTreeMap::new(),
             txns: BTreeMap::new(),
             domains: BTreeMap::new(),
@@ -308,6 +312,51 @@ impl Transaction {
                 ..Default::default()
             }
             .boxed(),
+        });
+        Ok(())
+    }
+
+    /// Stage a `cdc` action: a change-data file already written under `_change_data/` (rows of
+    /// the data columns plus `_change_type`; partition values as for `add_file`).
+    pub fn add_cdc_file(
+        &mut self,
+        path: &str,
+        partition_values: Vec<(String, Option<String>)>,
+        size: i64,
+    ) -> Result<()> {
+        self.open()?;
+        let (schema, mapping, partition_columns) = self.layout()?;
+        let rel = relative_data_path(&self.root, path)?;
+        if !rel.starts_with("_change_data/") {
+            return Err(Error::invalid(format!(
+                "add_cdc_file({path:?}): change-data files live under _change_data/ of {}",
+                self.root
+            )));
+        }
+        if size < 0 {
+            return Err(Error::invalid(format!(
+                "add_cdc_file({path:?}): size must be >= 0, got {size}"
+            )));
+        }
+        let pv = physical_partition_values(
+            &schema,
+            mapping,
+            &partition_columns,
+            partition_values,
+            path,
+        )?;
+        let log_path: Box<str> = crate::uri::encode_log_path(&rel).into();
+        if self.cdc.iter().any(|c| c.path == log_path) {
+            return Err(Error::invalid(format!(
+                "add_cdc_file({path:?}): the transaction already has this change-data file"
+            )));
+        }
+        self.cdc.push(CdcFile {
+            path: log_path,
+            partition_values: pv,
+            size,
+            data_change: false,
+            tags: None,
         });
         Ok(())
     }
@@ -694,6 +743,7 @@ impl Transaction {
     pub fn num_staged(&self) -> usize {
         self.adds.len()
             + self.removes.len()
+            + self.cdc.len()
             + self.dv_deletes.len()
             + self.txns.len()
             + self.domains.len()

@@ -241,6 +241,15 @@ impl TableHandle {
             removed.append(f)?;
         }
         d.set_item("removed", removed)?;
+        let cdc = PyList::empty(py);
+        for c in &w.cdc {
+            let f = PyDict::new(py);
+            f.set_item("path", &*c.path)?;
+            f.set_item("partition_values", values(&c.partition_values))?;
+            f.set_item("size", c.size)?;
+            cdc.append(f)?;
+        }
+        d.set_item("cdc", cdc)?;
         d.set_item("metadata_changed", w.metadata.is_some())?;
         d.set_item("protocol_changed", w.protocol.is_some())?;
         d.set_item(

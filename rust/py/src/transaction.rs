@@ -163,6 +163,17 @@ impl TransactionHandle {
             .py_err()
     }
 
+    fn add_cdc_file(
+        &self,
+        path: &str,
+        partition_values: Vec<(String, Option<String>)>,
+        size: i64,
+    ) -> PyResult<()> {
+        self.txn()
+            .add_cdc_file(path, partition_values, size)
+            .py_err()
+    }
+
     #[pyo3(signature = (path, data_change=true))]
     fn remove_file(&self, path: &str, data_change: bool) -> PyResult<()> {
         self.txn().remove_file(path, data_change).py_err()

@@ -90,16 +90,16 @@ pub(super) fn prepare(txn: &Transaction) -> Result<Prepared> {
             "{table} is append-only (delta.appendOnly=true): this transaction removes data"
         )));
     }
-    if data_removal
+    // A change-feed reader derives a commit without cdc files from its adds and removes, which
+    // is right for whole files only: rows marked in a deletion vector would be missed.
+    if !txn.dv_deletes.is_empty()
+        && txn.cdc.is_empty()
         && (is_true(&config, "delta.enableChangeDataFeed")
             || is_true(read_config, "delta.enableChangeDataFeed"))
     {
-        return Err(Error::UnsupportedFeature {
-            table: table.clone(),
-            version: Some(txn.read_version),
-            what: "change data feed".into(),
-            detail: "removing data from a table with delta.enableChangeDataFeed=true needs cdc files, which delta-occ does not write yet".into(),
-        });
+        return Err(Error::invalid(format!(
+            "{table} has delta.enableChangeDataFeed=true: a commit that deletes rows through deletion vectors must record them in cdc files (delta-occ's DELETE, UPDATE, MERGE and overwrite do)"
+        )));
     }
     let mut dv = BTreeMap::new();
     for (path, rows) in &txn.dv_deletes {
@@ -351,6 +351,9 @@ pub(super) fn serialize(
     for a in &m.adds {
         line(a.to_json()?);
     }
+    for c in &txn.cdc {
+        line(c.to_json());
+    }
     Ok(out)
 }
 
@@ -361,6 +364,7 @@ pub(super) fn serialize(
 pub(super) fn is_empty_commit(txn: &Transaction, p: &Prepared, m: &Materialized) -> bool {
     m.adds.is_empty()
         && m.removes.is_empty()
+        && txn.cdc.is_empty()
         && txn.txns.is_empty()
         && txn.domains.is_empty()
         && p.metadata.is_none()

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::log::actions::{
-    Action, Actions, AddFile, DomainMetadata, Metadata, PartitionValues, Protocol, RemoveFile,
-    StatsText, Txn,
+    Action, Actions, AddFile, CdcFile, DomainMetadata, Metadata, PartitionValues, Protocol,
+    RemoveFile, StatsText, Txn,
 };
 use crate::log::json;
 use crate::log::path::commit_path;
@@ -31,6 +31,8 @@ pub struct WinningCommit {
     pub protocol: Option<Protocol>,
     pub txns: Vec<Txn>,
     pub domains: Vec<DomainMetadata>,
+    /// Change-data files: not table data, so no check reads them; kept for the change feed.
+    pub cdc: Vec<CdcFile>,
 }
 
 impl WinningCommit {
@@ -62,6 +64,7 @@ impl WinningCommit {
                 Action::Txn(x) => w.txns.push(x),
                 Action::Domain(x) => w.domains.push(x),
                 Action::CommitInfo(c) => w.commit_info = Some(c.into()),
+                Action::Cdc(x) => w.cdc.push(x),
                 Action::Sidecar(_) | Action::CheckpointMetadata => {}
             }
         }

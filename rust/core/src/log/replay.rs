@@ -110,7 +110,7 @@ impl LogState {
                     }
                 }
                 Action::CommitInfo(c) => self.commit_info = Some(c),
-                Action::Sidecar(_) | Action::CheckpointMetadata => {}
+                Action::Sidecar(_) | Action::CheckpointMetadata | Action::Cdc(_) => {}
             }
         }
     }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::{
-    Action, Actions, AddExtra, AddFile, DomainMetadata, Metadata, PartitionInterner, Protocol,
-    RemoveFile, Sidecar, StatsText, Txn,
+    Action, Actions, AddExtra, AddFile, CdcFile, DomainMetadata, Metadata, PartitionInterner,
+    Protocol, RemoveFile, Sidecar, StatsText, Txn,
 };
 use crate::dv::descriptor::DeletionVectorDescriptor;
 
@@ -35,6 +35,22 @@ pub(crate) struct JsonLine<'a> {
     sidecar: Option<Box<Sidecar>>,
     #[serde(borrow, default)]
     checkpoint_metadata: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cdc: Option<Box<JsonCdc<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonCdc<'a> {
+    #[serde(borrow)]
+    path: Cow<'a, str>,
+    #[serde(borrow)]
+    partition_values: &'a RawValue,
+    size: i64,
+    #[serde(default)]
+    data_change: bool,
+    #[serde(default)]
+    tags: Option<BTreeMap<String, Option<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -195,6 +211,15 @@ impl<'a> JsonLine<'a> {
         if self.checkpoint_metadata.is_some() {
             out.push(Action::CheckpointMetadata);
         }
+        if let Some(c) = self.cdc {
+            out.push(Action::Cdc(CdcFile {
+                path: c.path.into(),
+                partition_values: interner.json(c.partition_values.get())?,
+                size: c.size,
+                data_change: c.data_change,
+                tags: c.tags,
+            }));
+        }
         Ok(())
     }
 }
@@ -250,5 +275,32 @@ mod tests {
             .to_string()
             .contains("stats must be a string"));
         assert!(parse(&line("12")).is_err());
+    }
+
+    /// A `cdc` line as delta-spark writes it (protocol "Add CDC File") parses into a cdc action
+    /// and is written back with the same fields.
+    #[test]
+    fn cdc_action_round_trips() {
+        let text = r#"{"cdc":{"path":"_change_data/p=x/cdc-00000-a.c000.snappy.parquet","partitionValues":{"p":"x"},"size":928,"dataChange":false}}"#;
+        let j: JsonLine = serde_json::from_str(text).unwrap();
+        let mut out = Actions::default();
+        j.into_actions(
+            None,
+            &mut out,
+            &mut PartitionInterner::default(),
+            &mut StatsSink::Keep,
+        )
+        .unwrap();
+        let [Action::Cdc(c)] = out.other.as_slice() else {
+            panic!("one cdc action expected, got {:?}", out.other)
+        };
+        assert_eq!(&*c.path, "_change_data/p=x/cdc-00000-a.c000.snappy.parquet");
+        assert_eq!(c.size, 928);
+        assert!(!c.data_change);
+        let back = c.to_json();
+        assert_eq!(
+            back,
+            serde_json::from_str::<serde_json::Value>(text).unwrap()
+        );
     }
 }

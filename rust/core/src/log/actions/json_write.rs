@@ -1,6 +1,6 @@
 //! Actions as JSON, for the commits delta-occ writes.
 
-use super::{AddFile, PartitionValues, RemoveFile};
+use super::{AddFile, CdcFile, PartitionValues, RemoveFile};
 
 pub fn partition_values_json(pv: &PartitionValues) -> serde_json::Value {
     let mut m = serde_json::Map::new();
@@ -75,5 +75,22 @@ impl RemoveFile {
             m.insert("defaultRowCommitVersion".into(), v.into());
         }
         serde_json::json!({ "remove": m })
+    }
+}
+
+impl CdcFile {
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("path".into(), self.path.as_ref().into());
+        m.insert(
+            "partitionValues".into(),
+            partition_values_json(&self.partition_values),
+        );
+        m.insert("size".into(), self.size.into());
+        m.insert("dataChange".into(), self.data_change.into());
+        if let Some(t) = &self.tags {
+            m.insert("tags".into(), serde_json::to_value(t).unwrap_or_default());
+        }
+        serde_json::json!({ "cdc": m })
     }
 }

@@ -92,6 +92,18 @@ impl RemoveFile {
     }
 }
 
+/// A `cdc` action: a change-data file (rows with `_change_type`) of one commit. Readers of the
+/// change feed use a commit's cdc files instead of its adds and removes; they are never table
+/// data, so replay and the conflict checks pass them by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CdcFile {
+    pub path: Box<str>,
+    pub partition_values: PartitionValues,
+    pub size: i64,
+    pub data_change: bool,
+    pub tags: Option<BTreeMap<String, Option<String>>>,
+}
+
 /// A remove for a live file, carrying its extended metadata.
 pub fn remove_of(f: &AddFile, data_change: bool) -> RemoveFile {
     RemoveFile {
@@ -195,6 +207,7 @@ pub enum Action {
     CommitInfo(Box<str>),
     Sidecar(Sidecar),
     CheckpointMetadata,
+    Cdc(CdcFile),
 }
 
 /// Parsed actions of a commit, a checkpoint, or a part of one. Adds are kept apart: they are

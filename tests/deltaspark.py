@@ -139,8 +139,10 @@ class DeltaSpark:
     def try_sql(self, *sqls: str) -> Dict[str, Any]:
         return self.call({"op": "sql", "sqls": list(sqls)})
 
-    def rows(self, path: str, columns: Optional[List[str]] = None, version: Optional[int] = None) -> List[List[Any]]:
-        out = self.call({"op": "rows", "path": str(path), "columns": columns, "version": version})
+    def rows(
+        self, path: str, columns: Optional[List[str]] = None, version: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> List[List[Any]]:
+        out = self.call({"op": "rows", "path": str(path), "columns": columns, "version": version, "options": options})
         if not out["ok"]:
             raise DeltaSparkError(json.dumps(out)[:3000])
         return out["rows"]

@@ -6,7 +6,8 @@ own noise on stdout cannot be mistaken for an answer). One SparkSession for the 
 Jobs (``{"op": ..., ...}``):
 
 * ``sql``: run statements (``sqls``: list) in order; answer ``{"ok": true}`` or the error.
-* ``rows``: ``SELECT * FROM delta.`path```, optionally ``version``; rows as lists in ``columns``
+* ``rows``: ``SELECT * FROM delta.`path```, optionally ``version`` and reader ``options`` (such
+  as ``readChangeFeed``); rows as lists in ``columns``
   order, sorted by the driver (the caller compares sets).
 * ``start``: run ``sqls`` in a background thread named ``name``; a statement may call the Python
   UDF ``docc_block(token, value)`` (returns true) which, on its first call for ``token``, touches
@@ -147,6 +148,8 @@ class Driver:
             reader = self.spark.read.format("delta")
             if job.get("version") is not None:
                 reader = reader.option("versionAsOf", job["version"])
+            for key, value in (job.get("options") or {}).items():
+                reader = reader.option(key, str(value))
             df = reader.load(job["path"])
             cols = job.get("columns") or df.columns
             rows = [_jsonable([r[c] for c in cols]) for r in df.select(*cols).collect()]

@@ -238,6 +238,10 @@ def test_spark_feed_matches_the_model(spark, tmp_path, dv, partitioned):
     t = docc.Table(str(tmp_path / "t"))
     assert snapshot_rows(t, t.version) == collections.Counter(model.rows)
     check_feed(t, changes, 1)
+    df = st.read_change_feed(2, 3)
+    assert sorted(r["_change_type"] for r in df.collect()) == sorted(
+        k for c in changes[1:3] for k, rows in c.items() for _ in rows
+    )
 
 
 def test_spark_append_then_change_in_one_transaction_is_refused(spark, tmp_path):
@@ -317,3 +321,39 @@ def test_our_dml_on_the_golden_cdf_dv_table(tmp_path):
     ours = sorted((r["id"], r["comment"]) for r in t.snapshot().to_pyarrow().to_pylist())
     theirs = kernel_rows(t)
     assert sorted((r["id"], r["comment"]) for r in theirs.to_pylist()) == ours
+
+
+@pytest.mark.parametrize("winner", ["update", "optimize", "merge"])
+def test_row_level_rebase_keeps_the_feed(tmp_path, winner):
+    """A DELETE that loses the race to a change of other rows of its file (row-level
+    concurrency) or to a compaction of that file commits after rebasing: its change-data files
+    still hold exactly the row it deleted, the winner's feed its own changes, and the feed over
+    both nets out to the difference of the snapshots (model: the two operations in commit order)."""
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=dict(PROPS, **{"delta.enableDeletionVectors": "true"}))
+    model = Model()
+    t.append(rows_table([row(i, f"a{i}") for i in range(10)]))
+    model.append([row(i, f"a{i}") for i in range(10)])
+    t.append(rows_table([row(i, f"a{i}") for i in range(10, 20)]))
+    model.append([row(i, f"a{i}") for i in range(10, 20)])
+    loser = t.begin()
+    loser.delete("id = 2")
+    if winner == "update":
+        t.update("id = 4", {"v": "'u'"})
+        won = model.update(lambda r: r[0] == 4, "u")
+    elif winner == "merge":
+        t.merge(rows_table([row(5, "m5"), row(30, "m30")]), on="t.id = s.id", when_matched_update={"v": "s.v"}, when_not_matched_insert=True)
+        won = model.merge([row(5, "m5"), row(30, "m30")], lambda r: False)
+    else:
+        t.optimize()
+        won = {}
+        assert len(t.snapshot().files()) == 1
+    result = loser.commit()
+    assert result.rebased_over == [3], result
+    lost = model.delete(lambda r: r[0] == 2)
+    assert snapshot_rows(t, t.refresh()) == collections.Counter(model.rows)
+    assert feed_by_kind(t.read_change_feed(3, 3)) == expected_by_kind(won)
+    assert feed_by_kind(t.read_change_feed(4, 4)) == expected_by_kind(lost)
+    net = collections.Counter()
+    for r in t.read_change_feed(1).to_pylist():
+        net[(r["id"], r["v"], r["p"])] += 1 if r["_change_type"] in ("insert", "update_postimage") else -1
+    assert +net == collections.Counter(model.rows) and not -net

@@ -668,3 +668,27 @@ def test_change_feed_both_ways_with_deltaspark(ds, tmp_path):
     assert theirs == sort_rows([[5, "a5", "delete", 5], [6, "a6", "update_preimage", 6], [6, "x", "update_postimage", 6]])
     ours = docc.Table(str(path)).read_change_feed(5)
     assert sort_rows(zip(*(ours[c].to_pylist() for c in feed_cols))) == theirs
+
+
+def test_deltaspark_reads_our_row_ids_and_continues_them(ds, tmp_path):
+    """Row tracking (issue 30): delta-spark's ``_metadata.row_id`` / ``row_commit_version`` of our
+    table are the ids our commits handed out (baseRowId + physical position, worked out by hand
+    from protocol-notes §6), a DV DELETE keeps them, delta-spark's own INSERT and UPDATE continue
+    above our mark (its UPDATE keeps the row's id in the materialized column our create named),
+    and our next append takes ids above delta-spark's mark."""
+    path = tmp_path / "rt"
+    schema = pa.schema([("id", pa.int64())])
+    t = docc.Table.create(str(path), schema, properties={"delta.enableRowTracking": "true", **DV})
+    t.append(pa.table({"id": [10, 11, 12]}, schema=schema))  # v1: row ids 0..2
+    t.append(pa.table({"id": [13, 14]}, schema=schema))  # v2: row ids 3..4
+    t.delete("id = 11")  # v3: DV, ids kept
+    q = f"SELECT id, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv FROM delta.`{path}`"
+    got = sort_rows(ds.sql(q)["last"])
+    assert got == [[10, 0, 1], [12, 2, 1], [13, 3, 2], [14, 4, 2]]
+    ds.sql(f"INSERT INTO delta.`{path}` VALUES (15)", f"UPDATE delta.`{path}` SET id = 130 WHERE id = 13")  # v4: id 5; v5
+    # delta-spark's UPDATE wrote row 130 to a new file: the row keeps id 3 (materialized), the
+    # file still takes a fresh baseRowId (6), so the mark is 6 and our append takes 7.
+    t.append(pa.table({"id": [16]}, schema=schema))  # v6
+    got = sorted(ds.sql(q)["last"])
+    assert got == [[10, 0, 1], [12, 2, 1], [14, 4, 2], [15, 5, 4], [16, 7, 6], [130, 3, 5]]
+    assert sorted(r[0] for r in occ_rows(path, ["id"])) == [10, 12, 14, 15, 16, 130]

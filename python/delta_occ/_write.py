@@ -21,6 +21,7 @@ from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_
 from .constraints import Rules
 from .exceptions import InvalidArgumentError, SchemaMismatchError
 from .identity import IdentityColumn, identity_columns
+from .operations import row_tracking
 from .operations.conform import check_writable, data_columns, unenforced_rules
 from .operations.protocols import Staging
 from .scan_plan import scan_plan
@@ -54,6 +55,8 @@ class Layout:
         #: The change data feed is on: every operation that changes rows records them
         #: (``write_changes``).
         self.cdf = change_data.enabled(props)
+        #: The table, when its rows must keep their ids (``operations.row_tracking``).
+        self.keeps_row_ids: Optional[str] = self.root if row_tracking.enabled(props) else None
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}

@@ -167,7 +167,9 @@ class ArrowEngine:
         written: List[_Encoded] = []
 
         def rewrite(rows: pa.Table, hit: pa.Array) -> Tuple[List[_Encoded], Optional[pa.Table]]:
-            return lay.encode(txn, _kept(rows, hit)), rows.filter(hit) if lay.cdf else None
+            how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, False, lay.keeps_row_ids)
+            kept = lay.encode(txn, _kept(rows, hit)) if how is Removal.REWRITE else []
+            return kept, rows.filter(hit) if lay.cdf else None
 
         for path, (files, gone), _, n in self._matched(where, cond, then=rewrite):
             deleted += n
@@ -346,7 +348,7 @@ class ArrowEngine:
         """Stage the removal of the rows where `hit` is TRUE; return the rows that must be
         written again (a rewrite; empty otherwise)."""
         lay = self.lay
-        how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, lay.dv_enabled)
+        how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, lay.dv_enabled, lay.keeps_row_ids)
         if how is Removal.DELETION_VECTOR:
             self.txn.delete_rows(path, rows.filter(hit).column(ROW))
             return lay.schema.empty_table()

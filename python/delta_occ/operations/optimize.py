@@ -16,6 +16,7 @@ from ..exceptions import InvalidArgumentError
 from ..instant import Now
 from . import commit_info
 from .protocols import Engine, Staging
+from .row_tracking import refuse_copies
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
 PROVENANCE_TAG = "delta-occ.compactedFrom"
@@ -33,9 +34,6 @@ class Compacted(NamedTuple):
 
 
 class Compactor(Engine, Protocol):
-    @property
-    def txn(self) -> Staging: ...
-
     def zorder(self, bins: List[List[BinFile]], columns: Sequence[str], rows_per_file: Sequence[int]) -> Compacted:
         """Write each bin's live rows in the Z-order of ``columns`` (the core's curve), as files
         of about ``rows_per_file[i]`` rows, untagged (their rows come from many inputs)."""
@@ -53,6 +51,7 @@ class Compactor(Engine, Protocol):
 
 def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
     """Returns the number of bins staged (0: nothing to compact, and no commit)."""
+    refuse_copies(engine.txn, "OPTIMIZE")
     clustering = engine.txn.snapshot.clustering_columns
     if clustering:
         # OPTIMIZE of a clustered table clusters: the Z-order of its clustering columns.
@@ -76,6 +75,7 @@ def zorder(engine: Compactor, columns: Sequence[str], target_file_size: Optional
     there, as delta-spark does)."""
     where = Now().text(where)
     snap = engine.txn.snapshot
+    refuse_copies(engine.txn, "OPTIMIZE")
     if not clustered and snap.clustering_columns:
         raise InvalidArgumentError(f"zorder_by: the table is clustered by {snap.clustering_columns}; OPTIMIZE (without zorder_by) clusters it")
     target = target_size(snap.properties, target_file_size)
@@ -132,6 +132,7 @@ def purge(engine: Compactor) -> int:
     """REORG TABLE ... APPLY (PURGE): every live file with a deletion vector rewritten alone
     without its deleted rows (dataChange=false, provenance-tagged like any compaction). Returns
     the number of files rewritten (0: none had a deletion vector, and no commit)."""
+    refuse_copies(engine.txn, "purging deletion vectors")
     bins = purge_bins(engine.txn)
     compacted = engine.compact(bins) if bins else Compacted(0, [])
     check_one_file_per_bin(compacted.files_per_bin)

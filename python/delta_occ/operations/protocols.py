@@ -74,6 +74,11 @@ class Engine(Protocol):
         """The table's identity columns (``delta_occ.identity``)."""
         ...
 
+    @property
+    def txn(self) -> Staging:
+        """The transaction the operation stages on."""
+        ...
+
     def record(self, record: OperationRecord) -> None: ...
 
 

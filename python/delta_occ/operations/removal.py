@@ -4,6 +4,9 @@ the same files and DVs behind (tests/test_spark_engine.py holds them to it)."""
 from __future__ import annotations
 
 import enum
+from typing import Optional
+
+from . import row_tracking
 
 
 class Removal(enum.Enum):
@@ -15,11 +18,16 @@ class Removal(enum.Enum):
     REWRITE = "rewrite"
 
 
-def choose(hits: int, live: int, dv_enabled: bool) -> Removal:
-    """The removal of ``hits`` of a file's ``live`` rows."""
+def choose(hits: int, live: int, dv_enabled: bool, keeps_row_ids: Optional[str] = None) -> Removal:
+    """The removal of ``hits`` of a file's ``live`` rows. ``keeps_row_ids``: the table, when its
+    rows must keep their ids (``row_tracking``): a rewrite would copy rows, and is refused."""
     if hits >= live:
         return Removal.FILE
-    return Removal.DELETION_VECTOR if dv_enabled else Removal.REWRITE
+    if dv_enabled:
+        return Removal.DELETION_VECTOR
+    if keeps_row_ids is not None:
+        raise row_tracking.copy_refused(keeps_row_ids, "removing some rows of a file without deletion vectors")
+    return Removal.REWRITE
 
 
 __all__ = ["Removal", "choose"]

@@ -372,7 +372,7 @@ class SparkEngine:
         live = _live_rows(plan)
         dv_files, rewrite = [], []
         for i, n in zip(counts.column(FILE).to_pylist(), counts.column("count_all").to_pylist()):
-            how = choose(n, live[i], self.lay.dv_enabled)
+            how = choose(n, live[i], self.lay.dv_enabled, self.lay.keeps_row_ids)
             if how is Removal.DELETION_VECTOR:
                 dv_files.append(i)
                 continue

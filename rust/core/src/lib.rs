@@ -24,6 +24,7 @@ mod predicate;
 mod properties;
 mod protocol;
 mod restore;
+mod row_tracking;
 mod rule;
 mod schema;
 mod schema_arrow;

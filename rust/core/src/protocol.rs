@@ -110,7 +110,17 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
     if schema.has_identity_columns() {
         writer.push("identityColumns");
     }
-    for unsupported in ["delta.enableRowTracking", "delta.enableTypeWidening"] {
+    // Row ids are handed out by the commit (`row_tracking`); their mark is a domain.
+    if is_true(props, "delta.enableRowTracking") {
+        if is_true(props, "delta.rowTrackingSuspended") {
+            return Err(Error::invalid(
+                "delta.enableRowTracking and delta.rowTrackingSuspended must not both be true",
+            ));
+        }
+        writer.push("rowTracking");
+        writer.push("domainMetadata");
+    }
+    for unsupported in ["delta.enableTypeWidening"] {
         if is_true(props, unsupported) {
             return Err(Error::UnsupportedFeature {
                 table: "(new table)".into(),
@@ -186,6 +196,7 @@ pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "v2Checkpoint",
     "vacuumProtocolCheck",
     "clustering",
+    "rowTracking",
 ];
 
 /// Refuse to write a table whose protocol this client cannot honour.
@@ -342,8 +353,19 @@ mod tests {
         assert_eq!((p.min_reader_version, p.min_writer_version), (3, 7));
         assert_eq!(p.reader_features.unwrap(), vec!["deletionVectors"]);
         assert_eq!(p.writer_features.unwrap(), vec!["deletionVectors"]);
+        // Row tracking: writer-only, with the domainMetadata feature its mark lives in.
         props.insert("delta.enableRowTracking".into(), "true".into());
+        let p = for_new_table(&props, &schema).unwrap();
+        assert_eq!(
+            p.writer_features.unwrap(),
+            vec!["deletionVectors", "domainMetadata", "rowTracking"]
+        );
+        props.insert("delta.rowTrackingSuspended".into(), "true".into());
         assert!(for_new_table(&props, &schema).is_err());
+        props.remove("delta.rowTrackingSuspended");
+        props.insert("delta.enableTypeWidening".into(), "true".into());
+        assert!(for_new_table(&props, &schema).is_err());
+        props.remove("delta.enableTypeWidening");
         // An identity column (protocol: `delta.identity.*` column metadata) asks for its feature.
         let identity = StructType::parse(
             r#"{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,
@@ -431,10 +453,10 @@ mod tests {
         rt.writer_features
             .as_mut()
             .unwrap()
-            .push("rowTracking".into());
+            .push("icebergCompatV2".into());
         assert!(check_writable(&rt, "t", 1)
             .unwrap_err()
             .to_string()
-            .contains("rowTracking"));
+            .contains("icebergCompatV2"));
     }
 }

@@ -223,7 +223,8 @@ pub fn begin_create(
         Err(e @ Error::Storage { .. }) => return Err(e),
         Err(_) => {}
     }
-    let (schema_value, properties) = prepare_schema(schema_string, properties)?;
+    let (schema_value, mut properties) = prepare_schema(schema_string, properties)?;
+    crate::row_tracking::name_materialized_columns(&mut properties);
     let schema_string = schema_value.to_string();
     let schema = StructType::parse(&schema_string).map_err(Error::invalid)?;
     check_columns(&schema, &partition_by)?;

@@ -626,12 +626,31 @@ impl Transaction {
         self.stage_metadata(m)
     }
 
-    fn stage_metadata(&mut self, m: Metadata) -> Result<()> {
+    fn stage_metadata(&mut self, mut m: Metadata) -> Result<()> {
         IsolationLevel::of_table(&m.configuration)?;
+        crate::row_tracking::name_materialized_columns(&mut m.configuration);
         let schema = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
         let current = self.current_protocol()?;
         if let Some(p) = protocol::upgrade_for(&current, &m.configuration, &schema)? {
             self.protocol = Some(p);
+        }
+        // Readers of a table with row tracking enabled rely on every live file having row ids.
+        if crate::row_tracking::enabled(&m.configuration) {
+            if let Some(f) = self
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.files().iter().find(|f| f.base_row_id().is_none()))
+            {
+                return Err(Error::UnsupportedFeature {
+                    table: self.root.to_string(),
+                    version: Some(self.read_version),
+                    what: "row tracking".into(),
+                    detail: format!(
+                        "enabling row tracking needs every live file to have row ids first ({} has none), a backfill delta-occ does not do yet; create the table with delta.enableRowTracking=true",
+                        f.path
+                    ),
+                });
+            }
         }
         self.metadata = Some(m);
         Ok(())

@@ -10,7 +10,7 @@ use crate::conflict::{self, DvChange, Staged};
 use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
-use crate::log::actions::{remove_of, AddFile, Metadata, Protocol, RemoveFile};
+use crate::log::actions::{remove_of, AddFile, DomainMetadata, Metadata, Protocol, RemoveFile};
 use crate::log::path::commit_path;
 use crate::log::segment::log_dir;
 use crate::protocol::{self, is_true};
@@ -36,6 +36,8 @@ pub(super) struct Prepared {
     /// row-level rules (`exact`) or file-level rules plus compaction remapping (§4 rule 5).
     pub(super) dv_table: Option<bool>,
     pub(super) txn_id: String,
+    /// On a table that assigns row ids (`row_tracking`): the high-water mark as read.
+    pub(super) row_id_mark: Option<i64>,
 }
 
 /// The file actions of one attempt, with DV files written.
@@ -45,6 +47,10 @@ pub(super) struct Materialized {
     pub(super) metrics: BTreeMap<String, String>,
     /// The DV file this materialization wrote (referenced only if its attempt lands).
     pub(super) dv_file: Option<Location>,
+    /// Which adds take fresh row ids at each attempt (`row_tracking::fresh`).
+    pub(super) fresh_row_ids: Vec<bool>,
+    /// The `delta.rowTracking` domain of this attempt, when it handed out ids.
+    pub(super) row_id_domain: Option<DomainMetadata>,
 }
 
 pub(super) fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
@@ -152,6 +158,14 @@ pub(super) fn prepare(txn: &Transaction) -> Result<Prepared> {
             )
         });
     let dv_table = snap.filter(|s| s.deletion_vectors_enabled());
+    let row_id_mark = if crate::row_tracking::assigns_ids(protocol_now, &config) {
+        Some(crate::row_tracking::high_water_mark(
+            snap.and_then(|s| s.state.domains.get(crate::row_tracking::DOMAIN)),
+            &table,
+        )?)
+    } else {
+        None
+    };
     Ok(Prepared {
         staged: Staged {
             adds: txn.adds.clone(),
@@ -169,6 +183,7 @@ pub(super) fn prepare(txn: &Transaction) -> Result<Prepared> {
         ict_newly_enabled: ict_newly_enabled && txn.read_version >= 0,
         dv_table: dv_table.map(|_| txn.opts.row_level),
         txn_id: uuid::Uuid::new_v4().to_string(),
+        row_id_mark,
     })
 }
 
@@ -254,10 +269,12 @@ pub(super) fn materialize(root: &Location, st: &Staged) -> Result<Materialized> 
         metrics.insert("numOutputRows".into(), n.to_string());
     }
     Ok(Materialized {
+        fresh_row_ids: crate::row_tracking::fresh(&adds),
         adds,
         removes,
         metrics,
         dv_file,
+        row_id_domain: None,
     })
 }
 
@@ -343,6 +360,9 @@ pub(super) fn serialize(
         line(json!({ "txn": { "appId": app_id, "version": v, "lastUpdated": now } }));
     }
     for d in txn.domains.values() {
+        line(json!({ "domainMetadata": d }));
+    }
+    if let Some(d) = &m.row_id_domain {
         line(json!({ "domainMetadata": d }));
     }
     for r in &m.removes {

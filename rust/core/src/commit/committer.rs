@@ -120,6 +120,8 @@ fn run_attempts(
     let cache = ColumnCache::default();
     let mut rows_resolved = 0u64;
     let mut attempt: u32 = 0;
+    // The newest row-id high-water mark known: as read, then as the winners moved it.
+    let mut row_id_mark = prepared.row_id_mark;
     loop {
         attempt += 1;
         tried.push(attempt_version);
@@ -146,6 +148,15 @@ fn run_attempts(
         // tombstones by this time.
         for r in &mut actions.as_mut().expect("materialized above").removes {
             r.deletion_timestamp = Some(ict.unwrap_or(now));
+        }
+        if let Some(mark) = row_id_mark {
+            // Fresh ids above the newest mark, at the version this attempt writes.
+            let m = actions.as_mut().expect("materialized above");
+            let fresh = std::mem::take(&mut m.fresh_row_ids);
+            let new_mark =
+                crate::row_tracking::assign(&mut m.adds, &fresh, mark, attempt_version, &table);
+            m.fresh_row_ids = fresh;
+            m.row_id_domain = new_mark?.map(crate::row_tracking::domain);
         }
         let m = actions.as_ref().expect("materialized above");
         check_files_survived_vacuum(txn, m, now)?;
@@ -278,6 +289,15 @@ fn run_attempts(
             actions = None;
         }
         for (passed, w) in checked.passed.into_iter().zip(&winners) {
+            if let (Some(mark), Some(d)) = (
+                row_id_mark,
+                w.domains
+                    .iter()
+                    .rfind(|d| d.domain == crate::row_tracking::DOMAIN),
+            ) {
+                row_id_mark =
+                    Some(mark.max(crate::row_tracking::high_water_mark(Some(d), &table)?));
+            }
             checks.push(CheckRecord::passed(w, passed));
             rebased_over.push(w.version);
             if w.in_commit_timestamp.is_some() {
@@ -599,6 +619,47 @@ mod tests {
 
     fn commit_ok(txn: &mut Transaction) -> CommitResult {
         commit(txn, "WRITE", &BTreeMap::new(), &CommitOptions::default()).unwrap()
+    }
+
+    /// Row tracking under a race (protocol-notes §6.4, delta-spark's reassignment): the loser of
+    /// two blind appends takes ids above the winner's mark and the version it lands at.
+    #[test]
+    fn row_ids_are_rebased_over_a_winner() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = table(dir.path(), &[("delta.enableRowTracking", "true")]);
+        let stats = |n: i64| Some(format!(r#"{{"numRecords":{n}}}"#));
+        let put = |txn: &mut Transaction, name: &str, n: i64| {
+            txn.add_file(
+                &format!("p=1/{name}.parquet"),
+                vec![("p".into(), Some("1".into()))],
+                10,
+                stats(n),
+                true,
+                None,
+                None,
+            )
+            .unwrap()
+        };
+        let mut loser = begin(&mut t);
+        put(&mut loser, "loser", 5);
+        let mut winner = begin(&mut t);
+        put(&mut winner, "winner", 3);
+        assert_eq!(commit_ok(&mut winner).version, 1);
+        let r = commit_ok(&mut loser);
+        assert_eq!((r.version, r.rebased_over.clone()), (2, vec![1]));
+        t.refresh().unwrap();
+        let snap = t.latest();
+        let ids = |name: &str| {
+            let f = snap.files().iter().find(|f| f.path.contains(name)).unwrap();
+            (f.base_row_id(), f.default_row_commit_version())
+        };
+        assert_eq!(ids("winner"), (Some(0), Some(1)));
+        assert_eq!(ids("loser"), (Some(3), Some(2)));
+        let mark = crate::row_tracking::high_water_mark(
+            snap.state.domains.get(crate::row_tracking::DOMAIN),
+            "t",
+        );
+        assert_eq!(mark.unwrap(), 7);
     }
 
     #[test]

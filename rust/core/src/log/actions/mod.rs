@@ -64,6 +64,11 @@ impl AddFile {
         self.extra.as_ref()?.base_row_id
     }
 
+    /// The rarely present fields, created empty on first use.
+    pub fn extra_mut(&mut self) -> &mut AddExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
     pub fn default_row_commit_version(&self) -> Option<i64> {
         self.extra.as_ref()?.default_row_commit_version
     }

@@ -1,0 +1,198 @@
+"""Row tracking (issue 30, "Row tracking"; the protocol's rules as protocol-notes §6 gives them):
+every add of a table with the ``rowTracking`` feature gets ``baseRowId`` (the first file of a
+table takes 0, each next one starts one above the ``delta.rowTracking`` high-water mark, which
+moves by the file's physical rows) and ``defaultRowCommitVersion`` (the version it lands at); a
+file re-committed with a larger DV keeps both; a commit that lost a race takes ids above the
+winner's mark. The expected ids are worked out from those rules by hand in each test;
+delta-kernel-rs reads the rows back. Operations that would copy rows (and so need materialized
+row ids, not written yet) are typed errors with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Dict, List, Tuple
+
+import pyarrow as pa
+import pytest
+
+import delta_occ as docc
+from delta_occ import exceptions as exc
+
+from helpers import kernel_rows
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+RT = {"delta.enableRowTracking": "true"}
+RT_DV = {**RT, "delta.enableDeletionVectors": "true"}
+
+
+def rows(ids: List[int]) -> pa.Table:
+    return pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA)
+
+
+def log_actions(path) -> Dict[int, List[dict]]:
+    log = os.path.join(str(path), "_delta_log")
+    out = {}
+    for name in sorted(os.listdir(log)):
+        if name.endswith(".json"):
+            out[int(name.split(".")[0])] = [json.loads(line) for line in open(os.path.join(log, name))]
+    return out
+
+
+def live_ids(t: docc.Table) -> Dict[str, Tuple[int, int, int]]:
+    """path -> (baseRowId, defaultRowCommitVersion, numRecords), from the log's adds."""
+    live: Dict[str, Tuple[int, int, int]] = {}
+    for _, actions in sorted(log_actions(t.path).items()):
+        for a in actions:
+            if "remove" in a:
+                live.pop(a["remove"]["path"], None)
+            if "add" in a:
+                add = a["add"]
+                live[add["path"]] = (add.get("baseRowId"), add.get("defaultRowCommitVersion"), json.loads(add["stats"])["numRecords"])
+    return live
+
+
+def mark(t: docc.Table) -> int:
+    found = -1
+    for _, actions in sorted(log_actions(t.path).items()):
+        for a in actions:
+            d = a.get("domainMetadata")
+            if d and d["domain"] == "delta.rowTracking":
+                found = json.loads(d["configuration"])["rowIdHighWaterMark"]
+    return found
+
+
+def test_fresh_ids_follow_the_mark(tmp_path):
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT_DV)
+    proto = t.snapshot().protocol
+    assert {"rowTracking", "domainMetadata"} <= set(proto["writer_features"])
+    assert "rowTracking" not in (proto.get("reader_features") or [])  # a writer-only feature
+    t.append(rows([0, 1, 2]))  # v1: ids 0..2
+    t.append(rows([3, 4, 5, 6]))  # v2: ids 3..6
+    ids = sorted(live_ids(t).values())
+    assert ids == [(0, 1, 3), (3, 2, 4)]
+    assert mark(t) == 6
+    # A DV DELETE re-commits the file with its own ids; no id is handed out, the mark stays.
+    t.delete("id = 4")
+    assert sorted(live_ids(t).values()) == [(0, 1, 3), (3, 2, 4)]
+    assert mark(t) == 6
+    assert not any("domainMetadata" in a for a in log_actions(t.path)[3])
+    t.append(rows([7]))  # v4: id 7
+    assert sorted(live_ids(t).values()) == [(0, 1, 3), (3, 2, 4), (7, 4, 1)]
+    assert mark(t) == 7
+    assert sorted(kernel_rows(t).column("id").to_pylist()) == [0, 1, 2, 3, 5, 6, 7]
+
+
+def test_racing_appends_take_disjoint_ids_at_their_versions(tmp_path):
+    """Six threads append 5 batches each: the id ranges of all files are disjoint and cover
+    0..mark exactly, each file's defaultRowCommitVersion is the version whose commit added it."""
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT)
+    errors: List[BaseException] = []
+
+    def worker(k: int) -> None:
+        tbl = docc.Table(str(tmp_path / "t"))
+        try:
+            for b in range(5):
+                tbl.append(rows([k * 100 + b * 10 + j for j in range(k + 1)]))
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    added_at = {a["add"]["path"]: v for v, acts in log_actions(t.path).items() for a in acts if "add" in a}
+    ranges = []
+    for path, (base, version, n) in live_ids(t).items():
+        assert version == added_at[path], path
+        ranges.append((base, base + n - 1))
+    ranges.sort()
+    assert ranges[0][0] == 0
+    for (_, hi), (lo, _) in zip(ranges, ranges[1:]):
+        assert lo == hi + 1  # no overlap, no gap: every id handed out once
+    assert ranges[-1][1] == mark(t) == 5 * sum(k + 1 for k in range(6)) - 1
+    rebased = [json.loads(json.dumps(a["commitInfo"])) for acts in log_actions(t.path).values() for a in acts if "commitInfo" in a]
+    assert any(c.get("deltaOcc", {}).get("attempt", 1) > 1 for c in rebased), "no commit retried: the race was not exercised"
+
+
+@pytest.mark.parametrize(
+    "op,what",
+    [
+        (lambda t: t.update("id = 1", {"v": "'x'"}), "UPDATE"),
+        (lambda t: t.optimize(), "OPTIMIZE"),
+        (lambda t: t.optimize(zorder_by=["id"]), "OPTIMIZE"),
+        (lambda t: t.merge(rows([1, 9]), on="t.id = s.id", when_matched_update={"v": "s.v"}, when_not_matched_insert=True), "WHEN MATCHED UPDATE"),
+    ],
+    ids=["update", "optimize", "zorder", "merge-update"],
+)
+def test_operations_that_copy_rows_are_refused(tmp_path, op, what):
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT_DV)
+    t.append(rows([0, 1, 2]))
+    t.append(rows([3]))
+    with pytest.raises(exc.UnsupportedFeatureError, match=what) as e:
+        op(t)
+    assert e.value.feature == "rowTracking"
+    assert t.refresh() == 2
+    # Inserting MERGE and DV DELETE do not copy rows: they work.
+    t.merge(rows([1, 9]), on="t.id = s.id", when_not_matched_insert=True)
+    t.delete("id = 0")
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 9]
+
+
+def test_rewrite_without_dvs_is_refused_whole_files_are_not(tmp_path):
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT)
+    t.append(rows([0, 1]))
+    t.append(rows([2]))
+    with pytest.raises(exc.UnsupportedFeatureError, match="without deletion vectors"):
+        t.delete("id = 0")
+    assert t.refresh() == 2
+    t.delete("id = 2")  # the whole file goes: nothing copied
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [0, 1]
+
+
+def test_enabling_on_a_table_with_files_needs_a_backfill(tmp_path):
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA)
+    t.append(rows([0]))
+    with pytest.raises(exc.UnsupportedFeatureError, match="backfill"):
+        t.set_properties(RT)
+    empty = docc.Table.create(str(tmp_path / "e"), SCHEMA)
+    empty.set_properties(RT)
+    empty.append(rows([5, 6]))
+    assert list(live_ids(empty).values()) == [(0, 2, 2)]
+    with pytest.raises(exc.InvalidArgumentError):
+        docc.Table.create(str(tmp_path / "s"), SCHEMA, properties={**RT, "delta.rowTrackingSuspended": "true"})
+
+
+def test_golden_row_tracking_tables_read():
+    """INDEX delta-rs/table_with_liquid_clustering: 10 rows, baseRowId 0..9 (read; its writer
+    feature `liquid` is Databricks' pre-release name, which delta-occ does not write)."""
+    from conftest import GOLDEN
+
+    t = docc.Table(str(GOLDEN / "delta-rs/table_with_liquid_clustering"))
+    assert t.snapshot().to_pyarrow().num_rows == 10
+    with pytest.raises(exc.UnsupportedFeatureError, match="liquid"):
+        t.append(t.snapshot().to_pyarrow().slice(0, 1))
+
+
+def test_spark_writes_take_ids_and_copies_are_refused(spark, tmp_path):
+    """Through a SparkTable: an append of several files takes consecutive, disjoint ranges; a DV
+    DELETE keeps them; UPDATE is the same typed refusal as on the embedded engine."""
+    spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
+    st = spark_mod.SparkTable.create(spark, tmp_path / "t", SCHEMA, properties=RT_DV)
+    st.append(spark.createDataFrame([(i, f"v{i}") for i in range(10)], "id long, v string").repartition(3))  # v1
+    t = docc.Table(str(tmp_path / "t"))
+    files = sorted(live_ids(t).values())
+    assert len(files) == 3 and all(v == 1 for _, v, _ in files)
+    at = 0
+    for base, _, n in files:
+        assert base == at
+        at += n
+    assert mark(t) == 9
+    st.delete("id = 3")
+    assert sorted(live_ids(t).values()) == files
+    with pytest.raises(exc.UnsupportedFeatureError, match="UPDATE"):
+        st.update("id = 1", {"v": "'x'"})
+    assert t.refresh() == 2

@@ -169,3 +169,38 @@ def test_cli_stress_exits_3_on_any_finding(tmp_path, monkeypatch, capsys, findin
     monkeypatch.setattr(stress, "run", fake_run)
     assert main(["stress", str(tmp_path / "t"), "--json"]) == 3
     assert json.loads(capsys.readouterr().out)[finding]
+
+
+def test_row_tracking_workload_keeps_row_ids(tmp_path):
+    """``stress --row-tracking`` (issue 30 "What it must show" 2): writers in processes and
+    threads race appends and DV deletes on a row-tracking table; at every version the row ids
+    are unique, never reused, unchanged for every row, within the mark, and every file's
+    defaultRowCommitVersion is the version that added it, whatever the rebases."""
+    cfg = stress.Config(writers=4, transactions=12, modes=("fork", "thread"), dvs=True, rounds=6, seed=31, row_tracking=True)
+    summary = stress.run(str(tmp_path / "t"), cfg)
+    _clean(summary)
+    assert summary["versions"] >= 30
+    assert summary["errors"] == {}, summary["errors"]  # no operation of the workload was refused
+
+
+def test_row_id_check_can_fail(tmp_path):
+    """The row-id checks find a commit that hands out ids already taken: a file added by hand
+    with the first file's baseRowId (a writer that ignored the mark)."""
+    import shutil
+
+    from delta_occ.stress import row_ids
+
+    path = str(tmp_path / "t")
+    from delta_occ.stress.workload import SCHEMA, rows_table
+
+    t = Table.create(path, SCHEMA, properties={"delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true"})
+    t.append(rows_table([1, 2]))
+    assert row_ids.check(t, t.refresh()) == []
+    first = t.snapshot().files(["path", "size", "stats"]).to_pylist()[0]
+    shutil.copy(os.path.join(path, first["path"]), os.path.join(path, "copy.parquet"))
+    add = {"add": {"path": "copy.parquet", "partitionValues": {}, "size": first["size"], "modificationTime": 1, "dataChange": True,
+                   "stats": first["stats"], "baseRowId": 0, "defaultRowCommitVersion": 2}}
+    with open(os.path.join(path, "_delta_log", "00000000000000000002.json"), "w") as f:
+        f.write(json.dumps({"commitInfo": {"operation": "WRITE"}}) + "\n" + json.dumps(add) + "\n")
+    found = row_ids.check(Table(path), 2)
+    assert any("row id 0 held by ids" in a for a in found), found

@@ -23,6 +23,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..table import Table
+from . import row_ids
 from .model import Rows, apply, pred_match, touched, unseen_blind_appends
 from .workload import ATTEMPT_KEY, Target, target
 
@@ -58,8 +59,9 @@ def _state_at(t: Table, v: int) -> Tuple[Rows, Dict[str, str]]:
     return rows, dict(snap.properties)
 
 
-def check(where: Union[str, Target], dv_table: bool = True) -> Dict[str, Any]:
-    """Judge the logged attempts against the table's history (see the module docstring)."""
+def check(where: Union[str, Target], dv_table: bool = True, row_tracking: bool = False) -> Dict[str, Any]:
+    """Judge the logged attempts against the table's history (see the module docstring); with
+    ``row_tracking``, the row ids too (``row_ids``)."""
     path = target(where)
     t = path.table()
     attempts = read_attempts(path)
@@ -113,6 +115,8 @@ def check(where: Union[str, Target], dv_table: bool = True) -> Dict[str, Any]:
         if op["op"] == "app_append":
             apps[(op["app"], op["app_version"])] += 1
     anomalies += [f"application {k[0]} version {k[1]} applied {n} times" for k, n in apps.items() if n > 1]
+    if row_tracking:
+        anomalies += row_ids.check(t, latest)
     spurious = _spurious(attempts, at_version, rows, dv_table)
     oracle = _oracle(path, t, rows[latest], dv_table)
     if oracle.get("differs"):

@@ -40,6 +40,9 @@ class Config:
     kill_every: Optional[float] = None
     faults: str = ""
     seed: int = 0
+    #: A table with row tracking (and deletion vectors): only operations that keep row ids
+    #: (appends, DV deletes, property changes, idempotent appends), then the row-id checks.
+    row_tracking: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +118,8 @@ class AttemptLog:
 def choose(rng: random.Random, known: List[int], next_id: Callable[[], int], cfg: Config, shared_app: bool = False) -> Dict[str, Any]:
     kinds = ["append", "delete", "update", "merge", "optimize", "props", "app_append"]
     weights = [4, 3, 3, 2, 2, 0.2, 1]
+    if cfg.row_tracking:  # UPDATE, upserting MERGE and OPTIMIZE copy rows: refused there
+        weights = [4, 3, 0, 0, 0, 0.2, 1]
     kind = rng.choices(kinds, weights)[0]
     if kind in ("delete", "update", "merge") and not known:
         kind = "append"

@@ -26,6 +26,10 @@ from .workload import ATTEMPT_KEY, SCHEMA, AttemptLog, Config, Target, choose, r
 def create(where: Union[str, Target], cfg: Config) -> Table:
     tg = target(where)
     props = {"delta.enableDeletionVectors": "true"} if cfg.dvs else {}
+    if cfg.row_tracking:
+        if not cfg.dvs:
+            raise ex.InvalidArgumentError("row_tracking needs deletion vectors (a DELETE without them rewrites rows, which needs materialized row ids)")
+        props["delta.enableRowTracking"] = "true"
     t = Table.create(tg.location, SCHEMA, partition_by=["p"] if cfg.partitioned else None, properties=props, storage_options=tg.storage_options)
     log = tg.log("setup.jsonl")
     for n in range(3):
@@ -108,7 +112,8 @@ def run_schedule(where: Union[str, Target], cfg: Config) -> None:
         for j in range(cfg.k):
             op = choose(rng, known, next_id, cfg, shared_app=True)
             if rng.random() < 0.4:  # chains of compactions and DML are the point of the schedule
-                op = {"op": "optimize", "where": None} if rng.random() < 0.5 or not known else {"op": "delete", "pred": random_pred(rng, known)}
+                compact = (rng.random() < 0.5 or not known) and not cfg.row_tracking  # (OPTIMIZE copies rows)
+                op = {"op": "optimize", "where": None} if compact else {"op": "delete", "pred": random_pred(rng, known)} if known else op
             one = begin(t, log, f"s.{r}.{j}", "schedule", cfg.levels[(r + j) % len(cfg.levels)], op)
             if one is not None:
                 staged.append(one)
@@ -195,7 +200,7 @@ def run(
         th.join()
     if cfg.rounds:
         run_schedule(tg, cfg)
-    summary = check(tg, dv_table=cfg.dvs)
+    summary = check(tg, dv_table=cfg.dvs, row_tracking=cfg.row_tracking)
     summary["log_dir"] = tg.log_dir
     summary["kills"] = kills
     summary["seconds"] = round(time.monotonic() - t0, 2)

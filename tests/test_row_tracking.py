@@ -196,3 +196,17 @@ def test_spark_writes_take_ids_and_copies_are_refused(spark, tmp_path):
     with pytest.raises(exc.UnsupportedFeatureError, match="UPDATE"):
         st.update("id = 1", {"v": "'x'"})
     assert t.refresh() == 2
+
+
+def test_deltalake_reads_our_row_tracking_table(tmp_path):
+    """deltalake 1.6 reads a row-tracking table we wrote (no DVs: its reads of DV tables are not an
+    oracle here) with our rows; it does not write such tables ("Unsupported table features
+    required: [DomainMetadata, RowTracking]"), which the test records so a change shows."""
+    deltalake = pytest.importorskip("deltalake")
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT)
+    t.append(rows([1, 2, 3]))
+    t.append(rows([4]))
+    theirs = pa.table(deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table())
+    assert sorted(theirs.column("id").to_pylist()) == [1, 2, 3, 4]
+    with pytest.raises(Exception, match="RowTracking"):
+        deltalake.write_deltalake(str(tmp_path / "t"), rows([9]), mode="append")

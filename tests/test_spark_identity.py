@@ -71,3 +71,22 @@ def test_spark_refuses_given_values_for_generated_always(spark_classic, tmp_path
     with pytest.raises(exc.InvalidArgumentError, match="cannot be updated"):
         st.update(None, {"id": "id + 1"})
     assert st.table.refresh() == 0
+
+
+def test_struct_type_schema_declares_identity_under_the_same_rule(spark, tmp_path):
+    """A Spark StructType declares identity columns as Arrow metadata does (the core's one rule):
+    a step of 0 or a declared high-water mark is refused before anything is created; a good
+    declaration generates start + k * step (10, 15, 20 worked out by hand)."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    def st(meta):
+        return StructType([StructField("id", LongType(), True, meta), StructField("v", StringType(), True)])
+
+    for meta, why in [({"delta.identity.step": 0}, "must not be 0"), ({"delta.identity.highWaterMark": 3}, "cannot be declared")]:
+        with pytest.raises(exc.InvalidArgumentError, match=why):
+            SparkTable.create(spark, tmp_path / f"bad{len(why)}", st(meta))
+        assert not (tmp_path / f"bad{len(why)}" / "_delta_log").exists() or not os.listdir(tmp_path / f"bad{len(why)}" / "_delta_log")
+    t = SparkTable.create(spark, tmp_path / "good", st({"delta.identity.start": 10, "delta.identity.step": 5}))
+    t.append(spark.createDataFrame([("a",), ("b",), ("c",)], "v string").coalesce(1))
+    got = docc.Table(str(tmp_path / "good")).snapshot().to_pyarrow()
+    assert sorted(got["id"].to_pylist()) == [10, 15, 20]

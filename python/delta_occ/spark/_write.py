@@ -222,7 +222,7 @@ def write_groups(
     """Write `df` (logical names, plus `group_col` when given) with one output directory per
     group; `groups` maps a group number to its partition values and add tags. With `changes`,
     change-data files: `df` has `_change_type` too, and they go under `_change_data/`."""
-    out_dir = job.new_dir(change_data.DIRECTORY + "/" if changes else "")
+    out_dir = job.new_dir(change_data.DIRECTORY + "/") if changes else job.new_dir()
     phys = physical_schema(json_schema(lay), lay.mode)
     logical = logical_schema(json_schema(lay))
     cols: List[Column] = []

@@ -23,6 +23,7 @@ fn kind(key: &str) -> Option<Kind> {
         | "delta.enabledeletionvectors"
         | "delta.enablechangedatafeed"
         | "delta.enablerowtracking"
+        | "delta.rowtrackingsuspended"
         | "delta.enableexpiredlogcleanup"
         | "delta.checkpoint.writestatsasjson"
         | "delta.checkpoint.writestatsasstruct" => Kind::Boolean,

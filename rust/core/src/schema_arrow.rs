@@ -3,6 +3,7 @@
 //! files hold, column mapping applied at every level). Every engine of delta-occ (the Python
 //! reader and writer, the Spark engine, the row-level checker) asks here.
 
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -234,15 +235,37 @@ const IDENTITY_MARK: &str = "delta.identity.highWaterMark";
 /// delta-spark store them. Only `long` columns can be identity columns, and the high-water mark is
 /// the writers' to keep: a schema that sets it is refused.
 fn identity_metadata(f: &Field, out: &mut serde_json::Map<String, Value>) -> Result<()> {
-    let meta = f.metadata();
+    let meta: BTreeMap<String, String> = f
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let type_name = f.data_type().to_string();
+    if let Some(typed) =
+        identity_declaration(f.name(), *f.data_type() == A::Int64, &type_name, &meta)?
+    {
+        out.extend(typed);
+    }
+    Ok(())
+}
+
+/// The one rule for declaring an identity column, whether through Arrow field metadata or a
+/// Delta JSON schema (a Spark StructType): the typed metadata to store, `None` when `meta` has
+/// no `delta.identity.*` key. Values come as text (JSON numbers and booleans as written).
+pub(crate) fn identity_declaration(
+    name: &str,
+    is_long: bool,
+    type_name: &str,
+    meta: &BTreeMap<String, String>,
+) -> Result<Option<serde_json::Map<String, Value>>> {
     let keys: Vec<&String> = meta
         .keys()
         .filter(|k| k.starts_with("delta.identity."))
         .collect();
     if keys.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let bad = |why: String| Error::invalid(format!("identity column {}: {why}", f.name()));
+    let bad = |why: String| Error::invalid(format!("identity column {name}: {why}"));
     if let Some(k) = keys
         .iter()
         .find(|k| ![IDENTITY_START, IDENTITY_STEP, IDENTITY_EXPLICIT].contains(&k.as_str()))
@@ -255,10 +278,9 @@ fn identity_metadata(f: &Field, out: &mut serde_json::Map<String, Value>) -> Res
             )
         }));
     }
-    if *f.data_type() != A::Int64 {
+    if !is_long {
         return Err(bad(format!(
-            "identity columns must be long (int64), not {}",
-            f.data_type()
+            "identity columns must be long (int64), not {type_name}"
         )));
     }
     let long = |key: &str| -> Result<i64> {
@@ -288,9 +310,48 @@ fn identity_metadata(f: &Field, out: &mut serde_json::Map<String, Value>) -> Res
             )))
         }
     };
+    let mut out = serde_json::Map::new();
     out.insert(IDENTITY_START.into(), json!(start));
     out.insert(IDENTITY_STEP.into(), json!(step));
     out.insert(IDENTITY_EXPLICIT.into(), json!(explicit));
+    Ok(Some(out))
+}
+
+/// Identity columns declared in a Delta JSON schema (top-level fields: a Spark StructType's
+/// `json()`), checked and typed by [`identity_declaration`] as the Arrow path does.
+pub(crate) fn declare_identity_json(schema: &mut Value) -> Result<()> {
+    let Some(fields) = schema.get_mut("fields").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    for field in fields {
+        let name = field
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let type_name = match field.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let Some(meta) = field.get_mut("metadata").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let text: BTreeMap<String, String> = meta
+            .iter()
+            .filter(|(k, _)| k.starts_with("delta.identity."))
+            .map(|(k, v)| {
+                let t = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), t)
+            })
+            .collect();
+        if let Some(typed) = identity_declaration(&name, type_name == "long", &type_name, &text)? {
+            meta.extend(typed);
+        }
+    }
     Ok(())
 }
 
@@ -390,6 +451,51 @@ mod tests {
                 .collect::<HashMap<_, _>>(),
         );
         delta_schema(&Schema::new(vec![f])).map(|v| v["fields"][0]["metadata"].clone())
+    }
+
+    /// A Delta JSON schema (a Spark StructType) declares identity columns under the same rule as
+    /// Arrow metadata: typed values, defaults filled, the same refusals.
+    #[test]
+    fn identity_in_a_json_schema_follows_the_same_rule() {
+        let declare = |meta: Value, typ: &str| {
+            let mut s = json!({"type": "struct", "fields": [
+                {"name": "id", "type": typ, "nullable": true, "metadata": meta}]});
+            declare_identity_json(&mut s).map(|_| s["fields"][0]["metadata"].clone())
+        };
+        assert_eq!(
+            declare(
+                json!({"delta.identity.start": 5, "delta.identity.step": "2"}),
+                "long"
+            )
+            .unwrap(),
+            json!({"delta.identity.start": 5, "delta.identity.step": 2,
+                   "delta.identity.allowExplicitInsert": false})
+        );
+        for (meta, typ, why) in [
+            (json!({"delta.identity.step": 0}), "long", "must not be 0"),
+            (
+                json!({"delta.identity.start": 1}),
+                "integer",
+                "must be long",
+            ),
+            (
+                json!({"delta.identity.highWaterMark": 9}),
+                "long",
+                "cannot be declared",
+            ),
+            (
+                json!({"delta.identity.allowExplicitInsert": "maybe"}),
+                "long",
+                "true or false",
+            ),
+        ] {
+            let e = declare(meta, typ).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        assert_eq!(
+            declare(json!({"comment": "x"}), "string").unwrap(),
+            json!({"comment": "x"})
+        );
     }
 
     #[test]

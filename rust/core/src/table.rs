@@ -256,6 +256,7 @@ fn prepare_schema(
 ) -> Result<(Value, BTreeMap<String, String>)> {
     let mut schema: Value = serde_json::from_str(schema_string)
         .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+    crate::schema_arrow::declare_identity_json(&mut schema)?;
     if let Some(v) = props.get(isolation::PROPERTY).cloned() {
         let level =
             IsolationLevel::of_table(&BTreeMap::from([(isolation::PROPERTY.to_string(), v)]))?;

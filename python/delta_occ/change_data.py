@@ -1,5 +1,5 @@
-"""The change data feed (``delta.enableChangeDataFeed=true``): what the writers record and how the
-feed is read back.
+"""The change data feed (``delta.enableChangeDataFeed=true``): what the writers record (the feed
+is read back by ``change_feed``).
 
 Writers record the rows a DELETE, UPDATE, MERGE or overwrite changed in change-data files under
 ``_change_data/`` (``cdc`` actions), each row with its ``_change_type``: ``delete``, ``insert``,
@@ -13,17 +13,11 @@ else commitInfo's ``timestamp``), the column names delta-spark and deltalake use
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import unquote
+from typing import Any, List, Mapping, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .exceptions import InvalidArgumentError, VersionNotFoundError
-
-if TYPE_CHECKING:
-    from .table import Table
+from .exceptions import InvalidArgumentError
 
 #: The property that turns the feed on.
 PROPERTY = "delta.enableChangeDataFeed"
@@ -55,149 +49,7 @@ def with_kind(rows: pa.Table, kind: str) -> pa.Table:
     return rows.append_column(pa.field(CHANGE_TYPE, pa.string()), pa.repeat(pa.scalar(kind), rows.num_rows))
 
 
-def read(table: "Table", starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
-    """The feed of commits ``starting_version`` .. ``ending_version`` (the latest when None),
-    in version order, as one Arrow table of the end version's columns (or ``columns``) plus
-    ``_change_type``, ``_commit_version``, ``_commit_timestamp``. A version in the range whose
-    table did not have the feed on is an InvalidArgumentError, as is an empty range."""
-    from ._write import Layout  # (imports the engines' modules: only when the feed is read)
-
-    latest = table.refresh()
-    end = latest if ending_version is None else _version_arg("ending_version", ending_version)
-    start = _version_arg("starting_version", starting_version)
-    if start > end:
-        raise InvalidArgumentError(f"starting_version {start} is after ending_version {end}")
-    if end > latest:
-        raise VersionNotFoundError(f"version {end} of {table.path} does not exist yet (latest is {latest})", table=table.path, version=end)
-    out_schema = table.snapshot(end).schema
-    if columns is not None:
-        unknown = [c for c in columns if c not in out_schema.names]
-        if unknown or not columns:
-            raise InvalidArgumentError(f"columns must name columns of the table; unknown: {unknown}")
-        out_schema = pa.schema([out_schema.field(c) for c in columns])
-    layouts: Dict[int, Layout] = {}
-
-    def layout(version: int) -> Layout:
-        if version not in layouts:
-            lay = layouts[version] = Layout(table.snapshot(version))
-            if not enabled(lay.snapshot.properties):
-                raise InvalidArgumentError(
-                    f"the change data feed of {table.path} is not on at version {version} ({PROPERTY} is not true): "
-                    "its changes were not recorded; read a range where it is on"
-                )
-        return layouts[version]
-
-    parts: List[pa.Table] = []
-    for version in range(start, end + 1):
-        summary = table.handle.commit_summary(version)
-        if summary is None:
-            raise VersionNotFoundError(f"commit {version} of {table.path} is not in the log (cleaned up?)", table=table.path, version=version)
-        changes = _commit_changes(summary, version, layout)
-        if not changes:
-            continue
-        ts = _commit_timestamp(summary)
-        for kind, rows in changes:
-            if not rows.num_rows:
-                continue
-            rows = _as(rows, out_schema)
-            n = rows.num_rows
-            rows = rows.append_column(pa.field(CHANGE_TYPE, pa.string()), pa.repeat(pa.scalar(kind), n))
-            rows = rows.append_column(pa.field(COMMIT_VERSION, pa.int64()), pa.repeat(pa.scalar(version, pa.int64()), n))
-            rows = rows.append_column(pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC")), pa.repeat(pa.scalar(ts * 1000, pa.timestamp("us", "UTC")), n))
-            parts.append(rows)
-    result_schema = out_schema.append(pa.field(CHANGE_TYPE, pa.string())).append(pa.field(COMMIT_VERSION, pa.int64())).append(
-        pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC"))
-    )
-    return pa.concat_tables(parts) if parts else result_schema.empty_table()
-
-
-def _version_arg(name: str, v: Any) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise InvalidArgumentError(f"{name} must be an int >= 0, got {v!r}")
-    return v
-
-
-def _commit_timestamp(summary: Mapping[str, Any]) -> int:
-    info = json.loads(summary["commit_info"]) if summary.get("commit_info") else {}
-    return int(info.get("inCommitTimestamp", info.get("timestamp", 0)))
-
-
-def _as(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Rows in ``schema``'s columns: a column the rows lack (added by a later schema change) is
-    NULL, one the schema lacks is dropped."""
-    arrays = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _commit_changes(summary: Mapping[str, Any], version: int, layout: Any) -> Changes:
-    """One commit's changes, by kind (see the module's doc)."""
-    cdc = summary.get("cdc") or []
-    data_adds = [a for a in summary["added"] if a["data_change"]]
-    data_removes = [r for r in summary["removed"] if r["data_change"]]
-    if cdc:
-        lay = layout(version)
-        tables = [_read_cdc(lay, c) for c in cdc]
-        rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        kinds = rows.column(CHANGE_TYPE)
-        rows = rows.drop_columns([CHANGE_TYPE])
-        return [(k, rows.filter(pc.equal(kinds, k))) for k in KINDS]
-    if not data_adds and not data_removes:
-        return []
-    out: Changes = []
-    removed = {r["path"] for r in data_removes}
-    added = {a["path"] for a in data_adds}
-    if data_removes:
-        before = layout(version - 1)
-        for path in sorted(removed):
-            rows = before.read_rows(path, positions=path in added)
-            if path in added:  # the same file with a larger DV: its rows the new DV hides
-                still = layout(version).read_rows(path, columns=[], positions=True).column("__delta_occ_row")
-                gone = pc.invert(pc.is_in(rows.column("__delta_occ_row"), value_set=still.combine_chunks()))
-                rows = rows.filter(gone).drop_columns(["__delta_occ_row"])
-            out.append((DELETE, rows))
-    if data_adds:
-        after = layout(version)
-        out += [(INSERT, after.read_rows(p, positions=False)) for p in sorted(added - removed)]
-    return out
-
-
-def _read_cdc(lay: Any, cdc: Mapping[str, Any]) -> pa.Table:
-    """A change-data file's rows (table columns and ``_change_type``), its partition values
-    (strings keyed by physical name in the log) typed from the action."""
-    from ._read import DataColumns, read_file
-
-    data_idx = [i for i, f in enumerate(lay.schema) if f.name not in lay.partition_columns]
-    wanted = DataColumns(
-        [lay.schema.field(i) for i in data_idx] + [pa.field(CHANGE_TYPE, pa.string())],
-        [lay.physical.field(i) for i in data_idx] + [pa.field(CHANGE_TYPE, pa.string())],
-    )
-    data, n = read_file(lay.storage, unquote(cdc["path"]), wanted)
-    by_physical = {lay.physical.field(lay.schema.get_field_index(c)).name: c for c in lay.partition_columns}
-    values = {by_physical.get(k, k): v for k, v in (cdc["partition_values"] or {}).items()}
-    arrays = []
-    for f in lay.schema:
-        if f.name in lay.partition_columns:
-            arrays.append(pa.repeat(partition_scalar(values.get(f.name), f.type), n))
-        else:
-            arrays.append(data[f.name])
-    arrays.append(data[CHANGE_TYPE])
-    return pa.Table.from_arrays(arrays, schema=lay.schema.append(pa.field(CHANGE_TYPE, pa.string())))
-
-
-def partition_scalar(value: Optional[str], typ: pa.DataType) -> pa.Scalar:
-    """A partition value as the log spells it, typed."""
-    if value is None:
-        return pa.scalar(None, typ)
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return pa.scalar(value, typ)
-    if pa.types.is_boolean(typ):
-        return pa.scalar(value.lower() == "true", typ)
-    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
-        return pa.scalar(value.encode(), typ)
-    return pa.array([value]).cast(typ)[0]
-
-
 __all__ = [
     "PROPERTY", "CHANGE_TYPE", "COMMIT_VERSION", "COMMIT_TIMESTAMP", "DIRECTORY", "INSERT", "DELETE", "PREIMAGE", "POSTIMAGE", "KINDS",
-    "Changes", "enabled", "with_kind", "read", "partition_scalar",
+    "Changes", "enabled", "with_kind",
 ]

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import pyarrow as pa
 
-from . import _core, change_data, constraints, one_call, time_travel
+from . import _core, change_feed, constraints, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
@@ -537,8 +537,8 @@ class Table:
         when None): the rows each commit inserted, deleted or updated, with ``_change_type``
         (``insert``, ``delete``, ``update_preimage``, ``update_postimage``), ``_commit_version``
         and ``_commit_timestamp``, in version order. Needs ``delta.enableChangeDataFeed=true`` at
-        every version of the range (InvalidArgumentError otherwise); see ``delta_occ.change_data``."""
-        return change_data.read(self, starting_version, ending_version, columns)
+        every version of the range (InvalidArgumentError otherwise); see ``delta_occ.change_feed``."""
+        return change_feed.read(self, starting_version, ending_version, columns)
 
     def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:
         """Follow the log from ``from_version`` to the latest version known at each step: one

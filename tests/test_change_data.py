@@ -417,3 +417,31 @@ def test_racing_writers_each_commit_feed_is_its_snapshot_difference(tmp_path):
         diff.subtract(previous)
         assert {k: n for k, n in net.items() if n} == {k: n for k, n in diff.items() if n}, v
         previous = current
+
+
+def test_feed_by_timestamps(tmp_path):
+    """With in-commit timestamps (so each commit's time is in its commitInfo): a start timestamp
+    begins at the first version committed at or after it, an end timestamp ends at the version
+    current at it; both from the log's inCommitTimestamp values, not from delta-occ's answer."""
+    import datetime
+    import time
+
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=dict(PROPS, **{"delta.enableInCommitTimestamps": "true"}))
+    for i in range(4):
+        time.sleep(0.01)
+        t.append(rows_table([row(i, f"a{i}")]))  # v1..v4
+    ict = {h["version"]: h["inCommitTimestamp"] for h in t.history()}
+
+    def at(ms: int) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+
+    feed = t.read_change_feed(starting_timestamp=at(ict[2]), ending_timestamp=at(ict[3]))
+    assert sorted(set(feed["_commit_version"].to_pylist())) == [2, 3]
+    feed = t.read_change_feed(starting_timestamp=at(ict[2] - 1), ending_timestamp=at(ict[4] - 1))
+    assert sorted(set(feed["_commit_version"].to_pylist())) == [2, 3]
+    feed = t.read_change_feed(starting_timestamp="2000-01-01")  # before the table: from version 0
+    assert sorted(set(feed["_commit_version"].to_pylist())) == [1, 2, 3, 4]
+    with pytest.raises(exc.InvalidArgumentError, match="not both"):
+        t.read_change_feed(1, starting_timestamp="2000-01-01")
+    with pytest.raises(exc.InvalidArgumentError, match="starting_version or starting_timestamp"):
+        t.read_change_feed()

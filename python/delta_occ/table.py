@@ -532,12 +532,26 @@ class Table:
             self._run(stop_using(name), None, False, max_attempts, name="REORG")
         return downgrade()
 
-    def read_change_feed(self, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
+    def read_change_feed(
+        self, starting_version: Optional[int] = None, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None, *,
+        starting_timestamp: Optional[Instant] = None, ending_timestamp: Optional[Instant] = None,
+    ) -> pa.Table:
         """The change data feed of versions ``starting_version`` .. ``ending_version`` (the latest
         when None): the rows each commit inserted, deleted or updated, with ``_change_type``
         (``insert``, ``delete``, ``update_preimage``, ``update_postimage``), ``_commit_version``
-        and ``_commit_timestamp``, in version order. Needs ``delta.enableChangeDataFeed=true`` at
-        every version of the range (InvalidArgumentError otherwise); see ``delta_occ.change_feed``."""
+        and ``_commit_timestamp``, in version order. Instead of versions, ``starting_timestamp``
+        starts at the first version committed at or after it and ``ending_timestamp`` ends at the
+        version current at it (the commit times time travel uses). Needs
+        ``delta.enableChangeDataFeed=true`` at every version of the range (InvalidArgumentError
+        otherwise); see ``delta_occ.change_feed``."""
+        time_travel.one_of(starting_version, starting_timestamp, "read_change_feed (start)")
+        time_travel.one_of(ending_version, ending_timestamp, "read_change_feed (end)")
+        if starting_timestamp is not None:
+            starting_version = time_travel.version_from(self._latest(), starting_timestamp)
+        elif starting_version is None:
+            raise InvalidArgumentError("read_change_feed: give starting_version or starting_timestamp")
+        if ending_timestamp is not None:
+            ending_version = self.version_at(ending_timestamp)
         return change_feed.read(self, starting_version, ending_version, columns)
 
     def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:

@@ -8,7 +8,7 @@ an ISO 8601 text (``2026-11-28``, ``2026-11-28T03:00:00``, ``...+01:00`` or ``..
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from .exceptions import InvalidArgumentError
 
@@ -33,6 +33,17 @@ def epoch_ms(timestamp: Instant) -> int:
         value = value.replace(tzinfo=_dt.timezone.utc)
     delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
     return delta // _dt.timedelta(milliseconds=1)
+
+
+def version_from(handle: Any, timestamp: Instant) -> int:
+    """The first version committed at or after ``timestamp`` (where a change feed from that instant
+    starts): one after the version current just before it, 0 before the table existed. ``handle``
+    is the table's core handle, whose ``version_at`` owns the rule for commit times."""
+    ms = epoch_ms(timestamp)
+    try:
+        return int(handle.version_at(ms - 1)) + 1
+    except InvalidArgumentError:  # (version_at's only one: the table did not exist yet)
+        return 0
 
 
 def one_of(version: Optional[int], timestamp: Optional[Instant], what: str) -> None:

@@ -269,10 +269,16 @@ class SparkTable:
         rows are exactly those ``Snapshot.to_pyarrow(where=...)`` returns."""
         return _read(self.spark, self.table.snapshot(version), where, columns)
 
-    def read_change_feed(self, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
+    def read_change_feed(
+        self, starting_version: Optional[int] = None, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None, *,
+        starting_timestamp: Optional[Instant] = None, ending_timestamp: Optional[Instant] = None,
+    ) -> DataFrame:
         """:meth:`delta_occ.Table.read_change_feed` as a DataFrame (the feed is gathered on the
         driver, from the change-data files and the log)."""
-        return self.spark.createDataFrame(self.table.read_change_feed(starting_version, ending_version, columns))
+        feed = self.table.read_change_feed(
+            starting_version, ending_version, columns, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp
+        )
+        return self.spark.createDataFrame(feed)
 
     def begin(
         self,

@@ -100,7 +100,7 @@ def test_columns_no_file_sets_keep_their_types(tmp_path):
     plain.append(pa.table({"id": [1, 2]}, schema=schema))
     files = plain.snapshot().files()
     assert files.schema == with_dv.schema
-    for c in ["tags", "deletion_vector", "base_row_id", "default_row_commit_version"]:
+    for c in ["tags", "deletion_vector", "base_row_id", "default_row_commit_version", "clustering_provider"]:
         assert files.column(c).null_count == files.num_rows == 1, c
     assert files.column("dv_cardinality").to_pylist() == [0]
     assert pa.concat_tables([files, with_dv]).num_rows == files.num_rows + with_dv.num_rows

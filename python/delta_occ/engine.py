@@ -491,12 +491,14 @@ def check_rules(txn: Staging, rules: Sequence[Rule]) -> None:
                 first_broken(c, rows, lay.root, where)
 
 
-def optimize(txn: Staging, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None) -> int:
+def optimize(
+    txn: Staging, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None, *, full: bool = False
+) -> int:
     """Bin-packing compaction, or Z-ordering with ``zorder_by`` (``delta_occ.operations.optimize``);
     returns the number of bins (partitions, with ``zorder_by``) staged."""
     if zorder_by is not None:
         return _optimize.zorder(ArrowEngine(txn), zorder_by, target_file_size, where)
-    return _optimize.optimize(ArrowEngine(txn), target_file_size, where)
+    return _optimize.optimize(ArrowEngine(txn), target_file_size, where, full=full)
 
 
 def purge(txn: Staging) -> int:

@@ -84,7 +84,8 @@ class Snapshot:
     def files(self, columns: Optional[Sequence[str]] = None) -> pa.Table:
         """One row per live file: path, partition_values, size, modification_time, data_change,
         stats, num_records, tags, deletion_vector, dv_cardinality, base_row_id,
-        default_row_commit_version; ``columns`` builds only those (``["path"]`` is cheap)."""
+        default_row_commit_version, clustering_provider; ``columns`` builds only those (``["path"]`` is
+        cheap)."""
         if isinstance(columns, str):
             raise InvalidArgumentError(f"columns must be a list of column names, got the string {columns!r}")
         return _arrow.table(self._h.files(None if columns is None else list(columns)))

@@ -373,6 +373,7 @@ class Table:
         where: Optional[str] = None,
         zorder_by: Optional[Sequence[str]] = None,
         *,
+        full: bool = False,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
@@ -382,8 +383,11 @@ class Table:
         commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``.
         ``zorder_by``: rewrite every file of each partition with its rows in the Z-order of those
         data columns (OPTIMIZE ... ZORDER BY; the rewritten files carry no row provenance, so DML
-        racing it conflicts at file level). ``rerun_on_conflict`` as in :meth:`append`."""
-        return self._run(lambda t: t.optimize(target_file_size, where, zorder_by), isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
+        racing it conflicts at file level). On a clustered table OPTIMIZE clusters the files not
+        clustered yet (and files with deletion vectors); ``full=True`` reclusters every file (after
+        ``set_clustering`` changed the columns: OPTIMIZE FULL). ``rerun_on_conflict`` as in
+        :meth:`append`."""
+        return self._run(lambda t: t.optimize(target_file_size, where, zorder_by, full=full), isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
 
     @classmethod
     def begin_create(

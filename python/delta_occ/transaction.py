@@ -387,11 +387,13 @@ class Transaction(Lifecycle):
         """Stage a MERGE (same keywords as ``Table.merge``)."""
         engine.merge(self, source, on, **clauses)
 
-    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None) -> int:
+    def optimize(
+        self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None, *, full: bool = False
+    ) -> int:
         """Stage a bin-packing compaction (dataChange=false), or with ``zorder_by`` a rewrite of
         each partition's files in the Z-order of those columns; returns the number of bins, 0
         when there is nothing to do (committing then writes no commit)."""
-        return engine.optimize(self, target_file_size, where, zorder_by)
+        return engine.optimize(self, target_file_size, where, zorder_by, full=full)
 
     def purge_deletion_vectors(self) -> int:
         """Stage REORG ... APPLY (PURGE): each file with a deletion vector rewritten without its

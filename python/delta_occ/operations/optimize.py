@@ -49,13 +49,14 @@ class Compactor(Engine, Protocol):
         ...
 
 
-def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None) -> int:
-    """Returns the number of bins staged (0: nothing to compact, and no commit)."""
+def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None, *, full: bool = False) -> int:
+    """Returns the number of bins staged (0: nothing to compact, and no commit). ``full``: on a
+    clustered table, recluster every file, not only those not clustered yet."""
     refuse_copies(engine.txn, "OPTIMIZE")
     clustering = engine.txn.snapshot.clustering_columns
     if clustering:
         # OPTIMIZE of a clustered table clusters: the Z-order of its clustering columns.
-        return zorder(engine, clustering, target_file_size, where, clustered=True)
+        return zorder(engine, clustering, target_file_size, where, clustered=True, full=full)
     where = Now().text(where)
     target = target_size(engine.txn.snapshot.properties, target_file_size)
     bins = compaction_bins(engine.txn, where, target)
@@ -66,13 +67,19 @@ def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: O
     return len(bins)
 
 
-def zorder(engine: Compactor, columns: Sequence[str], target_file_size: Optional[int] = None, where: Optional[str] = None, *, clustered: bool = False) -> int:
+def zorder(
+    engine: Compactor, columns: Sequence[str], target_file_size: Optional[int] = None, where: Optional[str] = None, *, clustered: bool = False,
+    full: bool = False,
+) -> int:
     """OPTIMIZE ... ZORDER BY: per partition (of those ``where`` selects), every live file is
     rewritten, the rows in the Z-order of ``columns``, into files of about the target size
     (dataChange=false). Returns the number of partitions rewritten (0: nothing, no commit). A
     partition of a single file without a deletion vector is left as it is. ``clustered``: the
     OPTIMIZE of a clustered table (its files get ``clusteringProvider``; ZORDER BY is refused
-    there, as delta-spark does)."""
+    there, as delta-spark does). Clustering is incremental, as Delta's liquid clustering is: files
+    an earlier clustering wrote (``clusteringProvider`` set) stay unless they have a deletion
+    vector or ``full`` asks for all; a partition left with one such file without a DV stays as
+    it is. So an OPTIMIZE after appends reads and rewrites the new files, not the table."""
     where = Now().text(where)
     snap = engine.txn.snapshot
     refuse_copies(engine.txn, "OPTIMIZE")
@@ -83,7 +90,8 @@ def zorder(engine: Compactor, columns: Sequence[str], target_file_size: Optional
     if clustered:
         engine.txn.mark_clustered()
     # One bin per partition: a target no partition reaches.
-    bins = compaction_bins(engine.txn, where, 1 << 62)
+    keep = None if not clustered or full else _not_yet_clustered
+    bins = compaction_bins(engine.txn, where, 1 << 62, keep)
     per_file = [rows_per_file(b, target) for b in bins]
     compacted = engine.zorder(bins, cols, per_file) if bins else Compacted(0, [])
     engine.remove_files([f["path"] for b in bins for f in b])
@@ -158,8 +166,14 @@ def target_size(properties: Mapping[str, str], target_file_size: Optional[int]) 
     return int_arg("target_file_size (bytes)", target_file_size, 1)
 
 
-def compaction_bins(txn: Staging, where: Optional[str], target: int) -> List[List[BinFile]]:
-    """OPTIMIZE's bins among the live files ``where`` selects. Only the inputs it compacts are
+def _not_yet_clustered(f: BinFile) -> bool:
+    """A file an incremental clustering rewrites: not clustered yet, or with deleted rows."""
+    return f["clustering_provider"] is None or (f["dv_cardinality"] or 0) > 0
+
+
+def compaction_bins(txn: Staging, where: Optional[str], target: int, keep: Optional[Any] = None) -> List[List[BinFile]]:
+    """OPTIMIZE's bins among the live files ``where`` selects (with ``keep``, only the files it
+    keeps; a bin left with one file without a DV is dropped). Only the inputs it compacts are
     recorded as read (§4 rule 5; §8 scenario 15): files it looked at and left alone, or an
     OPTIMIZE that found nothing to do, must not make it conflict."""
     snap = txn.snapshot
@@ -171,9 +185,11 @@ def compaction_bins(txn: Staging, where: Optional[str], target: int) -> List[Lis
     # The core packs the bins (no stats needed); only the files in them come to Python.
     by_bin = snap.handle.compaction_bins(selected, target)
     chosen = [i for b in by_bin for i in b]
-    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality"])
+    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality", "clustering_provider"])
     rows = iter(files.take(pa.array(chosen, pa.int64())).to_pylist())
     bins = [[next(rows) for _ in b] for b in by_bin]
+    if keep is not None:
+        bins = [b for b in ([f for f in b if keep(f)] for b in bins) if len(b) > 1 or (b and (b[0]["dv_cardinality"] or 0) > 0)]
     txn.record_files_read([f["path"] for b in bins for f in b])
     return bins
 

@@ -166,8 +166,10 @@ class SparkTransaction(Lifecycle):
     def merge(self, source: DataFrame, on: str, **clauses: Any) -> None:
         self._run(_dml.merge, check_frame(self.spark, source, "source"), on, **clauses)
 
-    def optimize(self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None) -> int:
-        return int(self._run(_dml.optimize, target_file_size, where, zorder_by))
+    def optimize(
+        self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None, *, full: bool = False
+    ) -> int:
+        return int(self._run(_dml.optimize, target_file_size, where, zorder_by, full))
 
     def purge_deletion_vectors(self) -> int:
         return int(self._run(_dml.purge))
@@ -441,14 +443,15 @@ class SparkTable:
         where: Optional[str] = None,
         zorder_by: Optional[Sequence[str]] = None,
         *,
+        full: bool = False,
         isolation_level: LevelLike = None,
         row_level: bool = True,
         max_attempts: Optional[int] = None,
         rerun_on_conflict: int = 0,
     ) -> CommitResult:
-        """Compact small files, or Z-order them (``zorder_by``), as ``Table.optimize``; no commit
-        when there is nothing to do."""
-        return self._one("optimize", (target_file_size, where, zorder_by), {}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
+        """Compact small files, or Z-order them (``zorder_by``), as ``Table.optimize`` (``full``
+        too); no commit when there is nothing to do."""
+        return self._one("optimize", (target_file_size, where, zorder_by), {"full": full}, isolation_level, row_level, max_attempts, name="OPTIMIZE", rerun_on_conflict=rerun_on_conflict)
 
     def set_clustering(self, columns: Optional[Sequence[str]], *, max_attempts: Optional[int] = None) -> CommitResult:
         """``Table.set_clustering`` (a log-only commit made on the driver)."""

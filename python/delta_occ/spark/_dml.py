@@ -439,10 +439,12 @@ def merge(ctx: "SparkTransaction", source: DataFrame, on: str, **clauses: Any) -
     _merge.merge(SparkEngine(ctx), source, on, **clauses)
 
 
-def optimize(ctx: "SparkTransaction", target_file_size: Optional[int], where: Optional[str], zorder_by: Optional[Sequence[str]] = None) -> int:
+def optimize(
+    ctx: "SparkTransaction", target_file_size: Optional[int], where: Optional[str], zorder_by: Optional[Sequence[str]] = None, full: bool = False
+) -> int:
     if zorder_by is not None:
         return _optimize.zorder(SparkEngine(ctx), zorder_by, target_file_size, where)
-    return _optimize.optimize(SparkEngine(ctx), target_file_size, where)
+    return _optimize.optimize(SparkEngine(ctx), target_file_size, where, full=full)
 
 
 def purge(ctx: "SparkTransaction") -> int:

@@ -19,7 +19,7 @@ fn arrow_err(e: arrow_schema::ArrowError) -> Error {
 }
 
 /// The columns of `Snapshot.files()`, in order.
-pub const FILE_COLUMNS: [&str; 12] = [
+pub const FILE_COLUMNS: [&str; 13] = [
     "path",
     "partition_values",
     "size",
@@ -32,6 +32,7 @@ pub const FILE_COLUMNS: [&str; 12] = [
     "dv_cardinality",
     "base_row_id",
     "default_row_commit_version",
+    "clustering_provider",
 ];
 
 const COL_PATH: usize = 0;
@@ -46,6 +47,7 @@ const COL_DELETION_VECTOR: usize = 8;
 const COL_DV_CARDINALITY: usize = 9;
 const COL_BASE_ROW_ID: usize = 10;
 const COL_DEFAULT_ROW_COMMIT_VERSION: usize = 11;
+const COL_CLUSTERING_PROVIDER: usize = 12;
 
 /// Columns most tables never set: built only for a slice where some file has one.
 const SPARSE: &[usize] = &[
@@ -53,6 +55,7 @@ const SPARSE: &[usize] = &[
     COL_DELETION_VECTOR,
     COL_BASE_ROW_ID,
     COL_DEFAULT_ROW_COMMIT_VERSION,
+    COL_CLUSTERING_PROVIDER,
 ];
 
 /// Which of [`FILE_COLUMNS`] to build (the others cost nothing).
@@ -155,6 +158,7 @@ struct FileBuilders {
     dv_cardinality: Int64Builder,
     base_row_id: Int64Builder,
     drcv: Int64Builder,
+    clustering_provider: StringBuilder,
 }
 
 #[derive(Default)]
@@ -213,6 +217,7 @@ impl FileBuilders {
             dv_cardinality: Int64Builder::with_capacity(rows(COL_DV_CARDINALITY)),
             base_row_id: Int64Builder::with_capacity(rows(COL_BASE_ROW_ID)),
             drcv: Int64Builder::with_capacity(rows(COL_DEFAULT_ROW_COMMIT_VERSION)),
+            clustering_provider: StringBuilder::with_capacity(rows(COL_CLUSTERING_PROVIDER), 0),
         }
     }
 
@@ -254,6 +259,10 @@ impl FileBuilders {
         }
         if c.has(COL_DEFAULT_ROW_COMMIT_VERSION) {
             self.drcv.append_option(f.default_row_commit_version());
+        }
+        if c.has(COL_CLUSTERING_PROVIDER) {
+            self.clustering_provider
+                .append_option(f.clustering_provider());
         }
         Ok(())
     }
@@ -299,7 +308,7 @@ impl FileBuilders {
 
     fn finish(mut self) -> Result<RecordBatch> {
         // In FILE_COLUMNS order.
-        let arrays: [ArrayRef; 12] = [
+        let arrays: [ArrayRef; 13] = [
             Arc::new(self.path.finish()),
             Arc::new(self.pv.finish()),
             Arc::new(self.size.finish()),
@@ -312,6 +321,7 @@ impl FileBuilders {
             Arc::new(self.dv_cardinality.finish()),
             Arc::new(self.base_row_id.finish()),
             Arc::new(self.drcv.finish()),
+            Arc::new(self.clustering_provider.finish()),
         ];
         let rows = self.rows;
         let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = arrays

@@ -345,3 +345,34 @@ def test_generated_values_follow_the_model(tmp_path_factory, start, step, writes
     assert [by_name[f"r{i}"] for i in range(n)] == model.values
     assert len(set(model.values)) == n
     assert id_metadata(t)["delta.identity.highWaterMark"] == model.mark
+
+
+@pytest.mark.parametrize(
+    "start, step, explicit, mark_before, expected_mark, next_value",
+    [
+        # Delta's documented rule, worked by hand: mark = start + n*step, n the smallest >= 0
+        # with start + n*step >= max (<= min for a negative step); the next value follows it.
+        (1, 1, [50, 7], 2, 50, 51),
+        (10, 5, [33], None, 35, 40),  # 10 + 5n >= 33 -> n = 5 -> 35
+        (100, -3, [50], 97, 49, 46),  # 100 - 3n <= 50 -> n = 17 -> 49
+        (1, 1, [0], 5, 5, 6),  # never lowered below the current mark
+    ],
+)
+def test_sync_identity(tmp_path, start, step, explicit, mark_before, expected_mark, next_value):
+    meta = {"delta.identity.start": str(start), "delta.identity.step": str(step), "delta.identity.allowExplicitInsert": "true"}
+    schema = pa.schema([pa.field("id", pa.int64(), metadata=meta), pa.field("v", pa.string())])
+    t = docc.Table.create(str(tmp_path / "t"), schema)
+    if mark_before is not None:
+        n = (mark_before - start) // step + 1
+        t.append(pa.table({"v": [f"g{i}" for i in range(n)]}))  # generated: start .. mark_before
+    t.append(pa.table({"id": explicit, "v": ["x"] * len(explicit)}, schema=schema))  # explicit values
+    from delta_occ.identity import identity_columns
+
+    r = t.sync_identity("id")
+    assert r.operation == "SYNC IDENTITY" or (not r.committed and expected_mark == mark_before)
+    assert identity_columns(t.snapshot().handle.schema_json)["id"].high_water_mark == expected_mark
+    t.append(pa.table({"v": ["next"]}))
+    rows = t.snapshot().to_pyarrow().to_pylist()
+    assert [x["id"] for x in rows if x["v"] == "next"] == [next_value]
+    with pytest.raises(exc.InvalidArgumentError, match="not an identity column"):
+        t.sync_identity("v")

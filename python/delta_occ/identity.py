@@ -111,6 +111,23 @@ class Staging(Protocol):
     def set_column_metadata(self, column: str, metadata: Mapping[str, Any]) -> None: ...
 
 
+def synced_mark(column: IdentityColumn, extreme: Optional[int]) -> Optional[int]:
+    """SYNC IDENTITY's high-water mark for a column whose largest value (smallest, for a negative
+    step) is ``extreme`` (None: no value): ``start + n * step`` for the smallest n >= 0 that
+    reaches ``extreme``, so the next generated value is beyond every value in the column, as
+    Delta documents the command. It never moves back past the current mark (delta-spark's default:
+    a sync does not lower it)."""
+    if extreme is None:
+        return column.high_water_mark
+    start, step = column.start, column.step
+    n = max(0, -(-(extreme - start) // step))  # ceil((extreme - start) / step), both signs of step
+    candidate = column.last_of(start, n + 1)
+    mark = column.high_water_mark
+    if mark is None:
+        return candidate
+    return max(mark, candidate) if step > 0 else min(mark, candidate)
+
+
 def reserve(txn: Staging, name: str, n: int) -> int:
     """Take ``n`` (>= 1) new values of identity column ``name`` in this transaction: the first is
     returned (the rest follow in steps), and the column's high-water mark moves to the last one,
@@ -122,6 +139,6 @@ def reserve(txn: Staging, name: str, n: int) -> int:
 
 
 __all__ = [
-    "IdentityColumn", "identity_columns", "check_given", "check_not_set", "to_generate", "reserve",
+    "IdentityColumn", "identity_columns", "check_given", "check_not_set", "to_generate", "reserve", "synced_mark",
     "START", "STEP", "HIGH_WATER_MARK", "ALLOW_EXPLICIT_INSERT",
 ]

@@ -7,8 +7,9 @@ import json
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from . import _arrow, _core, engine
+from . import _arrow, _core, engine, identity
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
 from .constraints import PREFIX, Rule, check_name, constraint_key, is_constraint_key
@@ -330,6 +331,23 @@ class Transaction(Lifecycle):
         """Mark the adds staged from now on as clustered (the core's ``clusteringProvider``;
         OPTIMIZE of a clustered table)."""
         self._h.mark_clustered(clustered)
+
+    def sync_identity(self, column: str) -> Optional[int]:
+        """Stage ALTER TABLE ... ALTER COLUMN ``column`` SYNC IDENTITY: the column's high-water
+        mark moves to cover every value the rows hold (``identity.synced_mark``); the whole table
+        is recorded as read. Returns the new mark (None: the column has no value and no mark)."""
+        columns = identity.identity_columns(self.schema_json)
+        if column not in columns:
+            raise InvalidArgumentError(f"sync_identity: {column!r} is not an identity column (identity columns: {sorted(columns)})")
+        c = columns[column]
+        self.read_whole_table()
+        values = self.snapshot.to_pyarrow(columns=[column]).column(column)
+        bounds = pc.min_max(values)
+        extreme = (bounds["max"] if c.step > 0 else bounds["min"]).as_py()
+        mark = identity.synced_mark(c, extreme)
+        if mark is not None and mark != c.high_water_mark:
+            self.set_column_metadata(column, {identity.HIGH_WATER_MARK: mark})
+        return mark
 
     def set_column_metadata(self, column: str, metadata: Mapping[str, Any]) -> None:
         """Set Delta metadata keys of a top-level column (a metadata change; the other keys

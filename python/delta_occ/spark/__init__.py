@@ -457,6 +457,10 @@ class SparkTable:
         """``Table.set_clustering`` (a log-only commit made on the driver)."""
         return self.table.set_clustering(columns, max_attempts=max_attempts)
 
+    def sync_identity(self, column: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """``Table.sync_identity`` (the column's extreme is read on the driver)."""
+        return self.table.sync_identity(column, max_attempts=max_attempts)
+
     def drop_feature(self, name: str, *, max_attempts: Optional[int] = None) -> CommitResult:
         """``Table.drop_feature``, its deletion vectors purged by Spark jobs."""
 

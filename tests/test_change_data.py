@@ -445,3 +445,19 @@ def test_feed_by_timestamps(tmp_path):
         t.read_change_feed(1, starting_timestamp="2000-01-01")
     with pytest.raises(exc.InvalidArgumentError, match="starting_version or starting_timestamp"):
         t.read_change_feed()
+
+
+def test_feed_types_partition_values_as_the_core_does(tmp_path):
+    """Partition values of cdc files come back typed by the core's rule for the log's spelling
+    (a timestamp partition is `2024-01-02 03:04:05.000006`, which pyarrow's own cast refuses):
+    the feed shows the values that were written."""
+    import datetime
+
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("d", pa.date32())])
+    ts = [datetime.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone.utc), datetime.datetime(2024, 5, 6, tzinfo=datetime.timezone.utc)]
+    days = [datetime.date(2024, 1, 2), datetime.date(2024, 5, 6)]
+    t = docc.Table.create(str(tmp_path / "t"), schema, partition_by=["ts", "d"], properties=PROPS)
+    t.append(pa.table({"id": [1, 2], "ts": ts, "d": days}, schema=schema))
+    t.delete("id = 1")
+    feed = t.read_change_feed(t.version).to_pylist()
+    assert [(r["id"], r["ts"], r["d"], r["_change_type"]) for r in feed] == [(1, ts[0], days[0], "delete")]

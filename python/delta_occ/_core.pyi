@@ -247,6 +247,8 @@ class SnapshotHandle:
     def data_files(self, indices: Optional[List[int]] = None) -> List[Tuple[str, str, bool]]:
         """``(absolute data path, log path, has_dv)`` of the live files at ``indices`` (as for
         ``partition_values``)."""
+    def typed_partition_values(self, rows: List[List[Tuple[str, Optional[str]]]]) -> Tuple[object, object]:
+        """Typed partition values of actions that are not live files (cdc files), one row each."""
     def scan_plan(self, paths: List[str]) -> Tuple[object, object]:
         """Arrow capsules: per live file ``file`` (plan number), ``path``, ``abs_path``, ``key``
         (Spark's ``_metadata.file_path``), ``size``, ``num_records``, ``dv_cardinality`` and the

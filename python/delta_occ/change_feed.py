@@ -14,8 +14,9 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _arrow
 from ._read import DataColumns, read_file
-from ._write import Layout
+from ._write import ROW, Layout, each
 from .change_data import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, DELETE, INSERT, KINDS, PROPERTY, Changes, enabled
 from .exceptions import InvalidArgumentError, VersionNotFoundError
 from .snapshot import Snapshot
@@ -114,7 +115,9 @@ def _commit_changes(summary: Mapping[str, Any], version: int, layout: Any) -> Ch
     data_removes = [r for r in summary["removed"] if r["data_change"]]
     if cdc:
         lay = layout(version)
-        tables = [_read_cdc(lay, c) for c in cdc]
+        # Partition values typed by the core, as a live file's are (one row per cdc file).
+        values = _arrow.table([lay.snapshot.handle.typed_partition_values([list((c["partition_values"] or {}).items()) for c in cdc])])
+        tables = each(list(range(len(cdc))), lambda i: _read_cdc(lay, cdc[i], values.slice(i, 1)))
         rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         kinds = rows.column(CHANGE_TYPE)
         rows = rows.drop_columns([CHANGE_TYPE])
@@ -125,52 +128,34 @@ def _commit_changes(summary: Mapping[str, Any], version: int, layout: Any) -> Ch
     removed = {r["path"] for r in data_removes}
     added = {a["path"] for a in data_adds}
     if data_removes:
-        before = layout(version - 1)
-        for path in sorted(removed):
-            rows = before.read_rows(path, positions=path in added)
+        before, paths = layout(version - 1), sorted(removed)
+        for path, rows in zip(paths, before.read_many(paths)):
             if path in added:  # the same file with a larger DV: its rows the new DV hides
-                still = layout(version).read_rows(path, columns=[], positions=True).column("__delta_occ_row")
-                gone = pc.invert(pc.is_in(rows.column("__delta_occ_row"), value_set=still.combine_chunks()))
-                rows = rows.filter(gone).drop_columns(["__delta_occ_row"])
-            out.append((DELETE, rows))
+                still = layout(version).read_rows(path, columns=[], positions=True).column(ROW)
+                rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW), value_set=still.combine_chunks())))
+            out.append((DELETE, rows.drop_columns([ROW])))
     if data_adds:
-        after = layout(version)
-        out += [(INSERT, after.read_rows(p, positions=False)) for p in sorted(added - removed)]
+        out += [(INSERT, rows) for rows in layout(version).read_many(sorted(added - removed), positions=False)]
     return out
 
 
-def _read_cdc(lay: Any, cdc: Mapping[str, Any]) -> pa.Table:
-    """A change-data file's rows (table columns and ``_change_type``), its partition values
-    (strings keyed by physical name in the log) typed from the action."""
+def _read_cdc(lay: Any, cdc: Mapping[str, Any], partition_values: pa.Table) -> pa.Table:
+    """A change-data file's rows (table columns and ``_change_type``); ``partition_values``: its
+    action's, typed (one row, a column per partition column)."""
     data_idx = [i for i, f in enumerate(lay.schema) if f.name not in lay.partition_columns]
     wanted = DataColumns(
         [lay.schema.field(i) for i in data_idx] + [pa.field(CHANGE_TYPE, pa.string())],
         [lay.physical.field(i) for i in data_idx] + [pa.field(CHANGE_TYPE, pa.string())],
     )
     data, n = read_file(lay.storage, unquote(cdc["path"]), wanted)
-    by_physical = {lay.physical.field(lay.schema.get_field_index(c)).name: c for c in lay.partition_columns}
-    values = {by_physical.get(k, k): v for k, v in (cdc["partition_values"] or {}).items()}
     arrays = []
     for f in lay.schema:
         if f.name in lay.partition_columns:
-            arrays.append(pa.repeat(partition_scalar(values.get(f.name), f.type), n))
+            arrays.append(pa.repeat(partition_values.column(f.name)[0], n).cast(f.type))
         else:
             arrays.append(data[f.name])
     arrays.append(data[CHANGE_TYPE])
     return pa.Table.from_arrays(arrays, schema=lay.schema.append(pa.field(CHANGE_TYPE, pa.string())))
 
 
-def partition_scalar(value: Optional[str], typ: pa.DataType) -> pa.Scalar:
-    """A partition value as the log spells it, typed."""
-    if value is None:
-        return pa.scalar(None, typ)
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return pa.scalar(value, typ)
-    if pa.types.is_boolean(typ):
-        return pa.scalar(value.lower() == "true", typ)
-    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
-        return pa.scalar(value.encode(), typ)
-    return pa.array([value]).cast(typ)[0]
-
-
-__all__ = ["FeedSource", "read", "partition_scalar"]
+__all__ = ["FeedSource", "read"]

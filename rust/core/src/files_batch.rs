@@ -421,6 +421,34 @@ pub fn repeated(ty: &ArrowType, v: Scalar, n: usize) -> Result<ArrayRef> {
 
 /// The typed partition values of `files`, in their order.
 pub fn partition_batch_of(snap: &Snapshot, files: &[&AddFile]) -> Result<RecordBatch> {
+    partition_batch(snap, files.len(), |i, col| {
+        snap.typed_partition_value(files[i], col)
+    })
+}
+
+/// The typed partition values of `rows` as the log spells them (physical column name, string or
+/// null) by the table's partition columns: those of actions that are not live files (a commit's
+/// `cdc` files), under the same parsing as the files' own.
+pub fn partition_batch_of_raw(
+    snap: &Snapshot,
+    rows: &[Vec<(String, Option<String>)>],
+) -> Result<RecordBatch> {
+    partition_batch(snap, rows.len(), |i, col| {
+        let raw = rows[i]
+            .iter()
+            .find(|(k, _)| *k == col.physical)
+            .and_then(|(_, v)| v.as_deref());
+        crate::partition::parse(raw, &col.data_type)
+            .map_err(|m| Error::invalid(format!("partition column {}: {m}", col.name)))
+    })
+}
+
+/// One typed column per partition column, `n` rows, each value from `value(row, column)`.
+fn partition_batch(
+    snap: &Snapshot,
+    n: usize,
+    value: impl Fn(usize, &crate::snapshot::PartitionColumn) -> Result<Scalar>,
+) -> Result<RecordBatch> {
     let mut fields = Vec::new();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for col in &snap.partition_columns {
@@ -430,14 +458,14 @@ pub fn partition_batch_of(snap: &Snapshot, files: &[&AddFile]) -> Result<RecordB
                 col.name, col.data_type
             ))
         })?;
-        let mut builder = make_builder(&ty, files.len());
-        for f in files {
-            append(builder.as_mut(), &ty, snap.typed_partition_value(f, col)?)?;
+        let mut builder = make_builder(&ty, n);
+        for i in 0..n {
+            append(builder.as_mut(), &ty, value(i, col)?)?;
         }
         fields.push(Field::new(&col.name, ty, true));
         arrays.push(builder.finish());
     }
-    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(files.len()));
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(n));
     RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
         .map_err(arrow_err)
 }

@@ -171,6 +171,19 @@ impl SnapshotHandle {
         batch_to_capsules(py, batch)
     }
 
+    /// Typed partition values of actions that are not live files (a commit's cdc files): one
+    /// row per entry of `rows`, each the action's `partitionValues` as the log has them.
+    fn typed_partition_values<'py>(
+        &self,
+        py: Python<'py>,
+        rows: Vec<Vec<(String, Option<String>)>>,
+    ) -> PyResult<Capsules<'py>> {
+        let batch = py
+            .detach(|| files_batch::partition_batch_of_raw(&self.inner, &rows))
+            .py_err()?;
+        batch_to_capsules(py, batch)
+    }
+
     /// The scan plan of live files for an engine that reads them itself (see `files_batch::scan_plan`).
     fn scan_plan<'py>(&self, py: Python<'py>, paths: Vec<String>) -> PyResult<Capsules<'py>> {
         let batch = py

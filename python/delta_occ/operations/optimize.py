@@ -52,11 +52,11 @@ class Compactor(Engine, Protocol):
 def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: Optional[str] = None, *, full: bool = False) -> int:
     """Returns the number of bins staged (0: nothing to compact, and no commit). ``full``: on a
     clustered table, recluster every file, not only those not clustered yet."""
-    refuse_copies(engine.txn, "OPTIMIZE")
     clustering = engine.txn.snapshot.clustering_columns
     if clustering:
         # OPTIMIZE of a clustered table clusters: the Z-order of its clustering columns.
         return zorder(engine, clustering, target_file_size, where, clustered=True, full=full)
+    refuse_copies(engine.txn, "OPTIMIZE")
     where = Now().text(where)
     target = target_size(engine.txn.snapshot.properties, target_file_size)
     bins = compaction_bins(engine.txn, where, target)

@@ -243,12 +243,15 @@ class SparkEngine:
         parts: List[DataFrame] = []
         names = [f.name for f in self.schema]
         changes: List[Tuple[str, DataFrame]] = []
+        def target_rows(cond: Column) -> DataFrame:  # the target side of joined rows, as table rows
+            return joined.filter(cond).select(*[self._tq(c).alias(c) for c in names])
+
         if self.lay.cdf and plan.delete:
-            changes.append((DELETE, joined.filter(self._is_del).select(*[self._tq(c).alias(c) for c in names])))
+            changes.append((DELETE, target_rows(self._is_del)))
         if plan.update is not None and self._updated:
             parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve))
             if self.lay.cdf:
-                changes += [(PREIMAGE, joined.filter(~self._is_del).select(*[self._tq(c).alias(c) for c in names])), (POSTIMAGE, parts[-1])]
+                changes += [(PREIMAGE, target_rows(~self._is_del)), (POSTIMAGE, parts[-1])]
         if rewrite:
             gone = self.spark.createDataFrame(touched)
             parts.append(target.filter(_in_files(rewrite)).join(gone, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))

@@ -152,11 +152,14 @@ fn run_attempts(
         if let Some(mark) = row_id_mark {
             // Fresh ids above the newest mark, at the version this attempt writes.
             let m = actions.as_mut().expect("materialized above");
-            let fresh = std::mem::take(&mut m.fresh_row_ids);
-            let new_mark =
-                crate::row_tracking::assign(&mut m.adds, &fresh, mark, attempt_version, &table);
-            m.fresh_row_ids = fresh;
-            m.row_id_domain = new_mark?.map(crate::row_tracking::domain);
+            let new_mark = crate::row_tracking::assign(
+                &mut m.adds,
+                &m.fresh_row_ids,
+                mark,
+                attempt_version,
+                &table,
+            )?;
+            m.row_id_domain = new_mark.map(crate::row_tracking::domain);
         }
         let m = actions.as_ref().expect("materialized above");
         check_files_survived_vacuum(txn, m, now)?;

@@ -132,3 +132,61 @@ def test_dml_racing_a_zorder_conflicts_at_file_level(tmp_path):
     t.optimize(zorder_by=["x"])
     with pytest.raises(exc.ConcurrentDeleteReadException):
         txn.commit()
+
+
+
+DV_ONLY = {"delta.enableDeletionVectors": "true"}
+ROW_TRACKING = {"delta.enableRowTracking": "true", **DV_ONLY}
+
+
+def _three_files(path: pathlib.Path, properties: Dict[str, str]) -> docc.Table:
+    t = docc.Table.create(str(path), pa.schema([("id", pa.int64()), ("x", pa.int64())]), properties=properties)
+    for k in range(3):
+        t.append(pa.table({"id": [3 * k, 3 * k + 1, 3 * k + 2], "x": [k, k, k]}))
+    return t
+
+
+@pytest.mark.parametrize("winner", ["bin-packing", "zorder"])
+@pytest.mark.parametrize("properties", [{}, DV_ONLY, ROW_TRACKING], ids=["plain", "dvs", "row-tracking"])
+def test_a_zorder_losing_to_another_compaction_drops_its_bin(tmp_path, winner, properties):
+    """A Z-order records no provenance, but its bin is its partition: when another compaction
+    replaced an input first, the bin is dropped (§4 rule 5, pass_bin_dropped) and nothing is
+    committed twice (found by `stress --row-tracking`: rows duplicated). Without deletion
+    vectors the file-level checks decide: §3 check 6, ConcurrentDeleteReadException."""
+    t = _three_files(tmp_path / "t", properties)
+    txn = docc.Table(str(tmp_path / "t")).begin()
+    txn.optimize(zorder_by=["x"])
+    if winner == "zorder":
+        t.optimize(zorder_by=["id"])
+    else:
+        t.optimize()
+    files = sorted(t.snapshot().files(["path"]).column("path").to_pylist())
+    if not properties:
+        with pytest.raises(exc.ConcurrentDeleteReadException):
+            txn.commit()
+    else:
+        result = txn.commit()
+        assert "pass_bin_dropped" in [r for c in result.checks for r in c["rules"]], result.checks
+        assert sorted(t.snapshot().files(["path"]).column("path").to_pylist()) == files  # nothing rewritten again
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == list(range(9))
+
+
+@pytest.mark.parametrize("dml,gone", [("id = 4", {4}), ("id >= 3 AND id < 6", {3, 4, 5})], ids=["dv", "whole-file"])
+def test_a_zorder_losing_to_dml_carries_its_deletes_by_row_id(tmp_path, dml, gone):
+    """On a row-tracking table the Z-order's outputs hold every row's id: the rows a concurrent
+    DELETE removed are found there by id and stay deleted (§4 rule 5,
+    pass_compaction_carries_deletes); the result is the serial model (DELETE, then Z-order).
+    Without row tracking the same race conflicts (§4 rule 6: no provenance)."""
+    for properties in (ROW_TRACKING, DV_ONLY):
+        t = _three_files(tmp_path / str(len(properties)), properties)
+        txn = docc.Table(t.path).begin()
+        txn.optimize(zorder_by=["x"])
+        t.delete(dml)
+        if properties is DV_ONLY:
+            with pytest.raises(exc.ConcurrentDeleteReadException):
+                txn.commit()
+            continue
+        result = txn.commit()
+        assert "pass_compaction_carries_deletes" in [r for c in result.checks for r in c["rules"]], result.checks
+        assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == sorted(set(range(9)) - gone)
+        assert sorted(kernel_rows(t).column("id").to_pylist()) == sorted(set(range(9)) - gone)

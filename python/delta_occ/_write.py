@@ -57,10 +57,12 @@ class Layout:
         self.cdf = change_data.enabled(props)
         #: The table, when its rows must keep their ids (``operations.row_tracking``).
         self.keeps_row_ids: Optional[str] = self.root if row_tracking.enabled(props) else None
+        #: The physical materialized row-id and row-commit-version columns, when rows keep ids.
+        self.row_id_columns = row_tracking.materialized(props)
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
-        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
+        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool, bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
         #: CHECK constraints and invariants, enforced on every new or changed row; a rule the core
         #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
         self.rules = Rules(props, self.delta_fields, self.schema)
@@ -96,24 +98,36 @@ class Layout:
             self.prefetch([path])
         return self._plan[path]
 
-    def _columns(self, columns: Optional[Sequence[str]], positions: bool) -> Tuple[List[pa.Field], DataColumns, pa.Schema]:
-        """Per selection of columns (computed once): the table fields read, their data columns,
-        and the schema of the rows returned."""
-        key = (None if columns is None else tuple(columns), positions)
+    def _columns(self, columns: Optional[Sequence[str]], positions: bool, ids: bool = False) -> Tuple[List[pa.Field], DataColumns, pa.Schema]:
+        """Per selection of columns (computed once): the table fields read, their data columns
+        (with ``ids``, the materialized row-id columns too), and the schema of the rows returned."""
+        key = (None if columns is None else tuple(columns), positions, ids)
         got = self._selections.get(key)
         if got is None:
             fields = [f for f in self.schema if columns is None or f.name in columns]
             data = [i for i, f in enumerate(self.schema) if (columns is None or f.name in columns) and f.name not in self.partition_columns]
             wanted = DataColumns([self.schema.field(i) for i in data], [self.physical.field(i) for i in data])
             schema = pa.schema(fields)
-            got = self._selections[key] = (fields, wanted, schema.append(pa.field(ROW, pa.uint64())) if positions else schema)
+            if positions:
+                schema = schema.append(pa.field(ROW, pa.uint64()))
+            if ids and self.row_id_columns:
+                kept = [pa.field(row_tracking.ROW_ID, pa.int64()), pa.field(row_tracking.ROW_COMMIT_VERSION, pa.int64())]
+                wanted = DataColumns(wanted.logical + kept, wanted.physical + [pa.field(n, pa.int64()) for n in self.row_id_columns])
+                schema = pa.schema(list(schema) + kept)
+            got = self._selections[key] = (fields, wanted, schema)
         return got
 
-    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True) -> pa.Table:
+    def read_rows(
+        self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: Optional[Tuple[Optional[int], Optional[int]]] = None
+    ) -> pa.Table:
         """Live rows of a file of the snapshot, plus ROW (physical position) unless `positions`
-        is False: every column, or only `columns` (table column names) when given."""
+        is False: every column, or only `columns` (table column names) when given. ``ids``: the
+        file's (baseRowId, defaultRowCommitVersion), on a table whose rows keep their ids: the
+        rows also carry their ids and commit versions (``row_tracking.ROW_ID`` and
+        ``ROW_COMMIT_VERSION``), to be written into the materialized columns."""
         abs_path, has_dv, parts = self._entry(path)
-        fields, wanted, schema = self._columns(columns, positions)
+        with_ids = ids is not None and self.row_id_columns is not None
+        fields, wanted, schema = self._columns(columns, positions, with_ids)
         data, n = read_file(self.storage, abs_path, wanted)
         arrays = []
         for f in fields:
@@ -123,15 +137,23 @@ class Layout:
                 arrays.append(data[f.name])
         if positions:
             arrays.append(arange(n))
+        if with_ids and ids is not None:
+            arrays += row_tracking.ids_of(data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), ids[0], ids[1], self.root, path)
         table = pa.Table.from_arrays(arrays, schema=schema)
         if has_dv:
             table = table.filter(keep_mask(self.snapshot.handle, path, n))
         return table
 
-    def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True) -> List[pa.Table]:
-        """`read_rows` of each file, in order, on a few threads (see `each`)."""
+    def read_many(
+        self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True,
+        ids: Optional[Sequence[Tuple[Optional[int], Optional[int]]]] = None,
+    ) -> List[pa.Table]:
+        """`read_rows` of each file, in order, on a few threads (see `each`); ``ids``: per file,
+        its (baseRowId, defaultRowCommitVersion) (see `read_rows`)."""
         self.prefetch(paths)
-        return each(paths, lambda path: self.read_rows(path, columns, positions))
+        if ids is None:
+            return each(paths, lambda path: self.read_rows(path, columns, positions))
+        return each(list(zip(paths, ids)), lambda pi: self.read_rows(pi[0], columns, positions, pi[1]))
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -239,6 +261,11 @@ class Layout:
         if changes:
             cols.append(data.column(change_data.CHANGE_TYPE))
             out_fields.append(pa.field(change_data.CHANGE_TYPE, pa.string()))
+        elif self.row_id_columns and row_tracking.ROW_ID in data.column_names:
+            # Copied rows keep their ids and commit versions in the materialized columns.
+            for kept, name in zip((row_tracking.ROW_ID, row_tracking.ROW_COMMIT_VERSION), self.row_id_columns):
+                cols.append(data.column(kept))
+                out_fields.append(pa.field(name, pa.int64()))
         physical = pa.Table.from_arrays(cols, schema=pa.schema(out_fields))
         if self.mode == "none":
             sub = "/".join(f"{k}={_escape(v)}" for k, v in partition.items())

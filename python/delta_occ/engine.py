@@ -57,6 +57,9 @@ class ArrowEngine:
     """The embedded engine's side of every operation (``delta_occ.operations``' protocols) on one
     transaction: rows are pyarrow Tables, conditions the core's compiled ``RowExpr``."""
 
+    #: Its compactions write each copied row's id and commit version (``row_tracking``).
+    materializes_row_ids = True
+
     def __init__(self, txn: Staging) -> None:
         self.txn = txn
         # MERGE's rows between matching and writing (see ``match``).
@@ -307,7 +310,7 @@ class ArrowEngine:
         rows_out = 0
         files_per_bin = []
         for b in bins:
-            parts = lay.read_many([f["path"] for f in b], positions=False)
+            parts = lay.read_many([f["path"] for f in b], positions=False, ids=_kept_ids(b))
             provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
             data = concat(parts, lay.schema)
             rows_out += data.num_rows
@@ -320,7 +323,7 @@ class ArrowEngine:
         rows_out = 0
         files_per_bin = []
         for b, per_file in zip(bins, rows_per_file):
-            data = concat(lay.read_many([f["path"] for f in b], positions=False), lay.schema)
+            data = concat(lay.read_many([f["path"] for f in b], positions=False, ids=_kept_ids(b)), lay.schema)
             rows_out += data.num_rows
             if not data.num_rows:
                 files_per_bin.append(0)
@@ -499,6 +502,11 @@ def optimize(
     if zorder_by is not None:
         return _optimize.zorder(ArrowEngine(txn), zorder_by, target_file_size, where)
     return _optimize.optimize(ArrowEngine(txn), target_file_size, where, full=full)
+
+
+def _kept_ids(files: Sequence[BinFile]) -> List[Tuple[Optional[int], Optional[int]]]:
+    """Per input of a compaction, what its rows' ids and commit versions default to."""
+    return [(f.get("base_row_id"), f.get("default_row_commit_version")) for f in files]
 
 
 def purge(txn: Staging) -> int:

@@ -1,20 +1,37 @@
 """Row tracking on the writing side (the ids themselves are handed out by the core's commit,
 ``rust/core/src/row_tracking.rs``). A table with ``delta.enableRowTracking=true`` promises that a
-row keeps its id when it is updated or copied into another file, which needs the id written into
-the file (a materialized row-id column). delta-occ does not write those yet, so every operation
-that copies rows is refused there, with the same error on both engines: UPDATE, MERGE with
-WHEN MATCHED UPDATE, OPTIMIZE and purges, and a DELETE, MERGE or overwrite that would rewrite a
-file's other rows (a table without deletion vectors). Appends, DELETE through deletion vectors or
-of whole files, and inserts work, their files taking fresh ids."""
+row keeps its id and commit version when it is copied into another file, which needs them written
+into the file: the materialized columns the table's configuration names. A row's id is the
+materialized one where its file holds it, else the file's ``baseRowId`` plus the row's physical
+position; its commit version likewise, else the file's ``defaultRowCommitVersion``
+(protocol-notes §6).
+
+The embedded engine's OPTIMIZE (bin-packing, Z-order, clustering) and DV purge write them
+(``ids_of``: rows read with ``ROW_ID`` / ``ROW_COMMIT_VERSION``, written into the materialized
+columns). Every other operation that copies rows is refused there, with the same error on both
+engines: UPDATE, MERGE with WHEN MATCHED UPDATE, the Spark engine's OPTIMIZE, and a DELETE, MERGE
+or overwrite that would rewrite a file's other rows (a table without deletion vectors). Appends,
+DELETE through deletion vectors or of whole files, and inserts work, their files taking fresh
+ids."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..exceptions import UnsupportedFeatureError
 from .protocols import Staging
 
 PROPERTY = "delta.enableRowTracking"
+MATERIALIZED_ID = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_VERSION = "delta.rowTracking.materializedRowCommitVersionColumnName"
+
+#: Columns carrying each copied row's id and commit version from the read to the write (never
+#: table columns: the write puts them in the materialized columns).
+ROW_ID = "__delta_occ_row_id"
+ROW_COMMIT_VERSION = "__delta_occ_row_commit_version"
 
 
 def enabled(properties: Mapping[str, str]) -> bool:
@@ -22,11 +39,40 @@ def enabled(properties: Mapping[str, str]) -> bool:
     return str(properties.get(PROPERTY, "false")).lower() == "true"
 
 
+def materialized(properties: Mapping[str, str]) -> Optional[Tuple[str, str]]:
+    """The physical names of the materialized row-id and row-commit-version columns, when rows
+    keep their ids (a table enabled without naming them cannot keep them: ``None``)."""
+    if not enabled(properties):
+        return None
+    names = properties.get(MATERIALIZED_ID), properties.get(MATERIALIZED_VERSION)
+    return (names[0], names[1]) if names[0] and names[1] else None
+
+
+def ids_of(
+    materialized_ids: pa.Array, materialized_versions: pa.Array, positions: pa.Array, base_row_id: Optional[int], default_version: Optional[int], table: str, path: str
+) -> Tuple[pa.Array, pa.Array]:
+    """The row ids and commit versions of the rows of one file at ``positions`` (physical),
+    given the file's materialized columns at those rows (NULL where not materialized)."""
+    if (base_row_id is None and materialized_ids.null_count) or (default_version is None and materialized_versions.null_count):
+        raise UnsupportedFeatureError(
+            f"{table} has {PROPERTY}=true but {path} has no baseRowId/defaultRowCommitVersion for rows without materialized ids "
+            "(a file written before row tracking; delta-occ does not backfill)",
+            table=table, feature="rowTracking",
+        )
+    ids = materialized_ids.cast(pa.int64())
+    versions = materialized_versions.cast(pa.int64())
+    if base_row_id is not None:
+        ids = pc.coalesce(ids, pc.add(positions.cast(pa.int64()), pa.scalar(base_row_id, pa.int64())))
+    if default_version is not None:
+        versions = pc.coalesce(versions, pa.scalar(default_version, pa.int64()))
+    return ids, versions
+
+
 def copy_refused(table: str, what: str) -> UnsupportedFeatureError:
     """The error for ``what``, an operation that would copy rows of ``table``."""
     return UnsupportedFeatureError(
         f"{table} has {PROPERTY}=true: {what} copies rows, which must keep their row ids (a materialized row-id column), "
-        "and delta-occ does not write those yet; appends, DELETE with deletion vectors and inserts work",
+        "and delta-occ does not write those for it yet; appends, DELETE with deletion vectors, inserts and the embedded engine's OPTIMIZE work",
         table=table, feature="rowTracking",
     )
 
@@ -38,4 +84,7 @@ def refuse_copies(txn: Staging, what: str) -> None:
         raise copy_refused(snap.handle.root, what)
 
 
-__all__ = ["PROPERTY", "enabled", "copy_refused", "refuse_copies"]
+__all__ = [
+    "PROPERTY", "MATERIALIZED_ID", "MATERIALIZED_VERSION", "ROW_ID", "ROW_COMMIT_VERSION", "enabled", "materialized", "ids_of",
+    "copy_refused", "refuse_copies",
+]

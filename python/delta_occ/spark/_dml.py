@@ -47,6 +47,9 @@ class SparkEngine:
     the core's compiled row expressions (``_rowexpr.Compiled``), built into Spark Columns, so
     Spark selects and computes what the embedded engine does."""
 
+    #: Its compactions do not write materialized row ids yet (refused on row-tracking tables).
+    materializes_row_ids = False
+
     def __init__(self, ctx: "SparkTransaction") -> None:
         self.ctx = ctx
         self.spark = ctx.spark

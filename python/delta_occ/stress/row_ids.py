@@ -1,17 +1,17 @@
 """The row-tracking checks of ``delta-occ stress --row-tracking`` (issue 30: "row ids unique
 across all live files at every version, never reused, each row's id unchanged by DV-DELETE,
-commit versions right after rebases"). A row's id is its file's ``baseRowId`` plus its physical
-position (protocol "Row Tracking"); the workload's ``id`` column names each row for good, so the
-checks compare the ids the log gives each ``id`` version by version."""
+commit versions right after rebases"). A row's id is the one materialized in its file, else its
+file's ``baseRowId`` plus its physical position (protocol "Row Tracking"; OPTIMIZE copies rows
+with their ids materialized); the workload's ``id`` column names each row for good, so the checks
+compare the ids the log gives each ``id`` version by version."""
 
 from __future__ import annotations
 
 import json
 from typing import Dict, List, Set
 
-import pyarrow.compute as pc
-
-from .._write import ROW, Layout
+from .._write import Layout
+from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
 from ..table import Table
 
 
@@ -19,6 +19,7 @@ def check(t: Table, latest: int) -> List[str]:
     """Anomalies of the row ids over versions 1..``latest`` (empty when all hold)."""
     anomalies: List[str] = []
     id_of: Dict[int, int] = {}  # workload id -> row id, from the version it first appeared
+    commit_of: Dict[int, int] = {}  # workload id -> row commit version, likewise
     owner: Dict[int, int] = {}  # row id -> workload id
     added_at: Dict[str, int] = {}
     previous: Set[str] = set()
@@ -39,9 +40,11 @@ def check(t: Table, latest: int) -> List[str]:
                 continue
             if version != added_at[f["path"]]:
                 anomalies.append(f"version {v}: {f['path']} has defaultRowCommitVersion {version} but was added at version {added_at[f['path']]}")
-            rows = lay.read_rows(f["path"], ["id"], positions=True)
-            row_ids = pc.add(rows.column(ROW).cast("int64"), base).to_pylist()
-            for key, rid in zip(rows.column("id").to_pylist(), row_ids):
+            rows = lay.read_rows(f["path"], ["id"], positions=False, ids=(base, version))
+            versions = rows.column(ROW_COMMIT_VERSION).to_pylist()
+            for key, rid, rv in zip(rows.column("id").to_pylist(), rows.column(ROW_ID).to_pylist(), versions):
+                if commit_of.setdefault(key, rv) != rv:
+                    anomalies.append(f"version {v}: id {key} changed row commit version {commit_of[key]} -> {rv} (no workload op changes a row here)")
                 top = max(top, rid)
                 if rid in seen:
                     anomalies.append(f"version {v}: row id {rid} held by ids {seen[rid]} and {key}")

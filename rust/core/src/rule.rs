@@ -47,6 +47,8 @@ pub enum Rule {
     PassCompactionCarries,
     /// §4 rule 5: the winner compacted a file; this transaction's changes were remapped.
     PassRemappedOntoCompaction,
+    /// §4 rule 5: the winner compacted a file without provenance; rows followed by their ids.
+    PassFollowedByRowId,
     /// §4 rule 5: the winner's compaction dropped a file with no live row.
     PassAllRowsDeleted,
     /// §4 rules 1–3: the winner changed other rows of a file (deletion vectors merged).
@@ -74,7 +76,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 28] = [
+    pub const ALL: [Rule; 29] = [
         Rule::ProtocolChanged,
         Rule::BothCreatedTable,
         Rule::MetadataChanged,
@@ -91,6 +93,7 @@ impl Rule {
         Rule::PassBinDropped,
         Rule::PassCompactionCarries,
         Rule::PassRemappedOntoCompaction,
+        Rule::PassFollowedByRowId,
         Rule::PassAllRowsDeleted,
         Rule::PassDisjointRows,
         Rule::PassNoAddedRowMatches,
@@ -124,6 +127,7 @@ impl Rule {
             Rule::PassBinDropped => "pass_bin_dropped",
             Rule::PassCompactionCarries => "pass_compaction_carries_deletes",
             Rule::PassRemappedOntoCompaction => "pass_remapped_onto_compaction",
+            Rule::PassFollowedByRowId => "pass_followed_by_row_id",
             Rule::PassAllRowsDeleted => "pass_all_rows_deleted",
             Rule::PassDisjointRows => "pass_disjoint_rows",
             Rule::PassNoAddedRowMatches => "pass_no_added_row_matches",
@@ -158,6 +162,7 @@ impl Rule {
             Rule::PassBinDropped => "§4 rule 5: of two overlapping compactions the later drops the bins already replaced",
             Rule::PassCompactionCarries => "§4 rule 5: compaction never conflicts (deleted rows remapped onto its output)",
             Rule::PassRemappedOntoCompaction => "§4 rule 5: compaction never conflicts (this transaction's changes remapped onto its output)",
+            Rule::PassFollowedByRowId => "§4 rule 5: compaction never conflicts (rows followed onto its output by their row ids)",
             Rule::PassAllRowsDeleted => "§4 rule 5: the compaction dropped a file with no live row",
             Rule::PassDisjointRows => "§4 rules 1-3: disjoint rows of the same file (deletion vectors merged)",
             Rule::PassNoAddedRowMatches => "§4 rule 4: no row the winner added matches the read predicates",

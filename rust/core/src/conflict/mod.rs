@@ -2,6 +2,7 @@
 //! The conflict errors of §6 it raises are [`crate::error::Conflict`].
 
 pub mod checker;
+pub mod row_ids;
 pub mod row_level;
 pub mod rows;
 pub mod winner;

@@ -12,10 +12,11 @@ use std::time::Instant;
 
 use crate::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
 use crate::error::{Error, Result};
-use crate::log::actions::{remove_of, AddFile, RemoveFile};
+use crate::log::actions::{remove_of, AddFile, PartitionValues, RemoveFile};
 use crate::predicate::Predicate;
 
 use super::checker::{self, Passed, ReadSet, TxnView};
+use super::row_ids;
 use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};
 use super::WinningCommit;
 use crate::error::ConflictKind;
@@ -23,7 +24,7 @@ use crate::rule::{Fallback, Rule};
 
 /// Why row-level resolution of a file cannot decide (§4 rule 6): the cause and, for the
 /// message, the details.
-type Why = (Fallback, String);
+pub(super) type Why = (Fallback, String);
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
 /// of `[path, liveRows]`. Output row `k` is the k-th live row of the inputs taken in this order
@@ -64,8 +65,8 @@ impl Staged {
 
 /// The transaction's staged actions, its removes indexed by path: every remove of a winner is
 /// looked up in them (a scan per lookup made two large compactions quadratic).
-struct Ours<'a> {
-    st: &'a Staged,
+pub(super) struct Ours<'a> {
+    pub(super) st: &'a Staged,
     /// Per removed path: whether a remove of it has dataChange=true, and whether one has false.
     removes: HashMap<&'a str, (bool, bool)>,
 }
@@ -86,7 +87,7 @@ impl<'a> Ours<'a> {
     }
 
     /// A remove of `path` with dataChange=true (its rows deleted).
-    fn deletes(&self, path: &str) -> bool {
+    pub(super) fn deletes(&self, path: &str) -> bool {
         self.removes.get(path).is_some_and(|r| r.0)
     }
 
@@ -96,7 +97,7 @@ impl<'a> Ours<'a> {
     }
 
     /// Rows of `path` change: a DV update or a delete of the whole file.
-    fn changes_file(&self, path: &str) -> bool {
+    pub(super) fn changes_file(&self, path: &str) -> bool {
         self.st.dv.contains_key(path) || self.deletes(path)
     }
 }
@@ -111,7 +112,7 @@ pub struct Verdict {
 
 /// Copy-on-write access to the staged actions: most winners change nothing, so the (possibly
 /// large) staged set is cloned only when a rule rebases it.
-struct Rebase<'s> {
+pub(super) struct Rebase<'s> {
     base: &'s Staged,
     next: Option<Staged>,
 }
@@ -121,7 +122,7 @@ impl Rebase<'_> {
         self.next.as_ref().unwrap_or(self.base)
     }
 
-    fn edit(&mut self) -> &mut Staged {
+    pub(super) fn edit(&mut self) -> &mut Staged {
         let base = self.base;
         self.next.get_or_insert_with(|| base.clone())
     }
@@ -263,7 +264,7 @@ pub(crate) fn read_dv(
 }
 
 /// Run `f`; a failure to read a DV or data file becomes a file-level fallback (§4 rule 6).
-fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, Why> {
+pub(super) fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, Why> {
     r.map_err(|e| {
         (
             Fallback::Unreadable,
@@ -330,6 +331,10 @@ pub fn check_winner(
 
     let compaction = st.is_compaction();
     let ours_idx = Ours::new(st);
+    let id_column = row_ids::column(t);
+    let mut by_id: Vec<&RemoveFile> = Vec::new();
+    let mut carried: Vec<(&RemoveFile, Option<&AddFile>)> = Vec::new();
+    let mut dropped_parts: Vec<PartitionValues> = Vec::new();
     // Our removes to change, applied in one pass after the loop: per path, the dataChange of the
     // remove to change and what replaces it (None: dropped). Rule 5 makes them: a deleted file
     // the winner compacted (its rows remapped onto the output), and an input of this compaction
@@ -358,6 +363,26 @@ pub fn check_winner(
                 Rule::DeleteRead,
                 (Fallback::TimeBudget, OUT_OF_TIME.into()),
             ));
+        }
+        // Rule 5 for this compaction when it recorded no provenance (a Z-order: one bin per
+        // partition, its outputs mixing the inputs' rows).
+        if ours.is_none() && compaction && ours_idx.compacts(path) {
+            if !r.data_change {
+                // Another compaction replaced this input first: the partition's bin is dropped.
+                let Some(file) = removed_file(t, r) else {
+                    return Err(untagged_compaction(t, w, r));
+                };
+                if !dropped_parts.contains(&file.partition_values) {
+                    dropped_parts.push(file.partition_values);
+                }
+                continue;
+            }
+            if id_column.is_some() {
+                // DML changed an input: its deletions are carried onto the outputs by row id.
+                carried.push((r, readded.get(path).copied()));
+                resolved += 1;
+                continue;
+            }
         }
         // Rule 5: the winner compacted this file.
         if let (false, Some(&(b, k))) = (r.data_change, w_index.get(&key)) {
@@ -461,6 +486,16 @@ pub fn check_winner(
             notes.push((Rule::PassCompactionCarries, format!("it deleted {} rows of {path}, which this compaction carries to {}; they stay deleted there", gone.len(), bin.output.path)));
             continue;
         }
+        // Rule 5 by row ids: a compaction without provenance on a table whose rows keep ids.
+        if id_column.is_some()
+            && !ours_idx.compacts(path)
+            && row_ids::followable(w, r, readded.contains_key(path))
+            && (ours_idx.changes_file(path) || !all_rows_deleted(t, cx, r))
+        {
+            by_id.push(r);
+            resolved += 1;
+            continue;
+        }
         if !cx.exact {
             checker::check_deletes_of(t, w, std::slice::from_ref(r))?;
             continue;
@@ -475,6 +510,17 @@ pub fn check_winner(
             cx,
         )?);
         resolved += 1;
+    }
+    if let (Some(col), false) = (id_column, by_id.is_empty()) {
+        notes.extend(row_ids::follow(
+            t, &ours_idx, &mut next, w, &by_id, col, cx,
+        )?);
+    }
+    if let (Some(col), false) = (id_column, carried.is_empty()) {
+        notes.extend(row_ids::carry(t, st, &mut next, w, &carried, col, cx)?);
+        for (r, readded) in &carried {
+            edits.insert(&r.path, (false, readded.map(|a| remove_of(a, false))));
+        }
     }
     // The inputs of every dropped bin, so that our removes are filtered in one pass.
     // The inputs and outputs of every dropped bin, so that our actions are filtered in one pass.
@@ -516,6 +562,29 @@ pub fn check_winner(
             })
             .collect();
     }
+    if !dropped_parts.is_empty() {
+        // The dropped partitions' outputs and inputs (an untagged compaction's bins).
+        let s = next.edit();
+        let of = |p: Option<&PartitionValues>| p.is_some_and(|p| dropped_parts.contains(p));
+        let outputs: HashSet<Box<str>> = s
+            .adds
+            .iter()
+            .filter(|a| !a.data_change && of(Some(&a.partition_values)))
+            .map(|a| a.path.as_ref().into())
+            .collect();
+        s.adds.retain(|a| !outputs.contains(&*a.path));
+        s.own_dvs.retain(|p, _| !outputs.contains(p));
+        s.removes
+            .retain(|x| x.data_change || !of(x.partition_values.as_ref()));
+        s.dropped_bins += dropped_parts.len() as u64;
+        notes.push((
+            Rule::PassBinDropped,
+            format!(
+                "a concurrent compaction already replaced inputs of this compaction in {} partition(s); their bins were dropped",
+                dropped_parts.len()
+            ),
+        ));
+    }
     Ok(Verdict {
         passed: Passed::from_notes(notes),
         rebased: next.next,
@@ -525,7 +594,13 @@ pub fn check_winner(
 
 /// The file-level conflict on a file the winner removed when row-level resolution of it cannot
 /// decide (§4 rule 6): `rule` is check 6 or check 7.
-fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, rule: Rule, why: Why) -> Error {
+pub(super) fn fallback(
+    t: &TxnView,
+    w: &WinningCommit,
+    r: &RemoveFile,
+    rule: Rule,
+    why: Why,
+) -> Error {
     let kind = match rule {
         Rule::DeleteDelete => ConflictKind::ConcurrentDeleteDelete,
         _ => ConflictKind::ConcurrentDeleteRead,
@@ -544,6 +619,22 @@ fn fallback(t: &TxnView, w: &WinningCommit, r: &RemoveFile, rule: Rule, why: Why
     e
 }
 
+/// Both compacted the same file and this compaction (a Z-order: its outputs mix inputs) records
+/// no provenance, so its bins cannot be dropped one by one: committing it would copy the file's
+/// rows a second time.
+fn untagged_compaction(t: &TxnView, w: &WinningCommit, r: &RemoveFile) -> Error {
+    fallback(
+        t,
+        w,
+        r,
+        Rule::DeleteDelete,
+        (
+            Fallback::NoProvenance,
+            "both compacted this file and this compaction recorded no row provenance".into(),
+        ),
+    )
+}
+
 /// Whether the remove's DV covers every row of its file (false when that cannot be told).
 fn all_rows_deleted(t: &TxnView, cx: &RowContext, r: &RemoveFile) -> bool {
     let Some(d) = r.deletion_vector.as_deref() else {
@@ -557,7 +648,7 @@ fn all_rows_deleted(t: &TxnView, cx: &RowContext, r: &RemoveFile) -> bool {
 /// The file a winner removed: from the read snapshot, else (a file an earlier winner added, such
 /// as a compaction output this transaction's changes were remapped onto) from the remove's own
 /// extended metadata (partition values and size).
-fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
+pub(super) fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
     if let Some(f) = t.read_snapshot.and_then(|s| s.file(&r.path)) {
         return Some(f.clone());
     }

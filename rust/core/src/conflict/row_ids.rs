@@ -1,0 +1,349 @@
+//! §4 rule 5 by row ids: on a table whose rows keep their ids (`delta.enableRowTracking=true`),
+//! a compaction that recorded no provenance (delta-spark's or Databricks's OPTIMIZE, any Z-order)
+//! still wrote every live row of its inputs with the row's id (the materialized row-id column,
+//! else the output's `baseRowId` plus the row's position). The rows this transaction changed or
+//! read in a compacted input are looked up by id in the compaction's outputs and its changes
+//! move there, as they move through a provenance tag.
+
+use std::collections::{BTreeSet, HashMap};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, Int64Array};
+
+use crate::data_file;
+use crate::dv::DeletionBitmap;
+use crate::error::Result;
+use crate::log::actions::{AddFile, RemoveFile};
+use crate::row_tracking;
+use crate::rule::{Fallback, Rule};
+use crate::storage::Location;
+
+use super::checker::TxnView;
+use super::row_level::{
+    fallback, or_fallback, read_dv, removed_file, DvChange, Ours, Rebase, RowContext, Staged, Why,
+};
+use super::rows::{live_rows, physical_rows};
+use super::WinningCommit;
+
+/// The materialized row-id column of the table the transaction read, when its rows keep their
+/// ids (row tracking enabled and the column named).
+pub(super) fn column<'a>(t: &TxnView<'a>) -> Option<&'a str> {
+    let config = &t.read_snapshot?.metadata().configuration;
+    row_tracking::enabled(config)
+        .then(|| config.get(row_tracking::MATERIALIZED_ID))
+        .flatten()
+        .map(String::as_str)
+}
+
+/// Whether the winner's removal of a file is one to follow by row ids: a compaction's
+/// (dataChange=false, not re-added with a DV) that wrote outputs.
+pub(super) fn followable(w: &WinningCommit, r: &RemoveFile, readded: bool) -> bool {
+    !r.data_change && !readded && w.adds.iter().any(|a| !a.data_change)
+}
+
+/// The row id of every physical row of a file: the materialized id where the file has one, else
+/// `base` plus the position (`None` where neither is known).
+fn ids_of(
+    root: &Location,
+    file: &AddFile,
+    base: Option<i64>,
+    column: &str,
+) -> Result<Vec<Option<i64>>> {
+    let path = root
+        .resolve(&file.path)
+        .map_err(|m| crate::error::Error::invalid(format!("data file {}: {m}", file.path)))?;
+    let read = data_file::read_columns(&path, &[(column, None)])?;
+    let materialized = read.arrays.into_iter().next().flatten();
+    let ids: Option<&Int64Array> = materialized
+        .as_ref()
+        .and_then(|a| a.as_primitive_opt::<Int64Type>());
+    Ok((0..read.rows)
+        .map(|p| match ids {
+            Some(a) if a.is_valid(p as usize) => Some(a.value(p as usize)),
+            _ => base.map(|b| b + p as i64),
+        })
+        .collect())
+}
+
+/// One compacted input: its remove, the positions this transaction changes in it (relative to
+/// the deletion vector the compaction read it with), whether it read the file, and where each
+/// followed row went: (position, output index, position in the output).
+struct Input<'r> {
+    r: &'r RemoveFile,
+    changed: DeletionBitmap,
+    read: bool,
+    found: Vec<(u64, usize, u64)>,
+    wanted: u64,
+}
+
+/// Follow the rows of `removed` (inputs of the winner's compaction) by id onto its outputs and
+/// rebase this transaction's changes there. Conflicts (file level, §4 rule 6) when a row cannot
+/// be found, or was deleted in the output.
+pub(super) fn follow(
+    t: &TxnView,
+    ours: &Ours,
+    next: &mut Rebase,
+    w: &WinningCommit,
+    removed: &[&RemoveFile],
+    column: &str,
+    cx: &RowContext,
+) -> Result<Vec<(Rule, String)>> {
+    let st = ours.st;
+    let mut inputs: Vec<Input> = Vec::with_capacity(removed.len());
+    // Row id → (input, position): every row to find.
+    let mut wanted: HashMap<i64, (usize, u64)> = HashMap::new();
+    for (i, r) in removed.iter().copied().enumerate() {
+        let path: &str = &r.path;
+        let rule = if ours.changes_file(path) {
+            Rule::DeleteDelete
+        } else {
+            Rule::DeleteRead
+        };
+        let fb = |why: Why| fallback(t, w, r, rule, why);
+        let file = removed_file(t, r).ok_or_else(|| {
+            fb((
+                Fallback::Unreadable,
+                format!("{path} is not a file of the snapshot this transaction read"),
+            ))
+        })?;
+        let base = file.base_row_id().or(r.base_row_id);
+        let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref())).map_err(fb)?;
+        let n = or_fallback(physical_rows(cx.root, &file)).map_err(fb)?;
+        let changed = if let Some(ch) = st.dv.get(path) {
+            DeletionBitmap(&ch.rows.0 - &base_dv.0)
+        } else if ours.deletes(path) {
+            live_rows(n, &base_dv)
+        } else {
+            DeletionBitmap::default()
+        };
+        let read = st.read.whole_table || st.read.files.contains(path);
+        let follow = if read {
+            live_rows(n, &base_dv)
+        } else {
+            changed.clone()
+        };
+        let ids = or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?;
+        for p in follow.0.iter() {
+            let Some(Some(id)) = ids.get(p as usize) else {
+                return Err(fb((
+                    Fallback::NoProvenance,
+                    format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
+                )));
+            };
+            if wanted.insert(*id, (i, p)).is_some() {
+                return Err(fb((
+                    Fallback::NoProvenance,
+                    format!("row id {id} appears twice among the compacted rows"),
+                )));
+            }
+        }
+        inputs.push(Input {
+            r,
+            changed,
+            read,
+            found: Vec::new(),
+            wanted: follow.len(),
+        });
+    }
+    let gone: std::collections::HashSet<&str> = w.removes.iter().map(|r| &*r.path).collect();
+    let outputs: Vec<&AddFile> = w
+        .adds
+        .iter()
+        .filter(|a| !a.data_change && !gone.contains(&*a.path))
+        .collect();
+    for (o, out) in outputs.iter().enumerate() {
+        if wanted.is_empty() {
+            break;
+        }
+        let first = inputs[0].r;
+        let fb = |why: Why| fallback(t, w, first, Rule::DeleteRead, why);
+        let ids = or_fallback(ids_of(cx.root, out, out.base_row_id(), column)).map_err(fb)?;
+        let dv = or_fallback(read_dv(cx.root, out.deletion_vector.as_deref())).map_err(fb)?;
+        for (q, id) in ids.iter().enumerate() {
+            let Some((i, p)) = id.and_then(|id| wanted.remove(&id)) else {
+                continue;
+            };
+            if dv.0.contains(q as u64) {
+                let r = inputs[i].r;
+                return Err(fallback(
+                    t,
+                    w,
+                    r,
+                    Rule::DeleteDelete,
+                    (
+                        Fallback::NoProvenance,
+                        format!(
+                            "row {p} of {} is deleted in the compaction's output {}",
+                            r.path, out.path
+                        ),
+                    ),
+                ));
+            }
+            inputs[i].found.push((p, o, q as u64));
+        }
+    }
+    if let Some(&(i, _)) = wanted.values().next() {
+        let missing = wanted.values().filter(|(j, _)| *j == i).count();
+        let r = inputs[i].r;
+        let rule = if ours.changes_file(&r.path) {
+            Rule::DeleteDelete
+        } else {
+            Rule::DeleteRead
+        };
+        return Err(fallback(
+            t,
+            w,
+            r,
+            rule,
+            (
+                Fallback::NoProvenance,
+                format!(
+                    "{missing} of the rows of {} were not found by row id in the concurrent compaction's {} output file(s)",
+                    r.path,
+                    outputs.len()
+                ),
+            ),
+        ));
+    }
+    let mut notes = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        let path: &str = &input.r.path;
+        let mut onto: BTreeSet<&str> = BTreeSet::new();
+        let s = next.edit();
+        if !input.changed.is_empty() {
+            s.dv.remove(path);
+            s.removes.retain(|x| !(x.data_change && &*x.path == path));
+        }
+        for &(p, o, q) in &input.found {
+            let out = outputs[o];
+            onto.insert(&out.path);
+            if input.changed.0.contains(p) {
+                let e =
+                    s.dv.entry(out.path.as_ref().into())
+                        .or_insert_with(|| DvChange {
+                            base: out.clone(),
+                            rows: DeletionBitmap::default(),
+                        });
+                e.rows.0.insert(q);
+            }
+        }
+        if input.read {
+            s.read
+                .files
+                .extend(onto.iter().map(|p| Box::<str>::from(*p)));
+        }
+        let onto: Vec<&str> = onto.into_iter().collect();
+        notes.push((
+            Rule::PassFollowedByRowId,
+            format!(
+                "it compacted {path} without row provenance; the {} row(s) this transaction {} there were found by row id in {}",
+                input.wanted,
+                if input.changed.is_empty() { "read" } else { "changes or read" },
+                if onto.is_empty() { "no output (none was live)".to_string() } else { onto.join(", ") },
+            ),
+        ));
+    }
+    Ok(notes)
+}
+
+/// This compaction recorded no provenance (a Z-order) and lost to DML on inputs it rewrote: the
+/// rows the winner deleted (`carried`: its removes, and the files it re-added with a larger DV)
+/// are found by id in this compaction's outputs and stay deleted there. The caller replaces the
+/// compaction's removes of those inputs.
+pub(super) fn carry(
+    t: &TxnView,
+    st: &Staged,
+    next: &mut Rebase,
+    w: &WinningCommit,
+    carried: &[(&RemoveFile, Option<&AddFile>)],
+    column: &str,
+    cx: &RowContext,
+) -> Result<Vec<(Rule, String)>> {
+    let mut wanted: HashMap<i64, usize> = HashMap::new();
+    let mut gone_of: Vec<u64> = Vec::with_capacity(carried.len());
+    for (i, (r, readded)) in carried.iter().enumerate() {
+        let path: &str = &r.path;
+        let fb = |why: Why| fallback(t, w, r, Rule::DeleteRead, why);
+        let Some(file) = t.read_snapshot.and_then(|s| s.file(path)) else {
+            return Err(fb((
+                Fallback::Unreadable,
+                format!("{path} is not a file of the snapshot this compaction read"),
+            )));
+        };
+        let base_dv = or_fallback(read_dv(cx.root, file.deletion_vector.as_deref())).map_err(fb)?;
+        let gone = match readded {
+            Some(a) => {
+                let new =
+                    or_fallback(read_dv(cx.root, a.deletion_vector.as_deref())).map_err(fb)?;
+                DeletionBitmap(&new.0 - &base_dv.0)
+            }
+            None => {
+                let n = or_fallback(physical_rows(cx.root, file)).map_err(fb)?;
+                live_rows(n, &base_dv)
+            }
+        };
+        let ids = or_fallback(ids_of(cx.root, file, file.base_row_id(), column)).map_err(fb)?;
+        for p in gone.0.iter() {
+            let Some(Some(id)) = ids.get(p as usize) else {
+                return Err(fb((
+                    Fallback::NoProvenance,
+                    format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
+                )));
+            };
+            wanted.insert(*id, i);
+        }
+        gone_of.push(gone.len());
+    }
+    let mut found: HashMap<Box<str>, DeletionBitmap> = HashMap::new();
+    for out in st.adds.iter().filter(|a| !a.data_change) {
+        if wanted.is_empty() {
+            break;
+        }
+        let fb = |why: Why| fallback(t, w, carried[0].0, Rule::DeleteRead, why);
+        let ids = or_fallback(ids_of(cx.root, out, out.base_row_id(), column)).map_err(fb)?;
+        for (q, id) in ids.iter().enumerate() {
+            if id.is_some_and(|id| wanted.remove(&id).is_some()) {
+                found
+                    .entry(out.path.as_ref().into())
+                    .or_default()
+                    .0
+                    .insert(q as u64);
+            }
+        }
+    }
+    if let Some(&i) = wanted.values().next() {
+        let r = carried[i].0;
+        return Err(fallback(
+            t,
+            w,
+            r,
+            Rule::DeleteRead,
+            (
+                Fallback::NoProvenance,
+                format!(
+                    "rows the winner deleted in {} were not found by row id in this compaction's outputs",
+                    r.path
+                ),
+            ),
+        ));
+    }
+    let s = next.edit();
+    for (out, rows) in found {
+        let e = s.own_dvs.entry(out).or_default();
+        *e = e.union(&rows);
+    }
+    Ok(carried
+        .iter()
+        .zip(gone_of)
+        .map(|((r, _), n)| {
+            (
+                Rule::PassCompactionCarries,
+                format!(
+                    "it deleted {n} rows of {}, which this compaction carries to its outputs (found by row id); they stay deleted there",
+                    r.path
+                ),
+            )
+        })
+        .collect())
+}

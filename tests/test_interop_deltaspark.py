@@ -694,6 +694,24 @@ def test_deltaspark_reads_our_row_ids_and_continues_them(ds, tmp_path):
     assert sorted(r[0] for r in occ_rows(path, ["id"])) == [10, 12, 14, 15, 16, 130]
 
 
+@pytest.mark.parametrize("dvs", [True, False], ids=["dvs", "rewrites"])
+def test_deltaspark_reads_the_row_ids_our_copies_keep(ds, tmp_path, dvs):
+    """Rows our UPDATE, MERGE and OPTIMIZE copy keep their ids for delta-spark's
+    ``_metadata.row_id``; updated rows take the update's ``row_commit_version``, copied ones keep
+    theirs (expected values by hand from protocol-notes §6: appends of 0-2 and 3 take ids 0-3 at
+    versions 1 and 2)."""
+    path = tmp_path / "rt"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = docc.Table.create(str(path), schema, properties={"delta.enableRowTracking": "true", **(DV if dvs else {})})
+    t.append(pa.table({"id": [0, 1, 2], "v": ["a", "b", "c"]}, schema=schema))  # v1
+    t.append(pa.table({"id": [3], "v": ["d"]}, schema=schema))  # v2
+    t.update("id = 1", {"v": "'B'"})  # v3
+    t.merge(pa.table({"id": [3], "v": ["D"]}, schema=schema), on="t.id = s.id", when_matched_update={"v": "s.v"})  # v4
+    t.optimize(zorder_by=["v"])  # v5
+    q = f"SELECT id, v, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv FROM delta.`{path}`"
+    assert sorted(ds.sql(q)["last"]) == [[0, "a", 0, 1], [1, "B", 1, 3], [2, "c", 2, 1], [3, "D", 3, 4]]
+
+
 @pytest.mark.parametrize("optimize", ["OPTIMIZE delta.`{path}`", "OPTIMIZE delta.`{path}` ZORDER BY (v)"], ids=["plain", "zorder"])
 def test_deltaspark_optimize_racing_our_delete_on_a_row_tracking_table(ds, tmp_path, optimize):
     """Issue 30 "What it must show" 3, with delta-spark's OPTIMIZE (deltalake 1.6 refuses to write

@@ -121,37 +121,57 @@ def test_racing_appends_take_disjoint_ids_at_their_versions(tmp_path):
     assert any(c.get("deltaOcc", {}).get("attempt", 1) > 1 for c in rebased), "no commit retried: the race was not exercised"
 
 
+COPIES = [
+    # UPDATE at v3: row 1 keeps id 1 and takes commit version 3
+    ("update", RT_DV, lambda t, src: t.update("id = 1", {"v": "'x'"}), {0: (0, 1), 1: (1, 3), 2: (2, 1), 3: (3, 2)}),
+    # MERGE at v3: row 1 updated as above, row 9 inserted with a fresh id (above the mark 3)
+    ("merge", RT_DV, lambda t, src: t.merge(src([1, 9]), on="t.id = s.id", when_matched_update={"v": "s.v"}, when_not_matched_insert=True),
+     {0: (0, 1), 1: (1, 3), 2: (2, 1), 3: (3, 2), 9: ("fresh", 3)}),
+    # without DVs a DELETE rewrites the file's other rows: they keep ids and commit versions
+    ("rewrite-delete", RT, lambda t, src: t.delete("id = 0"), {1: (1, 1), 2: (2, 1), 3: (3, 2)}),
+    # likewise an UPDATE without DVs: the copied rows keep both, the updated row keeps its id
+    ("rewrite-update", RT, lambda t, src: t.update("id = 2", {"v": "'y'"}), {0: (0, 1), 1: (1, 1), 2: (2, 3), 3: (3, 2)}),
+    ("rewrite-merge", RT, lambda t, src: t.merge(src([1, 9]), on="t.id = s.id", when_matched_update={"v": "s.v"}, when_not_matched_insert=True),
+     {0: (0, 1), 1: (1, 3), 2: (2, 1), 3: (3, 2), 9: ("fresh", 3)}),
+    ("replace-where", RT, lambda t, src: t.overwrite(src([7]), replace_where="id IN (1, 7)"), {0: (0, 1), 2: (2, 1), 3: (3, 2), 7: ("fresh", 3)}),
+    # compactions keep both (OPTIMIZE at v3)
+    ("optimize", RT_DV, lambda t, src: t.optimize(), {0: (0, 1), 1: (1, 1), 2: (2, 1), 3: (3, 2)}),
+    ("zorder", RT_DV, lambda t, src: t.optimize(zorder_by=["v"]), {0: (0, 1), 1: (1, 1), 2: (2, 1), 3: (3, 2)}),
+]
+
+
+CONNECT = ("merge", "rewrite-update", "zorder")  # Spark Connect: one case per read path
+
+
 @pytest.mark.parametrize(
-    "op,what",
-    [
-        (lambda t: t.update("id = 1", {"v": "'x'"}), "UPDATE"),
-        (lambda t: t.merge(rows([1, 9]), on="t.id = s.id", when_matched_update={"v": "s.v"}, when_not_matched_insert=True), "WHEN MATCHED UPDATE"),
-    ],
-    ids=["update", "merge-update"],
+    "engine,name,properties,op,want",
+    [pytest.param(e, *c, id=f"{c[0]}-{e}") for c in COPIES for e in ("embedded", "spark", "connect") if e != "connect" or c[0] in CONNECT],
 )
-def test_operations_that_copy_rows_are_refused(tmp_path, op, what):
-    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT_DV)
+def test_operations_that_copy_rows_keep_their_ids(request, tmp_path, engine, name, properties, op, want):
+    """Appends of ids 0-2 (v1) and 3 (v2) take row ids 0-2 and 3 at versions 1 and 2 (by hand);
+    every row an operation copies keeps its id; a changed row takes the operation's version; a
+    new row takes a fresh id above the mark (protocol "Row Tracking": materialized columns). Both
+    engines give the same ids."""
+    path = str(tmp_path / "t")
+    t = docc.Table.create(path, SCHEMA, properties=properties)
     t.append(rows([0, 1, 2]))
     t.append(rows([3]))
-    with pytest.raises(exc.UnsupportedFeatureError, match=what) as e:
-        op(t)
-    assert e.value.feature == "rowTracking"
-    assert t.refresh() == 2
-    # Inserting MERGE and DV DELETE do not copy rows: they work.
-    t.merge(rows([1, 9]), on="t.id = s.id", when_not_matched_insert=True)
-    t.delete("id = 0")
-    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 9]
+    if engine != "embedded":
+        spark = request.getfixturevalue("spark_classic" if engine == "spark" else "spark_connect")
+        from delta_occ.spark import SparkTable
 
-
-def test_rewrite_without_dvs_is_refused_whole_files_are_not(tmp_path):
-    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT)
-    t.append(rows([0, 1]))
-    t.append(rows([2]))
-    with pytest.raises(exc.UnsupportedFeatureError, match="without deletion vectors"):
-        t.delete("id = 0")
-    assert t.refresh() == 2
-    t.delete("id = 2")  # the whole file goes: nothing copied
-    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [0, 1]
+        op(SparkTable(spark, path), lambda ids: spark.createDataFrame([(i, f"v{i}") for i in ids], "id long, v string"))
+    else:
+        op(t, rows)
+    assert t.refresh() == 3
+    got = row_ids_by_protocol(t)
+    for key, (rid, version) in want.items():
+        if rid == "fresh":
+            assert 3 < got[key][0] <= mark(t) and got[key][1] == version, (key, got)
+            want[key] = got[key]
+    assert got == want
+    assert len({rid for rid, _ in got.values()}) == len(got)
+    assert sorted(kernel_rows(t).column("id").to_pylist()) == sorted(want)
 
 
 def test_enabling_on_a_table_with_files_needs_a_backfill(tmp_path):
@@ -178,9 +198,9 @@ def test_golden_row_tracking_tables_read():
         t.append(t.snapshot().to_pyarrow().slice(0, 1))
 
 
-def test_spark_writes_take_ids_and_copies_are_refused(spark, tmp_path):
+def test_spark_writes_take_ids(spark, tmp_path):
     """Through a SparkTable: an append of several files takes consecutive, disjoint ranges; a DV
-    DELETE keeps them; UPDATE is the same typed refusal as on the embedded engine."""
+    DELETE keeps them."""
     spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
     st = spark_mod.SparkTable.create(spark, tmp_path / "t", SCHEMA, properties=RT_DV)
     st.append(spark.createDataFrame([(i, f"v{i}") for i in range(10)], "id long, v string").repartition(3))  # v1
@@ -194,21 +214,24 @@ def test_spark_writes_take_ids_and_copies_are_refused(spark, tmp_path):
     assert mark(t) == 9
     st.delete("id = 3")
     assert sorted(live_ids(t).values()) == files
-    with pytest.raises(exc.UnsupportedFeatureError, match="UPDATE"):
-        st.update("id = 1", {"v": "'x'"})
-    assert t.refresh() == 2
+
 
 
 def test_deltalake_reads_our_row_tracking_table(tmp_path):
     """deltalake 1.6 reads a row-tracking table we wrote (no DVs: its reads of DV tables are not an
-    oracle here) with our rows; it does not write such tables ("Unsupported table features
-    required: [DomainMetadata, RowTracking]"), which the test records so a change shows."""
+    oracle here) with our rows, also after a rewrite that materialized row ids (files with columns
+    outside the schema); it does not write such tables ("Unsupported table features required:
+    [DomainMetadata, RowTracking]"), which the test records so a change shows."""
     deltalake = pytest.importorskip("deltalake")
     t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=RT)
     t.append(rows([1, 2, 3]))
     t.append(rows([4]))
     theirs = pa.table(deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table())
     assert sorted(theirs.column("id").to_pylist()) == [1, 2, 3, 4]
+    t.update("id = 2", {"v": "'x'"})  # rewrites the first file: materialized ids
+    theirs = pa.table(deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table())
+    assert theirs.column_names == ["id", "v"]
+    assert sorted(zip(theirs.column("id").to_pylist(), theirs.column("v").to_pylist())) == [(1, "v1"), (2, "x"), (3, "v3"), (4, "v4")]
     with pytest.raises(Exception, match="RowTracking"):
         deltalake.write_deltalake(str(tmp_path / "t"), rows([9]), mode="append")
 

@@ -55,10 +55,9 @@ class Layout:
         #: The change data feed is on: every operation that changes rows records them
         #: (``write_changes``).
         self.cdf = change_data.enabled(props)
-        #: The table, when its rows must keep their ids (``operations.row_tracking``).
-        self.keeps_row_ids: Optional[str] = self.root if row_tracking.enabled(props) else None
         #: The physical materialized row-id and row-commit-version columns, when rows keep ids.
         self.row_id_columns = row_tracking.materialized(props)
+        self._row_id_defaults: Optional[Dict[str, Tuple[Optional[int], Optional[int]]]] = None
         # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
         # core one file at a time, so a DML costs what it touches, not the table's file count.
         self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
@@ -117,16 +116,22 @@ class Layout:
             got = self._selections[key] = (fields, wanted, schema)
         return got
 
-    def read_rows(
-        self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: Optional[Tuple[Optional[int], Optional[int]]] = None
-    ) -> pa.Table:
+    def _defaults(self, path: str) -> Tuple[Optional[int], Optional[int]]:
+        """The file's (baseRowId, defaultRowCommitVersion), from one listing of the snapshot."""
+        if self._row_id_defaults is None:
+            files = self.snapshot.files(["path", "base_row_id", "default_row_commit_version"])
+            self._row_id_defaults = dict(
+                zip(files.column("path").to_pylist(), zip(files.column("base_row_id").to_pylist(), files.column("default_row_commit_version").to_pylist()))
+            )
+        return self._row_id_defaults.get(path, (None, None))
+
+    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> pa.Table:
         """Live rows of a file of the snapshot, plus ROW (physical position) unless `positions`
-        is False: every column, or only `columns` (table column names) when given. ``ids``: the
-        file's (baseRowId, defaultRowCommitVersion), on a table whose rows keep their ids: the
-        rows also carry their ids and commit versions (``row_tracking.ROW_ID`` and
-        ``ROW_COMMIT_VERSION``), to be written into the materialized columns."""
+        is False: every column, or only `columns` (table column names) when given. ``ids``, on a
+        table whose rows keep their ids: the rows also carry their ids and commit versions
+        (``row_tracking.ROW_ID`` and ``ROW_COMMIT_VERSION``), for the copies to keep them."""
         abs_path, has_dv, parts = self._entry(path)
-        with_ids = ids is not None and self.row_id_columns is not None
+        with_ids = ids and self.row_id_columns is not None
         fields, wanted, schema = self._columns(columns, positions, with_ids)
         data, n = read_file(self.storage, abs_path, wanted)
         arrays = []
@@ -137,23 +142,18 @@ class Layout:
                 arrays.append(data[f.name])
         if positions:
             arrays.append(arange(n))
-        if with_ids and ids is not None:
-            arrays += row_tracking.ids_of(data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), ids[0], ids[1], self.root, path)
+        if with_ids:
+            base, version = self._defaults(path)
+            arrays += row_tracking.ids_of(data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), base, version, self.root, path)
         table = pa.Table.from_arrays(arrays, schema=schema)
         if has_dv:
             table = table.filter(keep_mask(self.snapshot.handle, path, n))
         return table
 
-    def read_many(
-        self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True,
-        ids: Optional[Sequence[Tuple[Optional[int], Optional[int]]]] = None,
-    ) -> List[pa.Table]:
-        """`read_rows` of each file, in order, on a few threads (see `each`); ``ids``: per file,
-        its (baseRowId, defaultRowCommitVersion) (see `read_rows`)."""
+    def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> List[pa.Table]:
+        """`read_rows` of each file, in order, on a few threads (see `each`)."""
         self.prefetch(paths)
-        if ids is None:
-            return each(paths, lambda path: self.read_rows(path, columns, positions))
-        return each(list(zip(paths, ids)), lambda pi: self.read_rows(pi[0], columns, positions, pi[1]))
+        return each(paths, lambda path: self.read_rows(path, columns, positions, ids))
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -429,4 +429,7 @@ def concat(tables: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return schema.empty_table()
+    if any(row_tracking.ROW_ID in t.column_names for t in tables):
+        # rows without ids (new rows) take NULLs there: the new file's fresh ids
+        return pa.concat_tables(tables, promote_options="default")
     return pa.concat_tables(tables)

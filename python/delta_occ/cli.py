@@ -357,7 +357,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--kill-every", type=float, default=None, metavar="SECONDS", help="SIGKILL a random process writer this often (it is restarted)")
     p.add_argument("--faults", default="", help="DELTA_OCC_FAULTS for the writer processes, e.g. ack_lost or pause_ms=5 (a test build only)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--row-tracking", action="store_true", help="a table with row tracking: appends, DV deletes and OPTIMIZE (bin-packing and Z-order), then row ids checked at every version")
+    p.add_argument("--row-tracking", action="store_true", help="a table with row tracking (the full workload, OPTIMIZE also as Z-order), then row ids and row commit versions checked at every version")
     p.set_defaults(func=cmd_stress)
     for name, p in sub.choices.items():
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout and nothing else")

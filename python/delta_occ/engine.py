@@ -31,6 +31,7 @@ from .operations import delete as _delete
 from .operations import merge as _merge
 from .operations import optimize as _optimize
 from .operations import overwrite as _overwrite
+from .operations import row_tracking
 from .operations import update as _update
 from .operations.commit_info import OperationRecord
 from .operations.conform import find_column
@@ -138,7 +139,7 @@ class ArrowEngine:
         removed = 0
         keep: List[pa.Table] = []
         changes: Changes = []
-        for path, old, hit, n in self._matched(where, cond, _condition_columns(cond) if lay.dv_enabled and not lay.cdf else None):
+        for path, old, hit, n in self._matched(where, cond, _condition_columns(cond) if lay.dv_enabled and not lay.cdf else None, ids=not lay.dv_enabled):
             removed += n
             if lay.cdf:
                 changes.append((DELETE, old.filter(hit)))
@@ -170,11 +171,11 @@ class ArrowEngine:
         written: List[_Encoded] = []
 
         def rewrite(rows: pa.Table, hit: pa.Array) -> Tuple[List[_Encoded], Optional[pa.Table]]:
-            how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, False, lay.keeps_row_ids)
+            how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, False, row_tracking.refusing(self))
             kept = lay.encode(txn, _kept(rows, hit)) if how is Removal.REWRITE else []
             return kept, rows.filter(hit) if lay.cdf else None
 
-        for path, (files, gone), _, n in self._matched(where, cond, then=rewrite):
+        for path, (files, gone), _, n in self._matched(where, cond, then=rewrite, ids=True):
             deleted += n
             txn.remove_file(path)
             written.extend(files)
@@ -193,10 +194,10 @@ class ArrowEngine:
         updated = 0
         out: List[pa.Table] = []
         changes: Changes = []
-        for path, rows, hit, n in self._matched(where, cond):
+        for path, rows, hit, n in self._matched(where, cond, ids=True):
             updated += n
             before = rows.filter(hit)
-            changed = lay.conform(_apply(before, lay.schema, assign, {c: c for c in lay.schema.names}))
+            changed = row_tracking.updated(lay.conform(_apply(before, lay.schema, assign, {c: c for c in lay.schema.names})), before)
             out.append(self._remove_rows(path, rows, hit))
             out.append(changed)
             if lay.cdf:
@@ -249,7 +250,7 @@ class ArrowEngine:
         residual_conds = [cols.joined(sql) for sql in plan.residual]  # compiled before any row is read
         del_cond = None if not plan.delete or plan.delete is True else cols.joined(plan.delete)
         self._files = self.txn.scan(plan.read_where, ["path"]).column("path").to_pylist()
-        self._file_rows = lay.read_many(self._files)
+        self._file_rows = lay.read_many(self._files, ids=True)
         target_rows = []
         for i, rows in enumerate(self._file_rows):
             for cond in target_conds:
@@ -276,7 +277,7 @@ class ArrowEngine:
             changes.append((DELETE, _target_side(joined.filter(delete), lay.schema)))
         if plan.update is not None:
             changed = joined.filter(pc.invert(delete))
-            new_rows.append(lay.conform(_apply(changed, lay.schema, plan.update, {c: f"t.{c}" for c in lay.schema.names})))
+            new_rows.append(row_tracking.updated(lay.conform(_apply(changed, lay.schema, plan.update, {c: f"t.{c}" for c in lay.schema.names})), changed))
             if lay.cdf:
                 changes += [(PREIMAGE, _target_side(changed, lay.schema)), (POSTIMAGE, new_rows[-1])]
         for i, path in enumerate(self._files):
@@ -310,7 +311,7 @@ class ArrowEngine:
         rows_out = 0
         files_per_bin = []
         for b in bins:
-            parts = lay.read_many([f["path"] for f in b], positions=False, ids=_kept_ids(b))
+            parts = lay.read_many([f["path"] for f in b], positions=False, ids=True)
             provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
             data = concat(parts, lay.schema)
             rows_out += data.num_rows
@@ -323,7 +324,7 @@ class ArrowEngine:
         rows_out = 0
         files_per_bin = []
         for b, per_file in zip(bins, rows_per_file):
-            data = concat(lay.read_many([f["path"] for f in b], positions=False, ids=_kept_ids(b)), lay.schema)
+            data = concat(lay.read_many([f["path"] for f in b], positions=False, ids=True), lay.schema)
             rows_out += data.num_rows
             if not data.num_rows:
                 files_per_bin.append(0)
@@ -351,7 +352,7 @@ class ArrowEngine:
         """Stage the removal of the rows where `hit` is TRUE; return the rows that must be
         written again (a rewrite; empty otherwise)."""
         lay = self.lay
-        how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, lay.dv_enabled, lay.keeps_row_ids)
+        how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, lay.dv_enabled, row_tracking.refusing(self))
         if how is Removal.DELETION_VECTOR:
             self.txn.delete_rows(path, rows.filter(hit).column(ROW))
             return lay.schema.empty_table()
@@ -362,16 +363,17 @@ class ArrowEngine:
 
     def _matched(
         self, where: Optional[str], cond: Optional[_core.RowExpr], columns: Optional[List[str]] = None,
-        then: Optional[Callable[[pa.Table, pa.Array], Any]] = None,
+        then: Optional[Callable[[pa.Table, pa.Array], Any]] = None, ids: bool = False,
     ) -> Iterator[Tuple[str, Any, pa.Array, int]]:
         """(path, rows, hit mask, hits) of every file `where` may select that has a matching row.
         Files are read and matched a chunk at a time on a few threads; results come in scan order.
         With `then`, the worker also runs `then(rows, hit)` on each such file, and its result
-        comes in place of the rows."""
+        comes in place of the rows. ``ids``: the rows carry their row ids (``Layout.read_rows``),
+        for operations that copy them."""
         lay = self.lay
 
         def find(path: str) -> Optional[Tuple[str, Any, pa.Array, int]]:
-            rows = lay.read_rows(path, columns, positions=lay.dv_enabled)  # positions only to mark rows in DVs
+            rows = lay.read_rows(path, columns, positions=lay.dv_enabled, ids=ids)  # positions only to mark rows in DVs
             hit = _rows.mask(rows, cond)
             n = pc.sum(hit).as_py() or 0
             if not n:
@@ -502,11 +504,6 @@ def optimize(
     if zorder_by is not None:
         return _optimize.zorder(ArrowEngine(txn), zorder_by, target_file_size, where)
     return _optimize.optimize(ArrowEngine(txn), target_file_size, where, full=full)
-
-
-def _kept_ids(files: Sequence[BinFile]) -> List[Tuple[Optional[int], Optional[int]]]:
-    """Per input of a compaction, what its rows' ids and commit versions default to."""
-    return [(f.get("base_row_id"), f.get("default_row_commit_version")) for f in files]
 
 
 def purge(txn: Staging) -> int:

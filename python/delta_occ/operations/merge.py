@@ -130,7 +130,7 @@ def merge(
     src = engine.merge_source(source)
     check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
     if when_matched_update:
-        refuse_copies(engine.txn, "MERGE ... WHEN MATCHED UPDATE")
+        refuse_copies(engine, "MERGE ... WHEN MATCHED UPDATE")
     cols = MergeColumns(engine.schema, engine.source_schema(src), target_alias, source_alias)
     keys, target_only, residual = split_merge_condition(on, cols)
     check_merge_keys(keys, cols)

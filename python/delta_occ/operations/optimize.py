@@ -34,10 +34,6 @@ class Compacted(NamedTuple):
 
 
 class Compactor(Engine, Protocol):
-    #: Whether its outputs keep each row's id and commit version (the materialized columns of a
-    #: table with row tracking, ``row_tracking``); an engine that does not is refused there.
-    materializes_row_ids: bool
-
     def zorder(self, bins: List[List[BinFile]], columns: Sequence[str], rows_per_file: Sequence[int]) -> Compacted:
         """Write each bin's live rows in the Z-order of ``columns`` (the core's curve), as files
         of about ``rows_per_file[i]`` rows, untagged (their rows come from many inputs)."""
@@ -60,7 +56,7 @@ def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: O
     if clustering:
         # OPTIMIZE of a clustered table clusters: the Z-order of its clustering columns.
         return zorder(engine, clustering, target_file_size, where, clustered=True, full=full)
-    _refuse_copies(engine, "OPTIMIZE")
+    refuse_copies(engine, "OPTIMIZE")
     where = Now().text(where)
     target = target_size(engine.txn.snapshot.properties, target_file_size)
     bins = compaction_bins(engine.txn, where, target)
@@ -86,7 +82,7 @@ def zorder(
     it is. So an OPTIMIZE after appends reads and rewrites the new files, not the table."""
     where = Now().text(where)
     snap = engine.txn.snapshot
-    _refuse_copies(engine, "OPTIMIZE")
+    refuse_copies(engine, "OPTIMIZE")
     if not clustered and snap.clustering_columns:
         raise InvalidArgumentError(f"zorder_by: the table is clustered by {snap.clustering_columns}; OPTIMIZE (without zorder_by) clusters it")
     target = target_size(snap.properties, target_file_size)
@@ -104,11 +100,6 @@ def zorder(
     else:
         engine.record(commit_info.optimize(where, target, bins, compacted.rows, zorder_by=cols))
     return len(bins)
-
-
-def _refuse_copies(engine: Compactor, what: str) -> None:
-    if not engine.materializes_row_ids:
-        refuse_copies(engine.txn, what)
 
 
 def zorder_order(rows: pa.Table, columns: Sequence[str]) -> pa.Array:
@@ -149,7 +140,7 @@ def purge(engine: Compactor) -> int:
     """REORG TABLE ... APPLY (PURGE): every live file with a deletion vector rewritten alone
     without its deleted rows (dataChange=false, provenance-tagged like any compaction). Returns
     the number of files rewritten (0: none had a deletion vector, and no commit)."""
-    _refuse_copies(engine, "purging deletion vectors")
+    refuse_copies(engine, "purging deletion vectors")
     bins = purge_bins(engine.txn)
     compacted = engine.compact(bins) if bins else Compacted(0, [])
     check_one_file_per_bin(compacted.files_per_bin)
@@ -162,7 +153,7 @@ def purge_bins(txn: Staging) -> List[List[BinFile]]:
     """One bin per live file with a deletion vector descriptor, an empty one (cardinality 0)
     included: DROP FEATURE counts every descriptor as a trace."""
     snap = txn.snapshot
-    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality", "base_row_id", "default_row_commit_version"])
+    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality"])
     with_dv = [i for i, d in enumerate(files.column("deletion_vector").to_pylist()) if d]
     bins = [[r] for r in files.take(pa.array(with_dv, pa.int64())).to_pylist()]
     txn.record_files_read([f["path"] for b in bins for f in b])
@@ -194,9 +185,7 @@ def compaction_bins(txn: Staging, where: Optional[str], target: int, keep: Optio
     # The core packs the bins (no stats needed); only the files in them come to Python.
     by_bin = snap.handle.compaction_bins(selected, target)
     chosen = [i for b in by_bin for i in b]
-    files = snap.files(
-        ["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality", "clustering_provider", "base_row_id", "default_row_commit_version"]
-    )
+    files = snap.files(["path", "partition_values", "size", "num_records", "deletion_vector", "dv_cardinality", "clustering_provider"])
     rows = iter(files.take(pa.array(chosen, pa.int64())).to_pylist())
     bins = [[next(rows) for _ in b] for b in by_bin]
     if keep is not None:

@@ -18,15 +18,15 @@ class Removal(enum.Enum):
     REWRITE = "rewrite"
 
 
-def choose(hits: int, live: int, dv_enabled: bool, keeps_row_ids: Optional[str] = None) -> Removal:
-    """The removal of ``hits`` of a file's ``live`` rows. ``keeps_row_ids``: the table, when its
-    rows must keep their ids (``row_tracking``): a rewrite would copy rows, and is refused."""
+def choose(hits: int, live: int, dv_enabled: bool, refused: Optional[str] = None) -> Removal:
+    """The removal of ``hits`` of a file's ``live`` rows. ``refused``: the table, when the engine
+    may not copy its rows (``row_tracking.refusing``): a rewrite would, and is refused."""
     if hits >= live:
         return Removal.FILE
     if dv_enabled:
         return Removal.DELETION_VECTOR
-    if keeps_row_ids is not None:
-        raise row_tracking.copy_refused(keeps_row_ids, "removing some rows of a file without deletion vectors")
+    if refused is not None:
+        raise row_tracking.copy_refused(refused, "removing some rows of a file without deletion vectors")
     return Removal.REWRITE
 
 

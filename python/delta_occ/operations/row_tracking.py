@@ -6,23 +6,24 @@ materialized one where its file holds it, else the file's ``baseRowId`` plus the
 position; its commit version likewise, else the file's ``defaultRowCommitVersion``
 (protocol-notes §6).
 
-The embedded engine's OPTIMIZE (bin-packing, Z-order, clustering) and DV purge write them
-(``ids_of``: rows read with ``ROW_ID`` / ``ROW_COMMIT_VERSION``, written into the materialized
-columns). Every other operation that copies rows is refused there, with the same error on both
-engines: UPDATE, MERGE with WHEN MATCHED UPDATE, the Spark engine's OPTIMIZE, and a DELETE, MERGE
-or overwrite that would rewrite a file's other rows (a table without deletion vectors). Appends,
-DELETE through deletion vectors or of whole files, and inserts work, their files taking fresh
-ids."""
+The embedded engine writes them wherever it copies rows (rows read with ``ROW_ID`` /
+``ROW_COMMIT_VERSION`` by ``ids_of``, written into the materialized columns): OPTIMIZE
+(bin-packing, Z-order, clustering), DV purges and rewrites keep both; UPDATE and MERGE's update
+keep the id and take the new commit version (``updated``). An engine that does not
+(``Engine.materializes_row_ids``: the Spark engine, for now) is refused every operation that copies
+rows, with one error: UPDATE, MERGE with WHEN MATCHED UPDATE, OPTIMIZE, purges, and a DELETE,
+MERGE or overwrite that would rewrite a file's other rows (a table without deletion vectors).
+Appends, DELETE through deletion vectors or of whole files, and inserts work on every engine,
+their files taking fresh ids."""
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..exceptions import UnsupportedFeatureError
-from .protocols import Staging
 
 PROPERTY = "delta.enableRowTracking"
 MATERIALIZED_ID = "delta.rowTracking.materializedRowIdColumnName"
@@ -68,23 +69,39 @@ def ids_of(
     return ids, versions
 
 
+def updated(new: pa.Table, old: pa.Table) -> pa.Table:
+    """Rows an UPDATE (or MERGE's update) wrote in place of ``old`` (row for row): each keeps
+    the old row's id; its commit version is the update's (NULL: the new file's
+    defaultRowCommitVersion). Unchanged when ``old`` carries no ids."""
+    if ROW_ID not in old.column_names:
+        return new
+    return new.append_column(ROW_ID, old.column(ROW_ID)).append_column(ROW_COMMIT_VERSION, pa.nulls(new.num_rows, pa.int64()))
+
+
 def copy_refused(table: str, what: str) -> UnsupportedFeatureError:
     """The error for ``what``, an operation that would copy rows of ``table``."""
     return UnsupportedFeatureError(
         f"{table} has {PROPERTY}=true: {what} copies rows, which must keep their row ids (a materialized row-id column), "
-        "and delta-occ does not write those for it yet; appends, DELETE with deletion vectors, inserts and the embedded engine's OPTIMIZE work",
+        "and the Spark engine does not write those yet; appends, DELETE with deletion vectors and inserts work, and the embedded engine does all",
         table=table, feature="rowTracking",
     )
 
 
-def refuse_copies(txn: Staging, what: str) -> None:
-    """Refuse ``what`` (an operation that copies rows) on a table whose rows keep their ids."""
-    snap = txn.snapshot
-    if enabled(snap.properties):
-        raise copy_refused(snap.handle.root, what)
+def refusing(engine: Any) -> Optional[str]:
+    """The table, when ``engine`` must refuse to copy its rows (they keep ids and the engine does
+    not write them); ``None`` when copying is fine."""
+    snap = engine.txn.snapshot
+    return snap.handle.root if enabled(snap.properties) and not engine.materializes_row_ids else None
+
+
+def refuse_copies(engine: Any, what: str) -> None:
+    """Refuse ``what`` (an operation that copies rows) where ``refusing`` says so."""
+    table = refusing(engine)
+    if table is not None:
+        raise copy_refused(table, what)
 
 
 __all__ = [
     "PROPERTY", "MATERIALIZED_ID", "MATERIALIZED_VERSION", "ROW_ID", "ROW_COMMIT_VERSION", "enabled", "materialized", "ids_of",
-    "copy_refused", "refuse_copies",
+    "updated", "copy_refused", "refusing", "refuse_copies",
 ]

@@ -25,7 +25,7 @@ class Updater(Engine, Protocol[Expr]):
 
 
 def update(engine: Updater[Expr], where: Optional[str], set_: Mapping[str, str]) -> None:
-    refuse_copies(engine.txn, "UPDATE")
+    refuse_copies(engine, "UPDATE")
     now = Now()
     where, set_ = now.text(where), now.values(set_)
     assign = assignments.resolve(engine.schema, set_, "set", engine.expression, identity=engine.identity)

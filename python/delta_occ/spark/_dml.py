@@ -28,6 +28,7 @@ from ..operations.merge import MergeColumns, MergePlan
 from ..operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from ..operations.protocols import Staging, Written
 from ..operations.removal import Removal, choose
+from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID, refusing
 from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, read_plan
@@ -47,8 +48,8 @@ class SparkEngine:
     the core's compiled row expressions (``_rowexpr.Compiled``), built into Spark Columns, so
     Spark selects and computes what the embedded engine does."""
 
-    #: Its compactions do not write materialized row ids yet (refused on row-tracking tables).
-    materializes_row_ids = False
+    #: The rows it copies keep their ids and commit versions (``row_tracking``).
+    materializes_row_ids = True
 
     def __init__(self, ctx: "SparkTransaction") -> None:
         self.ctx = ctx
@@ -146,7 +147,7 @@ class SparkEngine:
         with ctx.timed("driver"):
             rewrite = self._stage_hits(plan, hits)
         if rewrite:
-            keep = read_plan(self.spark, plan, positions=True).filter(_in_files(rewrite) & ~cond).drop(FILE, ROW)
+            keep = read_plan(self.spark, plan, positions=True, ids=self.lay.row_id_columns).filter(_in_files(rewrite) & ~cond).drop(FILE, ROW)
             write(self.spark, self.lay, self.txn, ctx.job, keep, rewrite=True)
         return hits.num_rows
 
@@ -158,9 +159,9 @@ class SparkEngine:
         if not len(plan):
             return 0
         cond = _holds(where_expr)
-        rows = read_plan(self.spark, plan, positions=True)
+        rows = read_plan(self.spark, plan, positions=True, ids=self.lay.row_id_columns)
         names = [f.name for f in plan.logical.fields]
-        changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names}, col)
+        changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names}, col, ids=_ids_of(rows, col))
         hits = rows.filter(cond).select(FILE, ROW).toArrow()
         if self.lay.cdf and hits.num_rows:
             self._changes([(PREIMAGE, rows.filter(cond).drop(FILE, ROW)), (POSTIMAGE, changed)])
@@ -220,7 +221,8 @@ class SparkEngine:
         delete = Compiled(plan.delete, cols.joined_schema(), cols.scopes()) if isinstance(plan.delete, str) else None
         self._target_alias = cols.ta
         self._plan = self._scan(plan.read_where)
-        self._target = target = read_plan(self.spark, self._plan, positions=True)  # an empty plan gives an empty frame
+        # (an empty plan gives an empty frame)
+        self._target = target = read_plan(self.spark, self._plan, positions=True, ids=self.lay.row_id_columns)
         t, s = target.alias(cols.ta), source.alias(cols.sa)
         self._on = on.filter(resolve)
         self._joined = joined = t.join(s, self._on, "inner")
@@ -252,7 +254,7 @@ class SparkEngine:
         if self.lay.cdf and plan.delete:
             changes.append((DELETE, target_rows(self._is_del)))
         if plan.update is not None and self._updated:
-            parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve))
+            parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve, ids=_ids_of(target, self._tq)))
             if self.lay.cdf:
                 changes += [(PREIMAGE, target_rows(~self._is_del)), (POSTIMAGE, parts[-1])]
         if rewrite:
@@ -277,7 +279,7 @@ class SparkEngine:
         if parts:
             out = parts[0]
             for p in parts[1:]:
-                out = out.unionByName(p)
+                out = out.unionByName(p, allowMissingColumns=True)  # inserted rows take fresh row ids (NULL)
             write(self.spark, self.lay, self.txn, self.ctx.job, out)
         if changes:
             self._changes(changes)
@@ -302,7 +304,7 @@ class SparkEngine:
             values = dict(fs[0]["partition_values"] or [])
             groups[b] = ({c: values.get(c) for c in lay.partition_columns}, {PROVENANCE_TAG: provenance})
             rows_out += sum(live[first + k] for k in range(len(fs)))
-        rows = read_plan(self.spark, plan, positions=True, extra=extra)
+        rows = read_plan(self.spark, plan, positions=True, extra=extra, ids=lay.row_id_columns)
         rows = rows.repartition(len(bins), F.col(GROUP)).sortWithinPartitions(GROUP, _BIN_ORDER, ROW).drop(FILE, ROW, _BIN_ORDER)
         before = len(ctx.job.written)
         write_groups(self.spark, lay, self.txn, ctx.job, rows, GROUP, groups, data_change=False)
@@ -319,7 +321,7 @@ class SparkEngine:
         ctx.check_untouched([f["path"] for b in bins for f in b])
         members = [(b, f) for b, fs in enumerate(bins) for f in fs]
         plan = ScanPlan(ctx.snap_handle, [f["path"] for _, f in members])
-        rows = read_plan(self.spark, plan, positions=True, extra=pa.table({_BIN: pa.array([b for b, _ in members], pa.int32())}))
+        rows = read_plan(self.spark, plan, positions=True, extra=pa.table({_BIN: pa.array([b for b, _ in members], pa.int32())}), ids=lay.row_id_columns)
         keys = rows.select(_BIN, FILE, ROW, *[col(c) for c in columns]).toArrow()
         placed: List[pa.Table] = []
         groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {}
@@ -378,7 +380,7 @@ class SparkEngine:
         live = _live_rows(plan)
         dv_files, rewrite = [], []
         for i, n in zip(counts.column(FILE).to_pylist(), counts.column("count_all").to_pylist()):
-            how = choose(n, live[i], self.lay.dv_enabled, self.lay.keeps_row_ids)
+            how = choose(n, live[i], self.lay.dv_enabled, refusing(self))
             if how is Removal.DELETION_VECTOR:
                 dv_files.append(i)
                 continue
@@ -391,13 +393,18 @@ class SparkEngine:
             self.ctx.touched.update(plan.paths[i] for i in dv_files)
         return rewrite
 
-    def _project(self, df: DataFrame, assign: Dict[str, Compiled], base: Dict[str, Column], resolve: Resolver) -> DataFrame:
+    def _project(
+        self, df: DataFrame, assign: Dict[str, Compiled], base: Dict[str, Column], resolve: Resolver, ids: Optional[Column] = None
+    ) -> DataFrame:
         """Rows of the table schema: assigned columns from their compiled expressions (columns
-        found by ``resolve``), the rest from ``base``."""
+        found by ``resolve``), the rest from ``base``. ``ids``: the updated rows' ids, which they
+        keep (their commit version becomes the update's: ``row_tracking.updated``)."""
         out = []
         for f in self.ctx.logical.fields:
             c = assign[f.name].value(resolve).cast(f.dataType) if f.name in assign else base[f.name]
             out.append(c.alias(f.name))
+        if ids is not None:
+            out += [ids.alias(ROW_ID), F.lit(None).cast("long").alias(ROW_COMMIT_VERSION)]
         projected = df.select(*out)
         _ = projected.schema  # Spark Connect analyses lazily: make a bad SET fail here, as on classic
         return projected
@@ -410,6 +417,11 @@ def _live_rows(plan: ScanPlan) -> List[int]:
     for n, d, p in zip(plan.live_rows(), plan.table.column("dv_cardinality").to_pylist(), plan.table.column("abs_path").to_pylist()):
         out.append(n if n is not None else storage.footer_stats(p)[1] - d)
     return out
+
+
+def _ids_of(rows: DataFrame, column: Resolver) -> Optional[Column]:
+    """The row-id column of rows read with ids (``read_plan``), found by ``column``; else None."""
+    return column(ROW_ID) if ROW_ID in rows.columns else None
 
 
 def _in_files(ids: List[int]) -> Column:

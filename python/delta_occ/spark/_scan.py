@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,6 +26,8 @@ _KEY = "__delta_occ_key"
 _SIZE = "__delta_occ_size"
 _DV_KEY = "__delta_occ_dv_key"
 _DV_WORDS = "__delta_occ_dv_words"
+_BASE = "__delta_occ_base_row_id"
+_DEFAULT_VERSION = "__delta_occ_default_row_commit_version"
 #: DVs are broadcast as dense bitmaps up to this many 64-bit words in all (32 MB, files of up to
 #: 256M rows); beyond, as (file, row) positions.
 BITMAP_WORDS = 4_000_000
@@ -92,6 +94,14 @@ class ScanPlan:
     def dv_positions(self) -> pa.Table:
         return _arrow.table([self.handle.dv_positions(self.paths)])
 
+    def row_id_defaults(self) -> pa.Table:
+        """Per plan file, what its rows' ids and commit versions default to (``_BASE``: its
+        baseRowId, ``_DEFAULT_VERSION``: its defaultRowCommitVersion; protocol-notes §6)."""
+        files = _arrow.table(self.handle.files(["path", "base_row_id", "default_row_commit_version"]))
+        at = {p: i for i, p in enumerate(files.column("path").to_pylist())}
+        take = pa.array([at[p] for p in self.paths], pa.int64())
+        return pa.table({_BASE: files.column("base_row_id").take(take), _DEFAULT_VERSION: files.column("default_row_commit_version").take(take)})
+
     def dv_bitmaps(self) -> Optional[pa.Table]:
         """The DVs as dense bitmaps (``file``, ``words``), or None above ``BITMAP_WORDS``."""
         capsules = self.handle.dv_bitmaps(self.paths, BITMAP_WORDS)
@@ -105,15 +115,26 @@ def read_plan(
     *,
     positions: bool = False,
     extra: Optional[pa.Table] = None,
+    ids: Optional[Tuple[str, str]] = None,
 ) -> DataFrame:
     """The live rows of the plan's files with logical column names (all, or ``columns``), DVs
     applied. ``positions`` adds ``FILE`` (plan number) and ``ROW`` (physical position). ``extra``:
-    more per-file columns (one row per plan file, in plan order) joined onto every row."""
+    more per-file columns (one row per plan file, in plan order) joined onto every row. ``ids``:
+    the table's materialized row-id and row-commit-version columns (``Layout.row_id_columns``):
+    every row also carries its id and commit version (``row_tracking.ROW_ID`` and
+    ``ROW_COMMIT_VERSION``: the materialized value, else the file's default; the rule of
+    ``row_tracking.ids_of``), for the copies to keep them."""
     names = [f.name for f in plan.logical.fields] if columns is None else list(columns)
     if not len(plan):
-        return _empty(spark, plan, names, positions, extra)
+        return _empty(spark, plan, names, positions, extra, ids)
     by_logical = {f.name: p for f, p in zip(plan.logical.fields, plan.physical.fields)}
     read_fields = [by_logical[c] for c in names if c not in plan.partition_columns]
+    if ids is not None:
+        from pyspark.sql.types import LongType, StructField
+
+        read_fields += [StructField(n, LongType()) for n in ids]
+        defaults = plan.row_id_defaults()
+        extra = defaults if extra is None else pa.Table.from_arrays(extra.columns + defaults.columns, names=extra.column_names + defaults.column_names)
     bitmaps = plan.dv_bitmaps() if plan.has_dvs else None
     # Huge DVs go through a (shuffle) join on (file, row), which needs every row's plan number.
     per_row_file = any(c in plan.partition_columns for c in names) or positions or extra is not None or (plan.has_dvs and bitmaps is None)
@@ -143,8 +164,24 @@ def read_plan(
     if positions:
         out += [F.col(FILE), F.col(ROW)]
     if extra is not None:
-        out += [col(n) for n in extra.column_names]
+        out += [col(n) for n in extra.column_names if n not in (_BASE, _DEFAULT_VERSION)]
+    if ids is not None:
+        out += _kept_ids(plan, ids)
     return df.select(*out)
+
+
+def _kept_ids(plan: ScanPlan, ids: Tuple[str, str]) -> List[Column]:
+    """Each row's id and commit version: materialized, else its file's baseRowId + position and
+    defaultRowCommitVersion; a row with neither fails the job (a file from before row tracking)."""
+    from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
+
+    rid = F.coalesce(col(ids[0]), F.col(_BASE) + F.col(ROW).cast("long"))
+    version = F.coalesce(col(ids[1]), F.col(_DEFAULT_VERSION))
+    missing = F.raise_error(F.concat(F.lit(f"delta-occ: {plan.handle.root}: a row without a row id (no baseRowId, no materialized id) in plan file "), F.col(FILE).cast("string")))
+    return [
+        F.when(rid.isNull(), missing.cast("long")).otherwise(rid).alias(ROW_ID),
+        F.when(version.isNull(), missing.cast("long")).otherwise(version).alias(ROW_COMMIT_VERSION),
+    ]
 
 
 def _scan(spark: Session, plan: ScanPlan, files: Sequence[int], read_fields: List[Any], key: Optional[str]) -> DataFrame:
@@ -221,7 +258,7 @@ def _drop_deleted(spark: Session, df: DataFrame, key: str, keys: Any, words: Any
     return df.join(F.broadcast(bitmaps), on=(F.col(key) == F.col(_DV_KEY)) & deleted, how="left_anti")
 
 
-def _empty(spark: Session, plan: ScanPlan, names: List[str], positions: bool, extra: Optional[pa.Table]) -> DataFrame:
+def _empty(spark: Session, plan: ScanPlan, names: List[str], positions: bool, extra: Optional[pa.Table], ids: Optional[Tuple[str, str]] = None) -> DataFrame:
     """No rows, the plan's columns. Built in the JVM from ``range(0)``: ``createDataFrame`` of a
     Python list (even an empty one) makes a Python RDD, whose tasks start Python workers."""
     from pyspark.sql.types import IntegerType, LongType, StructField
@@ -231,6 +268,10 @@ def _empty(spark: Session, plan: ScanPlan, names: List[str], positions: bool, ex
         fields += [StructField(FILE, IntegerType(), False), StructField(ROW, LongType(), False)]
     if extra is not None:
         fields += [StructField(n, LongType(), True) for n in extra.column_names]
+    if ids is not None:
+        from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
+
+        fields += [StructField(ROW_ID, LongType(), True), StructField(ROW_COMMIT_VERSION, LongType(), True)]
     return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
 
 

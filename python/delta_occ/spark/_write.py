@@ -22,6 +22,7 @@ from .. import change_data, identity
 from .._schema import type_mismatch, widens
 from .._write import Layout, partition_strings
 from ..exceptions import ConstraintViolationError, InvalidArgumentError, SchemaMismatchError
+from ..operations import row_tracking
 from ..operations.bookkeeping import Bookkeeping
 from ..operations.conform import check_writable, data_columns
 from ..operations.protocols import Staging
@@ -135,7 +136,8 @@ def write_changes(spark: Session, lay: Layout, txn: Staging, job: Job, changes: 
     """Write an operation's changed rows (kind, rows of the table's columns) as change-data
     files under ``_change_data/`` and stage their ``cdc`` actions (``delta_occ.change_data``):
     one Spark job for all kinds."""
-    frames = [df.withColumn(change_data.CHANGE_TYPE, F.lit(kind)) for kind, df in changes]
+    names = lay.schema.names  # (rows may carry more: positions, row ids)
+    frames = [df.select(*[col(n) for n in names]).withColumn(change_data.CHANGE_TYPE, F.lit(kind)) for kind, df in changes]
     if not frames:
         return
     out = reduce(lambda a, b: a.unionByName(b), frames)
@@ -235,6 +237,10 @@ def write_groups(
         cols.append(c.alias(pf.name, metadata=pf.metadata) if pf.metadata else c.alias(pf.name))
     if changes:
         cols.append(F.col(change_data.CHANGE_TYPE))
+    elif lay.row_id_columns and row_tracking.ROW_ID in df.columns:
+        # Copied rows keep their ids and commit versions in the materialized columns.
+        for kept, name in zip((row_tracking.ROW_ID, row_tracking.ROW_COMMIT_VERSION), lay.row_id_columns):
+            cols.append(F.col(kept).cast("long").alias(name))
     if group_col is not None:
         cols.append(F.col(group_col))
     writer = df.select(*cols).write.mode("error")

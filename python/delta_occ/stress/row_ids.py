@@ -3,7 +3,8 @@ across all live files at every version, never reused, each row's id unchanged by
 commit versions right after rebases"). A row's id is the one materialized in its file, else its
 file's ``baseRowId`` plus its physical position (protocol "Row Tracking"; OPTIMIZE copies rows
 with their ids materialized); the workload's ``id`` column names each row for good, so the checks
-compare the ids the log gives each ``id`` version by version."""
+compare the ids the log gives each ``id`` version by version. A row's commit version is the
+version that last wrote it: where its ``x`` changed (UPDATE, MERGE), or it appeared."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ def check(t: Table, latest: int) -> List[str]:
     """Anomalies of the row ids over versions 1..``latest`` (empty when all hold)."""
     anomalies: List[str] = []
     id_of: Dict[int, int] = {}  # workload id -> row id, from the version it first appeared
-    commit_of: Dict[int, int] = {}  # workload id -> row commit version, likewise
+    commit_of: Dict[int, int] = {}  # workload id -> row commit version at the last version read
+    x_of: Dict[int, int] = {}  # workload id -> its x at the last version read
     owner: Dict[int, int] = {}  # row id -> workload id
     added_at: Dict[str, int] = {}
     previous: Set[str] = set()
+    present: Set[int] = set()  # workload ids live at the previous version
     for v in range(1, latest + 1):
         snap = t.snapshot(v)
         files = snap.files(["path", "base_row_id", "default_row_commit_version"]).to_pylist()
@@ -32,6 +35,7 @@ def check(t: Table, latest: int) -> List[str]:
         previous = paths
         lay = Layout(snap)
         seen: Dict[int, int] = {}
+        now: Set[int] = set()
         top = -1
         for f in files:
             base, version = f["base_row_id"], f["default_row_commit_version"]
@@ -40,11 +44,21 @@ def check(t: Table, latest: int) -> List[str]:
                 continue
             if version != added_at[f["path"]]:
                 anomalies.append(f"version {v}: {f['path']} has defaultRowCommitVersion {version} but was added at version {added_at[f['path']]}")
-            rows = lay.read_rows(f["path"], ["id"], positions=False, ids=(base, version))
-            versions = rows.column(ROW_COMMIT_VERSION).to_pylist()
-            for key, rid, rv in zip(rows.column("id").to_pylist(), rows.column(ROW_ID).to_pylist(), versions):
-                if commit_of.setdefault(key, rv) != rv:
-                    anomalies.append(f"version {v}: id {key} changed row commit version {commit_of[key]} -> {rv} (no workload op changes a row here)")
+            rows = lay.read_rows(f["path"], ["id", "x"], positions=False, ids=True)
+            columns = (rows.column(c).to_pylist() for c in ("id", "x", ROW_ID, ROW_COMMIT_VERSION))
+            for key, x, rid, rv in zip(*columns):
+                now.add(key)
+                if key not in present:
+                    # (re)appearing: a new row (a MERGE may insert an id deleted before)
+                    id_of.pop(key, None)
+                    commit_of.pop(key, None)
+                before = commit_of.get(key)
+                # A new or changed row was written at this version; any other keeps its commit
+                # version (or takes this one: a MERGE may set the value the row had).
+                want = (v,) if before is None or x_of.get(key) != x else (before, v)
+                if rv not in want:
+                    anomalies.append(f"version {v}: id {key} has row commit version {rv}, not {' or '.join(map(str, want))}")
+                commit_of[key], x_of[key] = rv, x
                 top = max(top, rid)
                 if rid in seen:
                     anomalies.append(f"version {v}: row id {rid} held by ids {seen[rid]} and {key}")
@@ -53,6 +67,7 @@ def check(t: Table, latest: int) -> List[str]:
                     anomalies.append(f"version {v}: id {key} changed row id {id_of[key]} -> {rid}")
                 if owner.setdefault(rid, key) != key:
                     anomalies.append(f"version {v}: row id {rid} of id {owner[rid]} reused by id {key}")
+        present = now
         mark = json.loads(snap.domain_metadata.get("delta.rowTracking", '{"rowIdHighWaterMark": -1}'))["rowIdHighWaterMark"]
         if top > mark:
             anomalies.append(f"version {v}: row id {top} above the high-water mark {mark}")

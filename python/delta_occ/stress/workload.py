@@ -118,8 +118,6 @@ class AttemptLog:
 def choose(rng: random.Random, known: List[int], next_id: Callable[[], int], cfg: Config, shared_app: bool = False) -> Dict[str, Any]:
     kinds = ["append", "delete", "update", "merge", "optimize", "props", "app_append"]
     weights = [4, 3, 3, 2, 2, 0.2, 1]
-    if cfg.row_tracking:  # UPDATE and upserting MERGE copy rows without their ids: refused there
-        weights = [4, 3, 0, 0, 2, 0.2, 1]
     kind = rng.choices(kinds, weights)[0]
     if kind in ("delete", "update", "merge") and not known:
         kind = "append"

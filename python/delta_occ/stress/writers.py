@@ -27,8 +27,6 @@ def create(where: Union[str, Target], cfg: Config) -> Table:
     tg = target(where)
     props = {"delta.enableDeletionVectors": "true"} if cfg.dvs else {}
     if cfg.row_tracking:
-        if not cfg.dvs:
-            raise ex.InvalidArgumentError("row_tracking needs deletion vectors (a DELETE without them rewrites rows, which needs materialized row ids)")
         props["delta.enableRowTracking"] = "true"
     t = Table.create(tg.location, SCHEMA, partition_by=["p"] if cfg.partitioned else None, properties=props, storage_options=tg.storage_options)
     log = tg.log("setup.jsonl")

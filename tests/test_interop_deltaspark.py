@@ -712,6 +712,33 @@ def test_deltaspark_reads_the_row_ids_our_copies_keep(ds, tmp_path, dvs):
     assert sorted(ds.sql(q)["last"]) == [[0, "a", 0, 1], [1, "B", 1, 3], [2, "c", 2, 1], [3, "D", 3, 4]]
 
 
+def test_row_tracking_enabled_later_by_either_side(ds, tmp_path):
+    """Enabling row tracking on a table with files backfills ids: ours (one commit: the files
+    added again, dataChange=false) is read by delta-spark with ids 0-1 and 2 at the enabling
+    version (files of 2 and 1 rows, by hand); delta-spark's (ALTER TABLE ... SET TBLPROPERTIES)
+    is one our UPDATE then continues: the updated row keeps the id delta-spark reads."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    q = "SELECT id, _metadata.row_id AS rid, _metadata.row_commit_version AS rcv FROM delta.`{}`"
+    ours = tmp_path / "ours"
+    t = docc.Table.create(str(ours), schema)
+    t.append(pa.table({"id": [0, 1], "v": ["a", "b"]}, schema=schema))  # v1
+    t.append(pa.table({"id": [2], "v": ["c"]}, schema=schema))  # v2
+    t.set_properties({"delta.enableRowTracking": "true"})  # v3
+    got = sorted(ds.sql(q.format(ours))["last"])
+    assert [r[2] for r in got] == [3, 3, 3] and sorted(r[1] for r in got) == [0, 1, 2]
+    assert got[0][1] + 1 == got[1][1]  # ids 0 and 1 share a file
+    theirs = tmp_path / "theirs"
+    t = docc.Table.create(str(theirs), schema)
+    t.append(pa.table({"id": [0, 1], "v": ["a", "b"]}, schema=schema))
+    ds.sql(f"ALTER TABLE delta.`{theirs}` SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+    before = {i: rid for i, rid, _ in ds.sql(q.format(theirs))["last"]}
+    t = docc.Table(str(theirs))
+    t.update("id = 1", {"v": "'B'"})
+    v = t.refresh()
+    after = {i: (rid, rcv) for i, rid, rcv in ds.sql(q.format(theirs))["last"]}
+    assert after[1] == (before[1], v) and after[0][0] == before[0]
+
+
 @pytest.mark.parametrize("optimize", ["OPTIMIZE delta.`{path}`", "OPTIMIZE delta.`{path}` ZORDER BY (v)"], ids=["plain", "zorder"])
 def test_deltaspark_optimize_racing_our_delete_on_a_row_tracking_table(ds, tmp_path, optimize):
     """Issue 30 "What it must show" 3, with delta-spark's OPTIMIZE (deltalake 1.6 refuses to write

@@ -174,17 +174,66 @@ def test_operations_that_copy_rows_keep_their_ids(request, tmp_path, engine, nam
     assert sorted(kernel_rows(t).column("id").to_pylist()) == sorted(want)
 
 
-def test_enabling_on_a_table_with_files_needs_a_backfill(tmp_path):
+@pytest.mark.parametrize("dvs", [True, False], ids=["dvs", "no-dvs"])
+def test_enabling_on_a_table_with_files_backfills_in_the_same_commit(tmp_path, dvs):
+    """Enabling row tracking on a table with files is one commit (v4): the protocol gains
+    rowTracking, every live file is committed again as it is (dataChange=false, its DV kept) and
+    takes ids like a new file, in snapshot order from 0, at version 4; readers never see the table
+    enabled with a file lacking ids. Ids by hand: files of 2 and 1 physical rows -> 0-1 and 2."""
+    props = {"delta.enableDeletionVectors": "true"} if dvs else {}
+    t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=props)
+    t.append(rows([0, 1]))  # v1
+    t.append(rows([2]))  # v2
+    t.delete("id = 1")  # v3: a DV (or, without DVs, a rewrite of id 0 alone)
+    before = sorted(kernel_rows(t).column("id").to_pylist())
+    t.set_properties(RT)  # v4
+    assert t.refresh() == 4
+    assert "rowTracking" in t.snapshot().protocol["writer_features"]
+    adds = [a["add"] for a in log_actions(t.path)[4] if "add" in a]
+    # the live files, added again (as delta-spark's backfill does: adds only)
+    assert len(adds) == 2 and not any(a["dataChange"] for a in adds)
+    assert not [a for a in log_actions(t.path)[4] if "remove" in a]
+    assert sorted(a["path"] for a in adds) == sorted(live_ids(t))
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [0, 2]
+    got = sorted(live_ids(t).values())
+    assert [v for _, v, _ in got] == [4, 4]
+    n = [rows_ for _, _, rows_ in got]
+    assert [b for b, _, _ in got] == [0, n[0]] and mark(t) == sum(n) - 1
+    assert sorted(kernel_rows(t).column("id").to_pylist()) == before == [0, 2]
+    # rows keep those ids from now on: an UPDATE copies row 0 with its id
+    want = row_ids_by_protocol(t)
+    t.update("id = 0", {"v": "'z'"})
+    assert row_ids_by_protocol(t)[0] == (want[0][0], 5)
+    t.append(rows([9]))
+    assert row_ids_by_protocol(t)[9] == (mark(t), 6)
+
+
+def test_enabling_row_tracking_refusals_and_races(tmp_path):
+    """The backfill re-commits every file: with other file changes in the transaction it is an
+    InvalidArgumentError; an append racing it conflicts (a metadata change checks concurrent
+    appends, §2); an empty table and a create need no backfill."""
     t = docc.Table.create(str(tmp_path / "t"), SCHEMA)
     t.append(rows([0]))
-    with pytest.raises(exc.UnsupportedFeatureError, match="backfill"):
-        t.set_properties(RT)
+    txn = t.begin()
+    txn.append(rows([1]))
+    with pytest.raises(exc.InvalidArgumentError, match="transaction of its own"):
+        txn.set_properties(RT)
+    txn = docc.Table(t.path).begin()
+    txn.set_properties(RT)
+    t.append(rows([2]))
+    with pytest.raises(exc.ConcurrentAppendException):
+        txn.commit()
+    assert not row_tracking_on(t)
     empty = docc.Table.create(str(tmp_path / "e"), SCHEMA)
     empty.set_properties(RT)
     empty.append(rows([5, 6]))
     assert list(live_ids(empty).values()) == [(0, 2, 2)]
     with pytest.raises(exc.InvalidArgumentError):
         docc.Table.create(str(tmp_path / "s"), SCHEMA, properties={**RT, "delta.rowTrackingSuspended": "true"})
+
+
+def row_tracking_on(t: docc.Table) -> bool:
+    return t.snapshot().properties.get("delta.enableRowTracking") == "true"
 
 
 def test_golden_row_tracking_tables_read():

@@ -370,6 +370,7 @@ mod tests {
             "pass_bin_dropped",
             "pass_compaction_carries_deletes",
             "pass_remapped_onto_compaction",
+            "pass_followed_by_row_id",
             "pass_all_rows_deleted",
             "pass_disjoint_rows",
             "pass_no_added_row_matches",

@@ -636,23 +636,50 @@ impl Transaction {
         }
         // Readers of a table with row tracking enabled rely on every live file having row ids.
         if crate::row_tracking::enabled(&m.configuration) {
-            if let Some(f) = self
-                .snapshot
-                .as_ref()
-                .and_then(|s| s.files().iter().find(|f| f.base_row_id().is_none()))
-            {
-                return Err(Error::UnsupportedFeature {
-                    table: self.root.to_string(),
-                    version: Some(self.read_version),
-                    what: "row tracking".into(),
-                    detail: format!(
-                        "enabling row tracking needs every live file to have row ids first ({} has none), a backfill delta-occ does not do yet; create the table with delta.enableRowTracking=true",
-                        f.path
-                    ),
-                });
-            }
+            self.backfill_row_ids()?;
         }
         self.metadata = Some(m);
+        Ok(())
+    }
+
+    /// The row-tracking backfill, in the commit that enables row tracking: every live file
+    /// without row ids is added again as it is (dataChange=false, its DV kept; an add replaces
+    /// the live add of its path, and a remove of the same path and DV in the same commit would
+    /// drop it for delta-kernel-rs), so the commit hands it ids like any new file and readers
+    /// never see the table enabled with a file lacking them. It depends on the whole table:
+    /// row-level resolution is off and any concurrent data change conflicts (file-level checks
+    /// 5-6).
+    fn backfill_row_ids(&mut self) -> Result<()> {
+        let Some(snap) = self.snapshot.clone() else {
+            return Ok(());
+        };
+        let lacking: Vec<&AddFile> = snap
+            .files()
+            .iter()
+            .filter(|f| f.base_row_id().is_none())
+            .collect();
+        if lacking.is_empty()
+            || lacking
+                .iter()
+                .all(|f| self.adds.iter().any(|a| !a.data_change && a.path == f.path))
+        {
+            return Ok(()); // nothing to backfill, or staged already
+        }
+        if !self.adds.is_empty() || !self.removes.is_empty() || !self.dv_deletes.is_empty() {
+            return Err(Error::invalid(format!(
+                "enabling row tracking on {} (version {}) re-commits its {} files without row ids: do it in a transaction of its own",
+                self.root,
+                self.read_version,
+                lacking.len()
+            )));
+        }
+        self.read_whole_table()?;
+        self.opts.row_level = false;
+        for f in lacking {
+            let mut a = f.clone();
+            a.data_change = false;
+            self.adds.push(a);
+        }
         Ok(())
     }
 

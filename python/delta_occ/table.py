@@ -383,7 +383,7 @@ class Table:
         commit is written, as delta-spark's OPTIMIZE does: the result has ``committed=False``.
         ``zorder_by``: rewrite every file of each partition with its rows in the Z-order of those
         data columns (OPTIMIZE ... ZORDER BY; the rewritten files carry no row provenance, so DML
-        racing it conflicts at file level). On a clustered table OPTIMIZE clusters the files not
+        racing it conflicts at file level, unless row tracking lets it follow rows by id). On a clustered table OPTIMIZE clusters the files not
         clustered yet (and files with deletion vectors); ``full=True`` reclusters every file (after
         ``set_clustering`` changed the columns: OPTIMIZE FULL). ``rerun_on_conflict`` as in
         :meth:`append`."""

@@ -14,7 +14,7 @@ use arrow_array::{Array, Int64Array};
 use crate::data_file;
 use crate::dv::DeletionBitmap;
 use crate::error::Result;
-use crate::log::actions::{AddFile, RemoveFile};
+use crate::log::actions::{AddFile, PartitionValues, RemoveFile};
 use crate::row_tracking;
 use crate::rule::{Fallback, Rule};
 use crate::storage::Location;
@@ -71,6 +71,7 @@ fn ids_of(
 /// followed row went: (position, output index, position in the output).
 struct Input<'r> {
     r: &'r RemoveFile,
+    partition: PartitionValues,
     changed: DeletionBitmap,
     read: bool,
     found: Vec<(u64, usize, u64)>,
@@ -118,12 +119,14 @@ pub(super) fn follow(
             DeletionBitmap::default()
         };
         let read = st.read.whole_table || st.read.files.contains(path);
-        let follow = if read {
-            live_rows(n, &base_dv)
+        // Only the changed rows are looked up: rows merely read are unchanged by a compaction
+        // (dataChange=false), and the read moves to every output of the file's partition.
+        let follow = changed.clone();
+        let ids = if follow.is_empty() {
+            Vec::new()
         } else {
-            changed.clone()
+            or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?
         };
-        let ids = or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?;
         for p in follow.0.iter() {
             let Some(Some(id)) = ids.get(p as usize) else {
                 return Err(fb((
@@ -140,6 +143,7 @@ pub(super) fn follow(
         }
         inputs.push(Input {
             r,
+            partition: file.partition_values.clone(),
             changed,
             read,
             found: Vec::new(),
@@ -228,19 +232,35 @@ pub(super) fn follow(
                 e.rows.0.insert(q);
             }
         }
+        let mut also_read = 0;
         if input.read {
-            s.read
-                .files
-                .extend(onto.iter().map(|p| Box::<str>::from(*p)));
+            for out in outputs
+                .iter()
+                .filter(|o| o.partition_values == input.partition)
+            {
+                also_read += 1;
+                s.read.files.insert(out.path.as_ref().into());
+            }
         }
         let onto: Vec<&str> = onto.into_iter().collect();
+        let moved = if onto.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the {} row(s) this transaction changes there were found by row id in {}",
+                input.wanted,
+                onto.join(", ")
+            )
+        };
+        let read = if input.read {
+            format!("; it reads the {also_read} output file(s) of that partition instead")
+        } else {
+            String::new()
+        };
         notes.push((
             Rule::PassFollowedByRowId,
             format!(
-                "it compacted {path} without row provenance; the {} row(s) this transaction {} there were found by row id in {}",
-                input.wanted,
-                if input.changed.is_empty() { "read" } else { "changes or read" },
-                if onto.is_empty() { "no output (none was live)".to_string() } else { onto.join(", ") },
+                "it compacted {path} without row provenance (row tracking keeps ids){moved}{read}"
             ),
         ));
     }
@@ -346,4 +366,61 @@ pub(super) fn carry(
             )
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, RecordBatch};
+    use std::sync::Arc;
+
+    fn file(dir: &std::path::Path, name: &str, ids: Option<Vec<Option<i64>>>, n: usize) -> AddFile {
+        let mut cols: Vec<(&str, ArrayRef)> = vec![(
+            "x",
+            Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>())) as ArrayRef,
+        )];
+        if let Some(ids) = ids {
+            cols.push(("_row-id-col", Arc::new(Int64Array::from(ids)) as ArrayRef));
+        }
+        let batch = RecordBatch::try_from_iter(cols).unwrap();
+        let f = std::fs::File::create(dir.join(name)).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(f, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let line = serde_json::json!({"add": {"path": name, "partitionValues": {}, "size": 1,
+            "modificationTime": 1, "dataChange": false}});
+        let actions = crate::parse_actions(line.to_string().as_bytes(), "test", Some(0)).unwrap();
+        actions.adds.into_iter().next().unwrap()
+    }
+
+    /// protocol-notes §6: a row's id is its materialized one, else baseRowId + position; with
+    /// neither it is unknown (the caller falls back to file level).
+    #[test]
+    fn ids_are_materialized_else_base_plus_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Location::local(dir.path());
+        let plain = file(dir.path(), "a.parquet", None, 3);
+        assert_eq!(
+            ids_of(&root, &plain, Some(10), "_row-id-col").unwrap(),
+            [Some(10), Some(11), Some(12)]
+        );
+        assert_eq!(
+            ids_of(&root, &plain, None, "_row-id-col").unwrap(),
+            [None, None, None]
+        );
+        let copied = file(
+            dir.path(),
+            "b.parquet",
+            Some(vec![Some(7), None, Some(2)]),
+            3,
+        );
+        assert_eq!(
+            ids_of(&root, &copied, Some(20), "_row-id-col").unwrap(),
+            [Some(7), Some(21), Some(2)]
+        );
+        assert_eq!(
+            ids_of(&root, &copied, None, "_row-id-col").unwrap(),
+            [Some(7), None, Some(2)]
+        );
+    }
 }

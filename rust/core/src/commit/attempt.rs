@@ -197,7 +197,7 @@ pub(super) fn materialize(root: &Location, st: &Staged) -> Result<Materialized> 
     let mut changed: Vec<&AddFile> = Vec::new();
     let mut newly = 0u64;
     for ch in st.dv.values() {
-        let current = conflict::row_level::read_dv(root, ch.base.deletion_vector.as_deref())?;
+        let current = conflict::staged::read_dv(root, ch.base.deletion_vector.as_deref())?;
         let union = current.union(&ch.rows);
         if union.len() == current.len() {
             continue;

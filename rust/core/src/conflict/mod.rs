@@ -5,8 +5,9 @@ pub mod checker;
 pub mod row_ids;
 pub mod row_level;
 pub mod rows;
+pub mod staged;
 pub mod winner;
 
 pub use checker::{check_all, check_head, check_identity, Passed, ReadSet, TxnView};
-pub use row_level::{DvChange, RowContext, Staged};
+pub use staged::{DvChange, RowContext, Staged};
 pub use winner::WinningCommit;

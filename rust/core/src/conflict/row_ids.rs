@@ -20,10 +20,10 @@ use crate::rule::{Fallback, Rule};
 use crate::storage::Location;
 
 use super::checker::TxnView;
-use super::row_level::{
+use super::rows::{live_rows, physical_rows};
+use super::staged::{
     fallback, or_fallback, read_dv, removed_file, DvChange, Ours, Rebase, RowContext, Staged, Why,
 };
-use super::rows::{live_rows, physical_rows};
 use super::WinningCommit;
 
 /// The materialized row-id column of the table the transaction read, when its rows keep their

@@ -5,12 +5,10 @@
 //! DV deltas move onto the winner's version of the file, or through compaction provenance onto
 //! the compacted output.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-use crate::storage::Location;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use crate::dv::{self, DeletionBitmap, DeletionVectorDescriptor};
+use crate::dv::{DeletionBitmap, DeletionVectorDescriptor};
 use crate::error::{Error, Result};
 use crate::log::actions::{remove_of, AddFile, PartitionValues, RemoveFile};
 use crate::predicate::Predicate;
@@ -18,89 +16,18 @@ use crate::predicate::Predicate;
 use super::checker::{self, Passed, ReadSet, TxnView};
 use super::row_ids;
 use super::rows::{compiled, live_rows, matching_rows, physical_rows, ColumnCache};
+use super::staged::{
+    fallback, fallback_reason, or_fallback, read_dv, removed_file, DvChange, Ours, Rebase,
+    RowContext, Staged, Why,
+};
 use super::WinningCommit;
 use crate::error::ConflictKind;
 use crate::rule::{Fallback, Rule};
-
-/// Why row-level resolution of a file cannot decide (§4 rule 6): the cause and, for the
-/// message, the details.
-pub(super) type Why = (Fallback, String);
 
 /// `add.tags` key on a compacted output file: the input files it holds, in order, as a JSON list
 /// of `[path, liveRows]`. Output row `k` is the k-th live row of the inputs taken in this order
 /// (each input's live rows in ascending position), so positions map between inputs and output.
 pub const PROVENANCE_TAG: &str = "delta-occ.compactedFrom";
-
-/// Rows the transaction deletes from a file through its DV, relative to `base` (the version of
-/// the file the deletion applies to; moved forward by each rebase).
-#[derive(Debug, Clone)]
-pub struct DvChange {
-    pub base: AddFile,
-    pub rows: DeletionBitmap,
-}
-
-/// The transaction's file actions and read set as they stand after the rebases so far.
-#[derive(Debug, Clone, Default)]
-pub struct Staged {
-    pub adds: Vec<AddFile>,
-    /// Deleted rows of files this transaction adds itself (a compaction that lost to DML).
-    pub own_dvs: BTreeMap<Box<str>, DeletionBitmap>,
-    pub removes: Vec<RemoveFile>,
-    pub dv: BTreeMap<Box<str>, DvChange>,
-    pub read: ReadSet,
-    /// Compaction bins dropped because a concurrent compaction replaced their inputs.
-    pub dropped_bins: u64,
-}
-
-impl Staged {
-    /// Whether this transaction only rearranges rows (OPTIMIZE): no action changes data. Its
-    /// outcome depends on the files it replaces alone, not on other files it looked at.
-    pub fn is_compaction(&self) -> bool {
-        (!self.adds.is_empty() || self.dropped_bins > 0)
-            && self.adds.iter().all(|a| !a.data_change)
-            && self.removes.iter().all(|r| !r.data_change)
-            && self.dv.is_empty()
-    }
-}
-
-/// The transaction's staged actions, its removes indexed by path: every remove of a winner is
-/// looked up in them (a scan per lookup made two large compactions quadratic).
-pub(super) struct Ours<'a> {
-    pub(super) st: &'a Staged,
-    /// Per removed path: whether a remove of it has dataChange=true, and whether one has false.
-    removes: HashMap<&'a str, (bool, bool)>,
-}
-
-impl<'a> Ours<'a> {
-    fn new(st: &'a Staged) -> Self {
-        let mut removes: HashMap<&str, (bool, bool)> = HashMap::with_capacity(st.removes.len());
-        for r in &st.removes {
-            let e = removes.entry(&r.path).or_default();
-            e.0 |= r.data_change;
-            e.1 |= !r.data_change;
-        }
-        Ours { st, removes }
-    }
-
-    fn removes(&self, path: &str) -> bool {
-        self.removes.contains_key(path)
-    }
-
-    /// A remove of `path` with dataChange=true (its rows deleted).
-    pub(super) fn deletes(&self, path: &str) -> bool {
-        self.removes.get(path).is_some_and(|r| r.0)
-    }
-
-    /// A remove of `path` with dataChange=false (compacted).
-    fn compacts(&self, path: &str) -> bool {
-        self.removes.get(path).is_some_and(|r| r.1)
-    }
-
-    /// Rows of `path` change: a DV update or a delete of the whole file.
-    pub(super) fn changes_file(&self, path: &str) -> bool {
-        self.st.dv.contains_key(path) || self.deletes(path)
-    }
-}
 
 /// What checking one winner decided: why it passed, the rebased actions (`None` when nothing
 /// changed), and how many file pairs were resolved at row level.
@@ -108,33 +35,6 @@ pub struct Verdict {
     pub passed: Passed,
     pub rebased: Option<Staged>,
     pub rows_resolved: u64,
-}
-
-/// Copy-on-write access to the staged actions: most winners change nothing, so the (possibly
-/// large) staged set is cloned only when a rule rebases it.
-pub(super) struct Rebase<'s> {
-    base: &'s Staged,
-    next: Option<Staged>,
-}
-
-impl Rebase<'_> {
-    fn get(&self) -> &Staged {
-        self.next.as_ref().unwrap_or(self.base)
-    }
-
-    pub(super) fn edit(&mut self) -> &mut Staged {
-        let base = self.base;
-        self.next.get_or_insert_with(|| base.clone())
-    }
-}
-
-pub struct RowContext<'a> {
-    pub root: &'a Location,
-    /// Row-level decisions (§4 rules 1–4); `false` keeps file-level checks (rule 5 still applies
-    /// on a DV table).
-    pub exact: bool,
-    pub deadline: Instant,
-    pub cache: &'a ColumnCache,
 }
 
 /// A compaction output and the inputs it holds.
@@ -253,26 +153,6 @@ fn remap(bin: &Bin, k: usize, input_dv: &DeletionBitmap, rows: &DeletionBitmap) 
     out
 }
 
-pub(crate) fn read_dv(
-    root: &Location,
-    d: Option<&crate::dv::DeletionVectorDescriptor>,
-) -> Result<DeletionBitmap> {
-    match d {
-        None => Ok(DeletionBitmap::default()),
-        Some(d) => dv::file::read(root, d),
-    }
-}
-
-/// Run `f`; a failure to read a DV or data file becomes a file-level fallback (§4 rule 6).
-pub(super) fn or_fallback<T>(r: Result<T>) -> std::result::Result<T, Why> {
-    r.map_err(|e| {
-        (
-            Fallback::Unreadable,
-            format!("a file needed for the row-level decision could not be read ({e})"),
-        )
-    })
-}
-
 fn unevaluable(preds: &[&Predicate], cache: &ColumnCache) -> Option<Why> {
     preds.iter().find_map(|p| {
         let e = compiled(p, cache).err()?;
@@ -287,10 +167,6 @@ fn unevaluable(preds: &[&Predicate], cache: &ColumnCache) -> Option<Why> {
 }
 
 const OUT_OF_TIME: &str = "the time budget for row-level resolution of this commit attempt ran out";
-
-fn fallback_reason(why: &str) -> String {
-    format!("Row-level concurrency fell back to file level: {why}.")
-}
 
 fn read_predicates(read: &ReadSet) -> Vec<&Predicate> {
     static ALL: std::sync::LazyLock<Predicate> = std::sync::LazyLock::new(Predicate::all);
@@ -592,33 +468,6 @@ pub fn check_winner(
     })
 }
 
-/// The file-level conflict on a file the winner removed when row-level resolution of it cannot
-/// decide (§4 rule 6): `rule` is check 6 or check 7.
-pub(super) fn fallback(
-    t: &TxnView,
-    w: &WinningCommit,
-    r: &RemoveFile,
-    rule: Rule,
-    why: Why,
-) -> Error {
-    let kind = match rule {
-        Rule::DeleteDelete => ConflictKind::ConcurrentDeleteDelete,
-        _ => ConflictKind::ConcurrentDeleteRead,
-    };
-    let mut e = t.file_conflict(
-        kind,
-        rule,
-        w,
-        &r.path,
-        checker::removed_partition(t, r).as_ref(),
-        fallback_reason(&why.1),
-    );
-    if let Error::Conflict(c) = &mut e {
-        c.fallback = Some(why.0);
-    }
-    e
-}
-
 /// Both compacted the same file and this compaction (a Z-order: its outputs mix inputs) records
 /// no provenance, so its bins cannot be dropped one by one: committing it would copy the file's
 /// rows a second time.
@@ -643,25 +492,6 @@ fn all_rows_deleted(t: &TxnView, cx: &RowContext, r: &RemoveFile) -> bool {
     removed_file(t, r)
         .and_then(|f| physical_rows(cx.root, &f).ok())
         .is_some_and(|n| n > 0 && d.cardinality as u64 == n)
-}
-
-/// The file a winner removed: from the read snapshot, else (a file an earlier winner added, such
-/// as a compaction output this transaction's changes were remapped onto) from the remove's own
-/// extended metadata (partition values and size).
-pub(super) fn removed_file(t: &TxnView, r: &RemoveFile) -> Option<AddFile> {
-    if let Some(f) = t.read_snapshot.and_then(|s| s.file(&r.path)) {
-        return Some(f.clone());
-    }
-    Some(AddFile {
-        path: r.path.as_ref().into(),
-        partition_values: r.partition_values.clone()?,
-        size: r.size?,
-        modification_time: 0,
-        data_change: true,
-        stats: None,
-        deletion_vector: r.deletion_vector.clone(),
-        extra: None,
-    })
 }
 
 /// Rules 1–3 for one file the winner changed (DV update or removal) and the transaction read or

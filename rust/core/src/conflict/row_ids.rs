@@ -42,28 +42,41 @@ pub(super) fn followable(w: &WinningCommit, r: &RemoveFile, readded: bool) -> bo
     !r.data_change && !readded && w.adds.iter().any(|a| !a.data_change)
 }
 
-/// The row id of every physical row of a file: the materialized id where the file has one, else
-/// `base` plus the position (`None` where neither is known).
-fn ids_of(
-    root: &Location,
-    file: &AddFile,
+/// The row ids of a file's physical rows: the materialized id where the file has one, else
+/// `base` plus the position (`None` where neither is known). Looked up per position, so a file
+/// without materialized ids costs its footer only.
+struct RowIds {
+    materialized: Option<Int64Array>,
     base: Option<i64>,
-    column: &str,
-) -> Result<Vec<Option<i64>>> {
+    rows: u64,
+}
+
+impl RowIds {
+    fn get(&self, p: u64) -> Option<i64> {
+        match &self.materialized {
+            Some(a) if p < a.len() as u64 && a.is_valid(p as usize) => Some(a.value(p as usize)),
+            _ if p < self.rows => self.base.map(|b| b + p as i64),
+            _ => None,
+        }
+    }
+}
+
+fn ids_of(root: &Location, file: &AddFile, base: Option<i64>, column: &str) -> Result<RowIds> {
     let path = root
         .resolve(&file.path)
         .map_err(|m| crate::error::Error::invalid(format!("data file {}: {m}", file.path)))?;
     let read = data_file::read_columns(&path, &[(column, None)])?;
-    let materialized = read.arrays.into_iter().next().flatten();
-    let ids: Option<&Int64Array> = materialized
-        .as_ref()
-        .and_then(|a| a.as_primitive_opt::<Int64Type>());
-    Ok((0..read.rows)
-        .map(|p| match ids {
-            Some(a) if a.is_valid(p as usize) => Some(a.value(p as usize)),
-            _ => base.map(|b| b + p as i64),
-        })
-        .collect())
+    let materialized = read
+        .arrays
+        .into_iter()
+        .next()
+        .flatten()
+        .and_then(|a| a.as_primitive_opt::<Int64Type>().cloned());
+    Ok(RowIds {
+        materialized,
+        base,
+        rows: read.rows,
+    })
 }
 
 /// One compacted input: its remove, the positions this transaction changes in it (relative to
@@ -123,18 +136,18 @@ pub(super) fn follow(
         // (dataChange=false), and the read moves to every output of the file's partition.
         let follow = changed.clone();
         let ids = if follow.is_empty() {
-            Vec::new()
+            None
         } else {
-            or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?
+            Some(or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?)
         };
         for p in follow.0.iter() {
-            let Some(Some(id)) = ids.get(p as usize) else {
+            let Some(id) = ids.as_ref().and_then(|ids| ids.get(p)) else {
                 return Err(fb((
                     Fallback::NoProvenance,
                     format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
                 )));
             };
-            if wanted.insert(*id, (i, p)).is_some() {
+            if wanted.insert(id, (i, p)).is_some() {
                 return Err(fb((
                     Fallback::NoProvenance,
                     format!("row id {id} appears twice among the compacted rows"),
@@ -164,11 +177,11 @@ pub(super) fn follow(
         let fb = |why: Why| fallback(t, w, first, Rule::DeleteRead, why);
         let ids = or_fallback(ids_of(cx.root, out, out.base_row_id(), column)).map_err(fb)?;
         let dv = or_fallback(read_dv(cx.root, out.deletion_vector.as_deref())).map_err(fb)?;
-        for (q, id) in ids.iter().enumerate() {
-            let Some((i, p)) = id.and_then(|id| wanted.remove(&id)) else {
+        for q in 0..ids.rows {
+            let Some((i, p)) = ids.get(q).and_then(|id| wanted.remove(&id)) else {
                 continue;
             };
-            if dv.0.contains(q as u64) {
+            if dv.0.contains(q) {
                 let r = inputs[i].r;
                 return Err(fallback(
                     t,
@@ -184,7 +197,7 @@ pub(super) fn follow(
                     ),
                 ));
             }
-            inputs[i].found.push((p, o, q as u64));
+            inputs[i].found.push((p, o, q));
         }
     }
     if let Some(&(i, _)) = wanted.values().next() {
@@ -305,13 +318,13 @@ pub(super) fn carry(
         };
         let ids = or_fallback(ids_of(cx.root, file, file.base_row_id(), column)).map_err(fb)?;
         for p in gone.0.iter() {
-            let Some(Some(id)) = ids.get(p as usize) else {
+            let Some(id) = ids.get(p) else {
                 return Err(fb((
                     Fallback::NoProvenance,
                     format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
                 )));
             };
-            wanted.insert(*id, i);
+            wanted.insert(id, i);
         }
         gone_of.push(gone.len());
     }
@@ -322,13 +335,13 @@ pub(super) fn carry(
         }
         let fb = |why: Why| fallback(t, w, carried[0].0, Rule::DeleteRead, why);
         let ids = or_fallback(ids_of(cx.root, out, out.base_row_id(), column)).map_err(fb)?;
-        for (q, id) in ids.iter().enumerate() {
-            if id.is_some_and(|id| wanted.remove(&id).is_some()) {
+        for q in 0..ids.rows {
+            if ids.get(q).is_some_and(|id| wanted.remove(&id).is_some()) {
                 found
                     .entry(out.path.as_ref().into())
                     .or_default()
                     .0
-                    .insert(q as u64);
+                    .insert(q);
             }
         }
     }
@@ -400,27 +413,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Location::local(dir.path());
         let plain = file(dir.path(), "a.parquet", None, 3);
-        assert_eq!(
-            ids_of(&root, &plain, Some(10), "_row-id-col").unwrap(),
-            [Some(10), Some(11), Some(12)]
-        );
-        assert_eq!(
-            ids_of(&root, &plain, None, "_row-id-col").unwrap(),
-            [None, None, None]
-        );
+        let all = |f: &AddFile, base| {
+            let ids = ids_of(&root, f, base, "_row-id-col").unwrap();
+            (0..=ids.rows).map(|p| ids.get(p)).collect::<Vec<_>>()
+        };
+        // (one past the last row: no id)
+        assert_eq!(all(&plain, Some(10)), [Some(10), Some(11), Some(12), None]);
+        assert_eq!(all(&plain, None), [None, None, None, None]);
         let copied = file(
             dir.path(),
             "b.parquet",
             Some(vec![Some(7), None, Some(2)]),
             3,
         );
-        assert_eq!(
-            ids_of(&root, &copied, Some(20), "_row-id-col").unwrap(),
-            [Some(7), Some(21), Some(2)]
-        );
-        assert_eq!(
-            ids_of(&root, &copied, None, "_row-id-col").unwrap(),
-            [Some(7), None, Some(2)]
-        );
+        assert_eq!(all(&copied, Some(20)), [Some(7), Some(21), Some(2), None]);
+        assert_eq!(all(&copied, None), [Some(7), None, Some(2), None]);
     }
 }

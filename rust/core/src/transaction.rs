@@ -658,11 +658,13 @@ impl Transaction {
             .iter()
             .filter(|f| f.base_row_id().is_none())
             .collect();
-        if lacking.is_empty()
-            || lacking
-                .iter()
-                .all(|f| self.adds.iter().any(|a| !a.data_change && a.path == f.path))
-        {
+        let staged: std::collections::HashSet<&str> = self
+            .adds
+            .iter()
+            .filter(|a| !a.data_change)
+            .map(|a| &*a.path)
+            .collect();
+        if lacking.iter().all(|f| staged.contains(&*f.path)) {
             return Ok(()); // nothing to backfill, or staged already
         }
         if !self.adds.is_empty() || !self.removes.is_empty() || !self.dv_deletes.is_empty() {

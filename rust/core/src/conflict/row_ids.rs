@@ -5,7 +5,8 @@
 //! read in a compacted input are looked up by id in the compaction's outputs and its changes
 //! move there, as they move through a provenance tag.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
@@ -20,7 +21,7 @@ use crate::rule::{Fallback, Rule};
 use crate::storage::Location;
 
 use super::checker::TxnView;
-use super::rows::{live_rows, physical_rows};
+use super::rows::{data_path, live_rows, physical_rows};
 use super::staged::{
     fallback, or_fallback, read_dv, removed_file, DvChange, Ours, Rebase, RowContext, Staged, Why,
 };
@@ -62,10 +63,7 @@ impl RowIds {
 }
 
 fn ids_of(root: &Location, file: &AddFile, base: Option<i64>, column: &str) -> Result<RowIds> {
-    let path = root
-        .resolve(&file.path)
-        .map_err(|m| crate::error::Error::invalid(format!("data file {}: {m}", file.path)))?;
-    let read = data_file::read_columns(&path, &[(column, None)])?;
+    let read = data_file::read_columns(&data_path(root, file)?, &[(column, None)])?;
     let materialized = read
         .arrays
         .into_iter()
@@ -79,16 +77,68 @@ fn ids_of(root: &Location, file: &AddFile, base: Option<i64>, column: &str) -> R
     })
 }
 
-/// One compacted input: its remove, the positions this transaction changes in it (relative to
-/// the deletion vector the compaction read it with), whether it read the file, and where each
-/// followed row went: (position, output index, position in the output).
+/// The rows at `positions` of `file`, by id, into `wanted` (id → `tag` and position); a row
+/// without an id is the reason row-level resolution cannot follow it.
+fn want<T: Copy>(
+    ids: &RowIds,
+    positions: &DeletionBitmap,
+    tag: T,
+    path: &str,
+    wanted: &mut HashMap<i64, (T, u64)>,
+) -> std::result::Result<(), Why> {
+    for p in positions.0.iter() {
+        let Some(id) = ids.get(p) else {
+            return Err((
+                Fallback::NoProvenance,
+                format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
+            ));
+        };
+        if wanted.insert(id, (tag, p)).is_some() {
+            return Err((
+                Fallback::NoProvenance,
+                format!("row id {id} appears twice among the compacted rows"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One found row: its tag and position where it was wanted, the output holding it (index into
+/// `outputs`) and its position there.
+type Found<T> = (T, u64, usize, u64);
+
+/// Scan `outputs` for the `wanted` ids (removing each one found), reading each output's row ids
+/// once and stopping when all are found.
+fn find<T: Copy>(
+    root: &Location,
+    outputs: &[&AddFile],
+    column: &str,
+    wanted: &mut HashMap<i64, (T, u64)>,
+) -> Result<Vec<Found<T>>> {
+    let mut found = Vec::with_capacity(wanted.len());
+    for (o, out) in outputs.iter().enumerate() {
+        if wanted.is_empty() {
+            break;
+        }
+        let ids = ids_of(root, out, out.base_row_id(), column)?;
+        for q in 0..ids.rows {
+            if let Some((tag, p)) = ids.get(q).and_then(|id| wanted.remove(&id)) {
+                found.push((tag, p, o, q));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// One compacted input: its remove, its partition, the positions this transaction changes in it
+/// (relative to the deletion vector the compaction read it with), whether it read the file, and
+/// where each changed row went: (output index, position in the output).
 struct Input<'r> {
     r: &'r RemoveFile,
     partition: PartitionValues,
     changed: DeletionBitmap,
     read: bool,
-    found: Vec<(u64, usize, u64)>,
-    wanted: u64,
+    found: Vec<(usize, u64)>,
 }
 
 /// Follow the rows of `removed` (inputs of the winner's compaction) by id onto its outputs and
@@ -121,84 +171,65 @@ pub(super) fn follow(
                 format!("{path} is not a file of the snapshot this transaction read"),
             ))
         })?;
-        let base = file.base_row_id().or(r.base_row_id);
         let base_dv = or_fallback(read_dv(cx.root, r.deletion_vector.as_deref())).map_err(fb)?;
-        let n = or_fallback(physical_rows(cx.root, &file)).map_err(fb)?;
         let changed = if let Some(ch) = st.dv.get(path) {
             DeletionBitmap(&ch.rows.0 - &base_dv.0)
         } else if ours.deletes(path) {
+            let n = or_fallback(physical_rows(cx.root, &file)).map_err(fb)?;
             live_rows(n, &base_dv)
         } else {
             DeletionBitmap::default()
         };
-        let read = st.read.whole_table || st.read.files.contains(path);
         // Only the changed rows are looked up: rows merely read are unchanged by a compaction
         // (dataChange=false), and the read moves to every output of the file's partition.
-        let follow = changed.clone();
-        let ids = if follow.is_empty() {
-            None
-        } else {
-            Some(or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?)
-        };
-        for p in follow.0.iter() {
-            let Some(id) = ids.as_ref().and_then(|ids| ids.get(p)) else {
-                return Err(fb((
-                    Fallback::NoProvenance,
-                    format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
-                )));
-            };
-            if wanted.insert(id, (i, p)).is_some() {
-                return Err(fb((
-                    Fallback::NoProvenance,
-                    format!("row id {id} appears twice among the compacted rows"),
-                )));
-            }
+        if !changed.is_empty() {
+            let base = file.base_row_id().or(r.base_row_id);
+            let ids = or_fallback(ids_of(cx.root, &file, base, column)).map_err(fb)?;
+            want(&ids, &changed, i, path, &mut wanted).map_err(fb)?;
         }
         inputs.push(Input {
             r,
             partition: file.partition_values.clone(),
             changed,
-            read,
+            read: st.read.whole_table || st.read.files.contains(path),
             found: Vec::new(),
-            wanted: follow.len(),
         });
     }
-    let gone: std::collections::HashSet<&str> = w.removes.iter().map(|r| &*r.path).collect();
+    let gone: HashSet<&str> = w.removes.iter().map(|r| &*r.path).collect();
     let outputs: Vec<&AddFile> = w
         .adds
         .iter()
         .filter(|a| !a.data_change && !gone.contains(&*a.path))
         .collect();
-    for (o, out) in outputs.iter().enumerate() {
-        if wanted.is_empty() {
-            break;
-        }
-        let first = inputs[0].r;
-        let fb = |why: Why| fallback(t, w, first, Rule::DeleteRead, why);
-        let ids = or_fallback(ids_of(cx.root, out, out.base_row_id(), column)).map_err(fb)?;
-        let dv = or_fallback(read_dv(cx.root, out.deletion_vector.as_deref())).map_err(fb)?;
-        for q in 0..ids.rows {
-            let Some((i, p)) = ids.get(q).and_then(|id| wanted.remove(&id)) else {
-                continue;
-            };
-            if dv.0.contains(q) {
-                let r = inputs[i].r;
-                return Err(fallback(
-                    t,
-                    w,
-                    r,
-                    Rule::DeleteDelete,
-                    (
-                        Fallback::NoProvenance,
-                        format!(
-                            "row {p} of {} is deleted in the compaction's output {}",
-                            r.path, out.path
-                        ),
+    let first_input = inputs[0].r;
+    let first = |why: Why| fallback(t, w, first_input, Rule::DeleteRead, why);
+    let found = or_fallback(find(cx.root, &outputs, column, &mut wanted)).map_err(first)?;
+    let mut output_dvs: HashMap<usize, DeletionBitmap> = HashMap::new();
+    for (i, p, o, q) in found {
+        let out = outputs[o];
+        let dv = match output_dvs.entry(o) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(
+                or_fallback(read_dv(cx.root, out.deletion_vector.as_deref())).map_err(first)?,
+            ),
+        };
+        if dv.0.contains(q) {
+            let r = inputs[i].r;
+            return Err(fallback(
+                t,
+                w,
+                r,
+                Rule::DeleteDelete,
+                (
+                    Fallback::NoProvenance,
+                    format!(
+                        "row {p} of {} is deleted in the compaction's output {}",
+                        r.path, out.path
                     ),
-                ));
-            }
-            inputs[i].found.push((p, o, q));
+                ),
+            ));
         }
+        inputs[i].found.push((o, q));
     }
     if let Some(&(i, _)) = wanted.values().next() {
         let missing = wanted.values().filter(|(j, _)| *j == i).count();
@@ -224,26 +255,31 @@ pub(super) fn follow(
         ));
     }
     let mut notes = Vec::with_capacity(inputs.len());
+    let s = next.edit();
+    // This transaction's deletes of the inputs become DVs on the outputs (one pass over removes).
+    let deleting: HashSet<&str> = inputs
+        .iter()
+        .filter(|x| !x.changed.is_empty())
+        .map(|x| &*x.r.path)
+        .collect();
+    s.removes
+        .retain(|x| !(x.data_change && deleting.contains(&*x.path)));
     for input in &inputs {
         let path: &str = &input.r.path;
         let mut onto: BTreeSet<&str> = BTreeSet::new();
-        let s = next.edit();
         if !input.changed.is_empty() {
             s.dv.remove(path);
-            s.removes.retain(|x| !(x.data_change && &*x.path == path));
         }
-        for &(p, o, q) in &input.found {
+        for &(o, q) in &input.found {
             let out = outputs[o];
             onto.insert(&out.path);
-            if input.changed.0.contains(p) {
-                let e =
-                    s.dv.entry(out.path.as_ref().into())
-                        .or_insert_with(|| DvChange {
-                            base: out.clone(),
-                            rows: DeletionBitmap::default(),
-                        });
-                e.rows.0.insert(q);
-            }
+            let e =
+                s.dv.entry(out.path.as_ref().into())
+                    .or_insert_with(|| DvChange {
+                        base: out.clone(),
+                        rows: DeletionBitmap::default(),
+                    });
+            e.rows.0.insert(q);
         }
         let mut also_read = 0;
         if input.read {
@@ -261,7 +297,7 @@ pub(super) fn follow(
         } else {
             format!(
                 "; the {} row(s) this transaction changes there were found by row id in {}",
-                input.wanted,
+                input.changed.len(),
                 onto.join(", ")
             )
         };
@@ -293,7 +329,8 @@ pub(super) fn carry(
     column: &str,
     cx: &RowContext,
 ) -> Result<Vec<(Rule, String)>> {
-    let mut wanted: HashMap<i64, usize> = HashMap::new();
+    // Row id → (input, position): every row the winner deleted.
+    let mut wanted: HashMap<i64, (usize, u64)> = HashMap::new();
     let mut gone_of: Vec<u64> = Vec::with_capacity(carried.len());
     for (i, (r, readded)) in carried.iter().enumerate() {
         let path: &str = &r.path;
@@ -317,35 +354,21 @@ pub(super) fn carry(
             }
         };
         let ids = or_fallback(ids_of(cx.root, file, file.base_row_id(), column)).map_err(fb)?;
-        for p in gone.0.iter() {
-            let Some(id) = ids.get(p) else {
-                return Err(fb((
-                    Fallback::NoProvenance,
-                    format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
-                )));
-            };
-            wanted.insert(id, i);
-        }
+        want(&ids, &gone, i, path, &mut wanted).map_err(fb)?;
         gone_of.push(gone.len());
     }
+    let outputs: Vec<&AddFile> = st.adds.iter().filter(|a| !a.data_change).collect();
+    let first = |why: Why| fallback(t, w, carried[0].0, Rule::DeleteRead, why);
+    let hits = or_fallback(find(cx.root, &outputs, column, &mut wanted)).map_err(first)?;
     let mut found: HashMap<Box<str>, DeletionBitmap> = HashMap::new();
-    for out in st.adds.iter().filter(|a| !a.data_change) {
-        if wanted.is_empty() {
-            break;
-        }
-        let fb = |why: Why| fallback(t, w, carried[0].0, Rule::DeleteRead, why);
-        let ids = or_fallback(ids_of(cx.root, out, out.base_row_id(), column)).map_err(fb)?;
-        for q in 0..ids.rows {
-            if ids.get(q).is_some_and(|id| wanted.remove(&id).is_some()) {
-                found
-                    .entry(out.path.as_ref().into())
-                    .or_default()
-                    .0
-                    .insert(q);
-            }
-        }
+    for (_, _, o, q) in hits {
+        found
+            .entry(outputs[o].path.as_ref().into())
+            .or_default()
+            .0
+            .insert(q);
     }
-    if let Some(&i) = wanted.values().next() {
+    if let Some(&(i, _)) = wanted.values().next() {
         let r = carried[i].0;
         return Err(fallback(
             t,

@@ -33,7 +33,7 @@ pub fn physical_rows(root: &Location, file: &AddFile) -> Result<u64> {
     Ok(b.metadata().file_metadata().num_rows() as u64)
 }
 
-fn data_path(root: &Location, file: &AddFile) -> Result<Location> {
+pub(super) fn data_path(root: &Location, file: &AddFile) -> Result<Location> {
     root.resolve(&file.path)
         .map_err(|m| Error::invalid(format!("data file {}: {m}", file.path)))
 }

@@ -9,7 +9,7 @@ import math
 import os
 import threading
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,6 +29,16 @@ from .snapshot import Snapshot
 
 ROW = "__delta_occ_row"
 _MERGE_HINT = 'pass schema_mode="merge" to add them, or change the schema first'
+
+
+class _Planned(NamedTuple):
+    """A file's scan-plan entry, as reading it needs it."""
+
+    abs_path: str
+    has_dv: bool
+    partition_values: Dict[str, Any]
+    base_row_id: Optional[int]
+    default_row_commit_version: Optional[int]
 
 
 class Layout:
@@ -57,10 +67,9 @@ class Layout:
         self.cdf = change_data.enabled(props)
         #: The physical materialized row-id and row-commit-version columns, when rows keep ids.
         self.row_id_columns = row_tracking.materialized(props)
-        self._row_id_defaults: Optional[Dict[str, Tuple[Optional[int], Optional[int]]]] = None
-        # Per file read so far: (absolute path, has a DV, its partition values); looked up in the
-        # core one file at a time, so a DML costs what it touches, not the table's file count.
-        self._plan: Dict[str, Tuple[str, bool, Dict[str, Any]]] = {}
+        # Per file read so far: its scan-plan entry (``_Planned``); looked up in the core for the
+        # files read only, so a DML costs what it touches, not the table's file count.
+        self._plan: Dict[str, _Planned] = {}
         self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool, bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
         #: CHECK constraints and invariants, enforced on every new or changed row; a rule the core
         #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
@@ -85,14 +94,16 @@ class Layout:
         plan, partition_values = scan_plan(self.snapshot.handle, missing, self.partition_columns)
         abs_paths = plan.column("abs_path").to_pylist()
         dv = plan.column("dv_cardinality").to_pylist()
+        base = plan.column("base_row_id").to_pylist()
+        version = plan.column("default_row_commit_version").to_pylist()
         values = partition_values.columns
         for i, path in enumerate(missing):
             parts = {c: values[k][i] for k, c in enumerate(self.partition_columns)}
-            self._plan[path] = (abs_paths[i], dv[i] > 0, parts)
+            self._plan[path] = _Planned(abs_paths[i], dv[i] > 0, parts, base[i], version[i])
 
-    def _entry(self, path: str) -> Tuple[str, bool, Dict[str, Any]]:
-        """The file's absolute path, whether it has a DV, and its typed partition values (the
-        core says "not a live file of version N" for any other path)."""
+    def _entry(self, path: str) -> _Planned:
+        """The file's scan-plan entry (the core says "not a live file of version N" for any
+        other path)."""
         if path not in self._plan:
             self.prefetch([path])
         return self._plan[path]
@@ -116,21 +127,13 @@ class Layout:
             got = self._selections[key] = (fields, wanted, schema)
         return got
 
-    def _defaults(self, path: str) -> Tuple[Optional[int], Optional[int]]:
-        """The file's (baseRowId, defaultRowCommitVersion), from one listing of the snapshot."""
-        if self._row_id_defaults is None:
-            files = self.snapshot.files(["path", "base_row_id", "default_row_commit_version"])
-            self._row_id_defaults = dict(
-                zip(files.column("path").to_pylist(), zip(files.column("base_row_id").to_pylist(), files.column("default_row_commit_version").to_pylist()))
-            )
-        return self._row_id_defaults.get(path, (None, None))
-
     def read_rows(self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> pa.Table:
         """Live rows of a file of the snapshot, plus ROW (physical position) unless `positions`
         is False: every column, or only `columns` (table column names) when given. ``ids``, on a
         table whose rows keep their ids: the rows also carry their ids and commit versions
         (``row_tracking.ROW_ID`` and ``ROW_COMMIT_VERSION``), for the copies to keep them."""
-        abs_path, has_dv, parts = self._entry(path)
+        entry = self._entry(path)
+        abs_path, has_dv, parts = entry.abs_path, entry.has_dv, entry.partition_values
         with_ids = ids and self.row_id_columns is not None
         fields, wanted, schema = self._columns(columns, positions, with_ids)
         data, n = read_file(self.storage, abs_path, wanted)
@@ -143,8 +146,9 @@ class Layout:
         if positions:
             arrays.append(arange(n))
         if with_ids:
-            base, version = self._defaults(path)
-            arrays += row_tracking.ids_of(data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), base, version, self.root, path)
+            arrays += row_tracking.ids_of(
+                data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), entry.base_row_id, entry.default_row_commit_version, self.root, path
+            )
         table = pa.Table.from_arrays(arrays, schema=schema)
         if has_dv:
             table = table.filter(keep_mask(self.snapshot.handle, path, n))

@@ -58,9 +58,6 @@ class ArrowEngine:
     """The embedded engine's side of every operation (``delta_occ.operations``' protocols) on one
     transaction: rows are pyarrow Tables, conditions the core's compiled ``RowExpr``."""
 
-    #: Its compactions write each copied row's id and commit version (``row_tracking``).
-    materializes_row_ids = True
-
     def __init__(self, txn: Staging) -> None:
         self.txn = txn
         # MERGE's rows between matching and writing (see ``match``).
@@ -171,7 +168,7 @@ class ArrowEngine:
         written: List[_Encoded] = []
 
         def rewrite(rows: pa.Table, hit: pa.Array) -> Tuple[List[_Encoded], Optional[pa.Table]]:
-            how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, False, row_tracking.refusing(self))
+            how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, False)
             kept = lay.encode(txn, _kept(rows, hit)) if how is Removal.REWRITE else []
             return kept, rows.filter(hit) if lay.cdf else None
 
@@ -352,7 +349,7 @@ class ArrowEngine:
         """Stage the removal of the rows where `hit` is TRUE; return the rows that must be
         written again (a rewrite; empty otherwise)."""
         lay = self.lay
-        how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, lay.dv_enabled, row_tracking.refusing(self))
+        how = choose(pc.sum(hit).as_py() or 0, rows.num_rows, lay.dv_enabled)
         if how is Removal.DELETION_VECTOR:
             self.txn.delete_rows(path, rows.filter(hit).column(ROW))
             return lay.schema.empty_table()

@@ -1,6 +1,7 @@
 """The core's scan plan (``SnapshotHandle.scan_plan``) as Arrow, for every engine that reads live
 files itself: per file its fixed columns (``file``, ``path``, ``abs_path``, ``key``, ``size``,
-``num_records``, ``dv_cardinality``), then its typed partition values. The two are split by
+``num_records``, ``dv_cardinality``, ``base_row_id``, ``default_row_commit_version``), then its
+typed partition values. The two are split by
 position, so that a partition column named like a fixed column (``key``, ``size``, ``path``) is
 never taken for it."""
 

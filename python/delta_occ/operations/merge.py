@@ -18,7 +18,6 @@ from ..exceptions import InvalidArgumentError, SchemaMismatchError
 from ..instant import Now
 from . import assignments, commit_info
 from .protocols import Engine
-from .row_tracking import refuse_copies
 
 #: Above this many distinct source key values MERGE narrows its read by a key range, not a list.
 MERGE_IN_LIST_LIMIT = 1000
@@ -129,8 +128,6 @@ def merge(
     when_matched_update, when_not_matched_insert = now.values(when_matched_update), now.values(when_not_matched_insert)
     src = engine.merge_source(source)
     check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
-    if when_matched_update:
-        refuse_copies(engine, "MERGE ... WHEN MATCHED UPDATE")
     cols = MergeColumns(engine.schema, engine.source_schema(src), target_alias, source_alias)
     keys, target_only, residual = split_merge_condition(on, cols)
     check_merge_keys(keys, cols)

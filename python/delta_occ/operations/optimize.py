@@ -16,7 +16,6 @@ from ..exceptions import InvalidArgumentError
 from ..instant import Now
 from . import commit_info
 from .protocols import Engine, Staging
-from .row_tracking import refuse_copies
 
 #: Compaction provenance tag (see concurrency.md §4 rule 5).
 PROVENANCE_TAG = "delta-occ.compactedFrom"
@@ -56,7 +55,6 @@ def optimize(engine: Compactor, target_file_size: Optional[int] = None, where: O
     if clustering:
         # OPTIMIZE of a clustered table clusters: the Z-order of its clustering columns.
         return zorder(engine, clustering, target_file_size, where, clustered=True, full=full)
-    refuse_copies(engine, "OPTIMIZE")
     where = Now().text(where)
     target = target_size(engine.txn.snapshot.properties, target_file_size)
     bins = compaction_bins(engine.txn, where, target)
@@ -82,7 +80,6 @@ def zorder(
     it is. So an OPTIMIZE after appends reads and rewrites the new files, not the table."""
     where = Now().text(where)
     snap = engine.txn.snapshot
-    refuse_copies(engine, "OPTIMIZE")
     if not clustered and snap.clustering_columns:
         raise InvalidArgumentError(f"zorder_by: the table is clustered by {snap.clustering_columns}; OPTIMIZE (without zorder_by) clusters it")
     target = target_size(snap.properties, target_file_size)
@@ -140,7 +137,6 @@ def purge(engine: Compactor) -> int:
     """REORG TABLE ... APPLY (PURGE): every live file with a deletion vector rewritten alone
     without its deleted rows (dataChange=false, provenance-tagged like any compaction). Returns
     the number of files rewritten (0: none had a deletion vector, and no commit)."""
-    refuse_copies(engine, "purging deletion vectors")
     bins = purge_bins(engine.txn)
     compacted = engine.compact(bins) if bins else Compacted(0, [])
     check_one_file_per_bin(compacted.files_per_bin)

@@ -79,10 +79,6 @@ class Engine(Protocol):
         """The transaction the operation stages on."""
         ...
 
-    #: Whether the rows it copies keep their ids and commit versions (the materialized columns
-    #: of a table with row tracking, ``row_tracking``); where not, copying is refused there.
-    materializes_row_ids: bool
-
     def record(self, record: OperationRecord) -> None: ...
 
 

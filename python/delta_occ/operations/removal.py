@@ -4,9 +4,6 @@ the same files and DVs behind (tests/test_spark_engine.py holds them to it)."""
 from __future__ import annotations
 
 import enum
-from typing import Optional
-
-from . import row_tracking
 
 
 class Removal(enum.Enum):
@@ -18,16 +15,11 @@ class Removal(enum.Enum):
     REWRITE = "rewrite"
 
 
-def choose(hits: int, live: int, dv_enabled: bool, refused: Optional[str] = None) -> Removal:
-    """The removal of ``hits`` of a file's ``live`` rows. ``refused``: the table, when the engine
-    may not copy its rows (``row_tracking.refusing``): a rewrite would, and is refused."""
+def choose(hits: int, live: int, dv_enabled: bool) -> Removal:
+    """The removal of ``hits`` of a file's ``live`` rows."""
     if hits >= live:
         return Removal.FILE
-    if dv_enabled:
-        return Removal.DELETION_VECTOR
-    if refused is not None:
-        raise row_tracking.copy_refused(refused, "removing some rows of a file without deletion vectors")
-    return Removal.REWRITE
+    return Removal.DELETION_VECTOR if dv_enabled else Removal.REWRITE
 
 
 __all__ = ["Removal", "choose"]

@@ -6,19 +6,15 @@ materialized one where its file holds it, else the file's ``baseRowId`` plus the
 position; its commit version likewise, else the file's ``defaultRowCommitVersion``
 (protocol-notes §6).
 
-The embedded engine writes them wherever it copies rows (rows read with ``ROW_ID`` /
-``ROW_COMMIT_VERSION`` by ``ids_of``, written into the materialized columns): OPTIMIZE
-(bin-packing, Z-order, clustering), DV purges and rewrites keep both; UPDATE and MERGE's update
-keep the id and take the new commit version (``updated``). An engine that does not
-(``Engine.materializes_row_ids``: the Spark engine, for now) is refused every operation that copies
-rows, with one error: UPDATE, MERGE with WHEN MATCHED UPDATE, OPTIMIZE, purges, and a DELETE,
-MERGE or overwrite that would rewrite a file's other rows (a table without deletion vectors).
-Appends, DELETE through deletion vectors or of whole files, and inserts work on every engine,
-their files taking fresh ids."""
+Both engines write them wherever they copy rows (rows read with ``ROW_ID`` /
+``ROW_COMMIT_VERSION``, by ``ids_of`` here and by the same rule in the Spark scan, written into the
+materialized columns): OPTIMIZE (bin-packing, Z-order, clustering), DV purges and rewrites keep
+both; UPDATE and MERGE's update keep the id and take the new commit version (``updated``).
+Appended and inserted rows take fresh ids (NULL in the materialized columns)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,7 +53,7 @@ def ids_of(
     if (base_row_id is None and materialized_ids.null_count) or (default_version is None and materialized_versions.null_count):
         raise UnsupportedFeatureError(
             f"{table} has {PROPERTY}=true but {path} has no baseRowId/defaultRowCommitVersion for rows without materialized ids "
-            "(a file written before row tracking; delta-occ does not backfill)",
+            "(written by a writer that did not assign row ids; enabling row tracking with delta-occ assigns them to every file)",
             table=table, feature="rowTracking",
         )
     ids = materialized_ids.cast(pa.int64())
@@ -78,30 +74,7 @@ def updated(new: pa.Table, old: pa.Table) -> pa.Table:
     return new.append_column(ROW_ID, old.column(ROW_ID)).append_column(ROW_COMMIT_VERSION, pa.nulls(new.num_rows, pa.int64()))
 
 
-def copy_refused(table: str, what: str) -> UnsupportedFeatureError:
-    """The error for ``what``, an operation that would copy rows of ``table``."""
-    return UnsupportedFeatureError(
-        f"{table} has {PROPERTY}=true: {what} copies rows, which must keep their row ids (a materialized row-id column), "
-        "and the Spark engine does not write those yet; appends, DELETE with deletion vectors and inserts work, and the embedded engine does all",
-        table=table, feature="rowTracking",
-    )
-
-
-def refusing(engine: Any) -> Optional[str]:
-    """The table, when ``engine`` must refuse to copy its rows (they keep ids and the engine does
-    not write them); ``None`` when copying is fine."""
-    snap = engine.txn.snapshot
-    return snap.handle.root if enabled(snap.properties) and not engine.materializes_row_ids else None
-
-
-def refuse_copies(engine: Any, what: str) -> None:
-    """Refuse ``what`` (an operation that copies rows) where ``refusing`` says so."""
-    table = refusing(engine)
-    if table is not None:
-        raise copy_refused(table, what)
-
-
 __all__ = [
     "PROPERTY", "MATERIALIZED_ID", "MATERIALIZED_VERSION", "ROW_ID", "ROW_COMMIT_VERSION", "enabled", "materialized", "ids_of",
-    "updated", "copy_refused", "refusing", "refuse_copies",
+    "updated",
 ]

@@ -8,7 +8,6 @@ from typing import Dict, Mapping, Optional, Protocol, TypeVar
 from ..instant import Now
 from . import assignments, commit_info
 from .protocols import Engine
-from .row_tracking import refuse_copies
 
 #: An engine's checked expression (a compiled RowExpr; on Spark, the RowExpr with its tree).
 Expr = TypeVar("Expr")
@@ -25,7 +24,6 @@ class Updater(Engine, Protocol[Expr]):
 
 
 def update(engine: Updater[Expr], where: Optional[str], set_: Mapping[str, str]) -> None:
-    refuse_copies(engine, "UPDATE")
     now = Now()
     where, set_ = now.text(where), now.values(set_)
     assign = assignments.resolve(engine.schema, set_, "set", engine.expression, identity=engine.identity)

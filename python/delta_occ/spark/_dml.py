@@ -28,7 +28,7 @@ from ..operations.merge import MergeColumns, MergePlan
 from ..operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from ..operations.protocols import Staging, Written
 from ..operations.removal import Removal, choose
-from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID, refusing
+from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
 from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, read_plan
@@ -47,9 +47,6 @@ class SparkEngine:
     """The operations' engine protocols on Spark: rows are DataFrames; conditions and SET values
     the core's compiled row expressions (``_rowexpr.Compiled``), built into Spark Columns, so
     Spark selects and computes what the embedded engine does."""
-
-    #: The rows it copies keep their ids and commit versions (``row_tracking``).
-    materializes_row_ids = True
 
     def __init__(self, ctx: "SparkTransaction") -> None:
         self.ctx = ctx
@@ -380,7 +377,7 @@ class SparkEngine:
         live = _live_rows(plan)
         dv_files, rewrite = [], []
         for i, n in zip(counts.column(FILE).to_pylist(), counts.column("count_all").to_pylist()):
-            how = choose(n, live[i], self.lay.dv_enabled, refusing(self))
+            how = choose(n, live[i], self.lay.dv_enabled)
             if how is Removal.DELETION_VECTOR:
                 dv_files.append(i)
                 continue

@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame
 
 from .. import _arrow
 from ..exceptions import DeltaOccError, InvalidArgumentError
+from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
 from ..scan_plan import scan_plan
 from ._columns import col, logical_schema, physical_schema, quote
 from ._session import F, Session
@@ -97,10 +98,7 @@ class ScanPlan:
     def row_id_defaults(self) -> pa.Table:
         """Per plan file, what its rows' ids and commit versions default to (``_BASE``: its
         baseRowId, ``_DEFAULT_VERSION``: its defaultRowCommitVersion; protocol-notes §6)."""
-        files = _arrow.table(self.handle.files(["path", "base_row_id", "default_row_commit_version"]))
-        at = {p: i for i, p in enumerate(files.column("path").to_pylist())}
-        take = pa.array([at[p] for p in self.paths], pa.int64())
-        return pa.table({_BASE: files.column("base_row_id").take(take), _DEFAULT_VERSION: files.column("default_row_commit_version").take(take)})
+        return pa.table({_BASE: self.table.column("base_row_id"), _DEFAULT_VERSION: self.table.column("default_row_commit_version")})
 
     def dv_bitmaps(self) -> Optional[pa.Table]:
         """The DVs as dense bitmaps (``file``, ``words``), or None above ``BITMAP_WORDS``."""
@@ -173,8 +171,6 @@ def read_plan(
 def _kept_ids(plan: ScanPlan, ids: Tuple[str, str]) -> List[Column]:
     """Each row's id and commit version: materialized, else its file's baseRowId + position and
     defaultRowCommitVersion; a row with neither fails the job (a file from before row tracking)."""
-    from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
-
     rid = F.coalesce(col(ids[0]), F.col(_BASE) + F.col(ROW).cast("long"))
     version = F.coalesce(col(ids[1]), F.col(_DEFAULT_VERSION))
     missing = F.raise_error(F.concat(F.lit(f"delta-occ: {plan.handle.root}: a row without a row id (no baseRowId, no materialized id) in plan file "), F.col(FILE).cast("string")))
@@ -269,8 +265,6 @@ def _empty(spark: Session, plan: ScanPlan, names: List[str], positions: bool, ex
     if extra is not None:
         fields += [StructField(n, LongType(), True) for n in extra.column_names]
     if ids is not None:
-        from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
-
         fields += [StructField(ROW_ID, LongType(), True), StructField(ROW_COMMIT_VERSION, LongType(), True)]
     return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields])
 

@@ -40,8 +40,7 @@ class Config:
     kill_every: Optional[float] = None
     faults: str = ""
     seed: int = 0
-    #: A table with row tracking (and deletion vectors): only operations that keep row ids
-    #: (appends, DV deletes, property changes, idempotent appends), then the row-id checks.
+    #: A table with row tracking: half the OPTIMIZEs are Z-orders, then the row-id checks.
     row_tracking: bool = False
 
 

@@ -110,8 +110,7 @@ def run_schedule(where: Union[str, Target], cfg: Config) -> None:
         for j in range(cfg.k):
             op = choose(rng, known, next_id, cfg, shared_app=True)
             if rng.random() < 0.4:  # chains of compactions and DML are the point of the schedule
-                compact = (rng.random() < 0.5 or not known) and not cfg.row_tracking  # (OPTIMIZE copies rows)
-                op = {"op": "optimize", "where": None} if compact else {"op": "delete", "pred": random_pred(rng, known)} if known else op
+                op = {"op": "optimize", "where": None} if rng.random() < 0.5 or not known else {"op": "delete", "pred": random_pred(rng, known)}
             one = begin(t, log, f"s.{r}.{j}", "schedule", cfg.levels[(r + j) % len(cfg.levels)], op)
             if one is not None:
                 staged.append(one)

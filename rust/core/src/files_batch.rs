@@ -536,10 +536,11 @@ fn make_builder(ty: &ArrowType, n: usize) -> Box<dyn ArrayBuilder> {
     }
 }
 
-/// What an engine that reads files itself (Spark) needs of `paths` (live files of `snap`): per file
-/// its number in this plan (`file`), log path, absolute path, the key Spark reports as
-/// `_metadata.file_path`, size, `numRecords` (null without stats), DV cardinality, then the typed
-/// partition columns. Unknown paths are an error naming the version.
+/// What an engine that reads files itself needs of `paths` (live files of `snap`): per file its
+/// number in this plan (`file`), log path, absolute path, the key Spark reports as
+/// `_metadata.file_path`, size, `numRecords` (null without stats), DV cardinality, `baseRowId`
+/// and `defaultRowCommitVersion` (null without row tracking), then the typed partition columns.
+/// Unknown paths are an error naming the version.
 pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
     let files = live_files(snap, paths)?;
     let n = files.len();
@@ -550,6 +551,8 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
     let mut size = Int64Builder::with_capacity(n);
     let mut num_records = Int64Builder::with_capacity(n);
     let mut dv_cardinality = Int64Builder::with_capacity(n);
+    let mut base_row_id = Int64Builder::with_capacity(n);
+    let mut drcv = Int64Builder::with_capacity(n);
     for (i, f) in files.iter().enumerate() {
         let location = snap.data_path(f)?;
         let data = location.to_string();
@@ -564,6 +567,8 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
         size.append_value(f.size);
         num_records.append_option(f.num_records()?);
         dv_cardinality.append_value(f.deletion_vector.as_ref().map_or(0, |d| d.cardinality));
+        base_row_id.append_option(f.base_row_id());
+        drcv.append_option(f.default_row_commit_version());
     }
     let mut fields = vec![
         Field::new("file", ArrowType::Int32, false),
@@ -573,6 +578,8 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
         Field::new("size", ArrowType::Int64, false),
         Field::new("num_records", ArrowType::Int64, true),
         Field::new("dv_cardinality", ArrowType::Int64, false),
+        Field::new("base_row_id", ArrowType::Int64, true),
+        Field::new("default_row_commit_version", ArrowType::Int64, true),
     ];
     let mut arrays: Vec<ArrayRef> = vec![
         Arc::new(file.finish()),
@@ -582,6 +589,8 @@ pub fn scan_plan(snap: &Snapshot, paths: &[String]) -> Result<RecordBatch> {
         Arc::new(size.finish()),
         Arc::new(num_records.finish()),
         Arc::new(dv_cardinality.finish()),
+        Arc::new(base_row_id.finish()),
+        Arc::new(drcv.finish()),
     ];
     let parts = partition_batch_of(snap, &files)?;
     fields.extend(parts.schema().fields().iter().map(|f| f.as_ref().clone()));

@@ -216,6 +216,46 @@ def test_lost_acknowledgement_is_detected_by_txn_id(tmp_path, monkeypatch):
     assert [h["txnId"] for h in table.history(1)] == [r.txn_id]
 
 
+@pytest.mark.test_hooks
+def test_a_listing_that_misses_a_commit_is_no_corrupt_log(tmp_path, monkeypatch):
+    """Issue 41: a listing of ``_delta_log/`` that misses a commit it holds (a directory read
+    racing a writer) made a loser report ``CorruptLogError`` on a healthy log. The test build
+    drops one name from one listing (``DELTA_OCC_FAULTS=drop_listed=NAME``, once per value); every
+    operation must go on as if the listing were whole. A commit really deleted after the latest
+    checkpoint is still ``CorruptLogError`` naming it. Expected versions: the commits made here."""
+    path = str(tmp_path / "t")
+    table = docc.Table.create(path, SCHEMA, ["p"], {"delta.isolationLevel": "Serializable"})
+    loser = table.begin()
+    add(loser, path, rows([1]), {"p": 0})
+    other = docc.Table(path)
+    for i in (2, 3):
+        w = other.begin()
+        add(w, path, rows([i]), {"p": 1})
+        w.commit("WRITE")
+    name = lambda v: f"{v:020d}.json"  # noqa: E731
+    # The loser's put at 1 fails; the listing of the winners misses 1 but shows 2.
+    monkeypatch.setenv("DELTA_OCC_FAULTS", f"drop_listed={name(1)}")
+    r = loser.commit("WRITE")
+    assert (r.version, r.rebased_over) == (3, [1, 2])
+    # Opening (a full listing), history and time travel, each with a listing missing a commit.
+    reader = docc.Table(path)
+    cases = [
+        (2, lambda: docc.Table(path).version, 3),
+        (1, lambda: [h["version"] for h in reader.history()], [3, 2, 1, 0]),
+        (2, lambda: reader.snapshot(2).files().num_rows, 2),
+        (1, lambda: reader.snapshot(1).files().num_rows, 1),
+    ]
+    for i, (v, got, expected) in enumerate(cases):
+        monkeypatch.setenv("DELTA_OCC_FAULTS", f"drop_listed={name(v)},case={i}")
+        assert got() == expected, i
+    # A commit that is really gone after the latest checkpoint (there is none) is a corrupt log.
+    monkeypatch.delenv("DELTA_OCC_FAULTS")
+    os.remove(os.path.join(path, "_delta_log", name(2)))
+    with pytest.raises(ex.CorruptLogError) as info:
+        docc.Table(path)
+    assert info.value.version == 2
+
+
 def test_retries_exhausted_names_versions(tmp_path):
     path = str(tmp_path / "t")
     table = docc.Table.create(path, SCHEMA, ["p"])

@@ -35,18 +35,18 @@ pub(crate) enum Forward {
 pub fn snapshot(root: &Location, version: Option<i64>) -> Result<Snapshot> {
     if version.is_none() {
         if let Some(hint) = last_checkpoint(root) {
-            let listing = segment::list(root, hint)?;
+            let mut listing = segment::list(root, hint)?;
             let covered = listing
                 .complete_checkpoints()
                 .iter()
                 .any(|c| c.version >= hint);
             if covered {
-                return load_from_listing(root, &listing, None);
+                return load_from_listing(root, &mut listing, None);
             }
         }
     }
-    let listing = segment::list(root, 0)?;
-    load_from_listing(root, &listing, version)
+    let mut listing = segment::list(root, 0)?;
+    load_from_listing(root, &mut listing, version)
 }
 
 /// The version `_last_checkpoint` names, when it can be read (it is only a hint: a missing or
@@ -64,7 +64,11 @@ fn last_checkpoint(root: &Location) -> Option<i64> {
     (last.version > 0).then_some(last.version)
 }
 
-fn load_from_listing(root: &Location, listing: &Listing, version: Option<i64>) -> Result<Snapshot> {
+fn load_from_listing(
+    root: &Location,
+    listing: &mut Listing,
+    version: Option<i64>,
+) -> Result<Snapshot> {
     let seg = listing.segment(root, version)?;
     let mut state = LogState::new();
     let Some(cp) = &seg.checkpoint else {
@@ -272,7 +276,7 @@ fn commits_after(
     upto: Option<i64>,
 ) -> Result<std::result::Result<Vec<LogFile>, Forward>> {
     let from = latest + 1;
-    let listing = segment::list(root, from)?;
+    let mut listing = segment::list(root, from)?;
     let Some(newest) = listing.commits.keys().next_back().copied() else {
         return Ok(Err(Forward::Current));
     };
@@ -280,7 +284,8 @@ fn commits_after(
     if target > newest {
         return Ok(Err(Forward::Beyond(newest)));
     }
-    if !(from..=target).all(|v| listing.commits.contains_key(&v)) {
+    // A hole the listing shows is looked for again before it counts (Listing::confirm).
+    if !listing.confirm(root, from..=target)?.is_empty() {
         return Ok(Err(Forward::Gap));
     }
     Ok(Ok(listing

@@ -83,7 +83,15 @@ impl Table {
         // With a limit, only the newest commits are listed (an object store lists from there);
         // the table may have moved past the version this handle knows, which is still listed.
         let start = limit.map_or(0, |l| (self.latest.version() + 1 - l as i64).max(0));
-        let listing = segment::list(&self.root, start)?;
+        let mut listing = segment::list(&self.root, start)?;
+        // A hole between listed commits is looked for again (Listing::confirm) before history
+        // stops at it as cleaned up.
+        if let (Some(&lo), Some(&hi)) = (
+            listing.commits.keys().next(),
+            listing.commits.keys().next_back(),
+        ) {
+            listing.confirm(&self.root, lo..=hi)?;
+        }
         let mut versions: Vec<_> = listing.commits.values().rev().cloned().collect();
         // Stop at the first gap: older commits were cleaned up.
         let mut expected = versions.first().map(|f| f.version);

@@ -75,6 +75,81 @@ impl Faults {
     }
 }
 
+/// A name a log listing must leave out, as a listing that races a writer may (a directory read is
+/// not a snapshot; an object store's listing may lag its writes): set per thread by a unit test,
+/// or by `DELTA_OCC_FAULTS=drop_listed=NAME` in the test build, where each distinct value of the
+/// variable drops NAME from the first listing that holds it.
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) struct ListingDrops(Option<String>);
+
+#[cfg(any(test, feature = "test-hooks"))]
+thread_local! {
+    /// The name to drop and from how many more listings on this thread (unit tests).
+    static DROP_NEXT: std::cell::RefCell<Option<(String, u32)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Leave `name` out of the next `times` log listings on this thread that hold it (unit tests).
+#[cfg(test)]
+pub(crate) fn drop_from_next_listings(name: &str, times: u32) {
+    DROP_NEXT.with(|d| *d.borrow_mut() = Some((name.to_string(), times)));
+}
+
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) fn listing_drops() -> ListingDrops {
+    ListingDrops(env_drop())
+}
+
+#[cfg(feature = "test-hooks")]
+fn env_drop() -> Option<String> {
+    let spec = std::env::var("DELTA_OCC_FAULTS").ok()?;
+    spec.split(',')
+        .find_map(|p| p.trim().strip_prefix("drop_listed="))
+        .map(|n| format!("{n}\n{spec}"))
+}
+
+#[cfg(all(test, not(feature = "test-hooks")))]
+fn env_drop() -> Option<String> {
+    None
+}
+
+#[cfg(any(test, feature = "test-hooks"))]
+impl ListingDrops {
+    /// `entries` without the name to drop, if it is there and still to be dropped.
+    pub(crate) fn apply(
+        self,
+        mut entries: Vec<crate::storage::Entry>,
+    ) -> Vec<crate::storage::Entry> {
+        let position = |name: &str| entries.iter().position(|e| e.name == name);
+        let from_thread = DROP_NEXT.with(|d| {
+            let mut d = d.borrow_mut();
+            let (name, left) = d.as_mut()?;
+            let i = position(name)?;
+            *left -= 1;
+            if *left == 0 {
+                *d = None;
+            }
+            Some(i)
+        });
+        if let Some(i) = from_thread {
+            entries.remove(i);
+            return entries;
+        }
+        // From the environment: once per distinct value of the variable, in this process.
+        static CONSUMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let Some(key) = self.0 else { return entries };
+        let name = key.split('\n').next().unwrap_or_default();
+        let Some(i) = position(name) else {
+            return entries;
+        };
+        let mut consumed = CONSUMED.lock().unwrap_or_else(|p| p.into_inner());
+        if !consumed.contains(&key) {
+            consumed.push(key);
+            entries.remove(i);
+        }
+        entries
+    }
+}
+
 /// Whether a conflict must pass unnoticed, as if its rule were missing: the mutation switch of
 /// the reliability checks (`DELTA_OCC_TEST_DISABLE_RULE` naming Delta exception names such as
 /// `ConcurrentAppendException`), so a test can show that the history checker catches what the

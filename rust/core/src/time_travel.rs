@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::log::json::read_commit_info;
-use crate::log::path::{commit_path, parse_name, LogFileKind};
+use crate::log::path::commit_path;
 use crate::log::segment::log_dir;
 use crate::protocol::is_true;
 use crate::snapshot::Snapshot;
@@ -27,22 +27,26 @@ use crate::snapshot::Snapshot;
 pub fn version_at(latest: &Snapshot, ts_ms: i64) -> Result<i64> {
     let table = latest.root.to_string();
     let dir = log_dir(&latest.root);
-    let entries = dir.list(None, false).map_err(|e| Error::io(&dir, e))?;
-    let mut mtimes: BTreeMap<i64, i64> = BTreeMap::new();
-    let mut checkpoints: Vec<i64> = Vec::new();
-    for e in &entries {
-        match parse_name(&e.name) {
-            Some((v, LogFileKind::Commit)) if v <= latest.version() => {
-                mtimes.insert(v, e.modified.unwrap_or(0));
-            }
-            Some((v, LogFileKind::ClassicCheckpoint | LogFileKind::UuidCheckpoint { .. }))
-                if v <= latest.version() =>
-            {
-                checkpoints.push(v)
-            }
-            _ => {}
-        }
+    let mut listing = crate::log::segment::list(&latest.root, 0)?;
+    // A hole between listed commits is looked for again before it counts (Listing::confirm): a
+    // listing racing a writer must not make old versions look cleaned up.
+    if let Some(&oldest) = listing.commits.keys().next() {
+        listing.confirm(&latest.root, oldest..=latest.version())?;
     }
+    let mut mtimes: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut prev_mtime = 0;
+    for (&v, f) in listing.commits.range(..=latest.version()) {
+        // A commit found by name has no listed time: its predecessor's (raised below).
+        let m = f.modified.unwrap_or(prev_mtime);
+        mtimes.insert(v, m);
+        prev_mtime = m;
+    }
+    let checkpoints: Vec<i64> = listing
+        .complete_checkpoints()
+        .iter()
+        .map(|c| c.version)
+        .filter(|v| *v <= latest.version())
+        .collect();
     // The oldest readable version: version 0 while its commit exists, else the oldest
     // checkpoint that the commits after it continue without a gap.
     let continuous_from = {

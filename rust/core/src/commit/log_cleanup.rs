@@ -193,6 +193,7 @@ fn expire_sidecars(
                 kind,
                 path: dir.join(&e.name),
                 size: e.size,
+                modified: e.modified,
             })
         })
         .collect();

@@ -28,6 +28,9 @@ pub struct LogFile {
     pub kind: LogFileKind,
     pub path: Location,
     pub size: u64,
+    /// When the store says it was last written (epoch ms); `None` when it does not say, or when
+    /// the file was found by name rather than listed.
+    pub modified: Option<i64>,
 }
 
 pub fn commit_file_name(version: i64) -> String {

@@ -203,8 +203,9 @@ class Table:
 
         ``isolation_level`` may only be stronger than the table's (Serializable over
         WriteSerializable). ``data_skipping`` enables conflict-time data skipping with file
-        statistics (concurrency.md §3.5; on by default). ``max_attempts`` (default 100) and
-        ``time_budget`` (seconds, default 120) bound the commit loop. ``row_level`` (default
+        statistics (concurrency.md §3.5; on by default). ``time_budget`` (seconds, default 120)
+        bounds the commit loop; ``max_attempts`` caps its attempts only when given (by default
+        a commit whose checks keep passing retries until the budget runs out, whoever wins). ``row_level`` (default
         True) resolves conflicts on row positions on tables with deletion vectors
         (concurrency.md §4); ``row_level_budget`` (seconds, default 5) bounds that work per
         commit attempt before it falls back to file level.

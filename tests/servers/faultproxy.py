@@ -12,6 +12,8 @@ Faults are rules on PUTs whose path matches a pattern:
 * ``refuse_deletes``: DELETE answers 403; a multi-object delete (``POST ?delete``) answers 200 with
   AccessDenied for each key.
 
+``delay`` (seconds) holds every request that long before forwarding it: a cloud round trip.
+
 SigV4 signatures stay valid: the request goes upstream byte for byte, ``Host`` header included.
 """
 
@@ -23,6 +25,7 @@ import random
 import re
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Pattern, Tuple
 from urllib.parse import urlsplit
@@ -65,6 +68,8 @@ class FaultProxy:
         self._server: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
         self.endpoint = ""
+        # Seconds added before each request is forwarded: a cloud region's round trip.
+        self.delay = 0.0
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -113,6 +118,8 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 method, path = self.command, self.path
+                if proxy.delay:
+                    time.sleep(proxy.delay)
                 with proxy._lock:
                     proxy.counts[method] += 1
                     proxy.log.append((method, path, length))

@@ -174,7 +174,18 @@ pub enum Error {
 }
 
 fn fmt_versions(v: &[i64]) -> String {
-    v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    let join = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    // A commit retried for minutes tried many versions: the first and last few say enough.
+    if v.len() > 12 {
+        format!(
+            "{}, … {} more …, {}",
+            join(&v[..5]),
+            v.len() - 10,
+            join(&v[v.len() - 5..])
+        )
+    } else {
+        join(v)
+    }
 }
 
 fn version_suffix(v: Option<i64>) -> String {

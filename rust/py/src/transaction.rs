@@ -311,12 +311,13 @@ impl TransactionHandle {
         let invalid = |m: String| crate::errors::to_py(delta_occ_core::Error::invalid(m));
         let mut opts = CommitOptions::default();
         if let Some(n) = max_attempts {
-            opts.max_attempts = u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
-                invalid(format!(
-                    "max_attempts must be an integer from 1 to {}, got {n}",
-                    u32::MAX
-                ))
-            })?;
+            opts.max_attempts =
+                Some(u32::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    invalid(format!(
+                        "max_attempts must be an integer from 1 to {}, got {n}",
+                        u32::MAX
+                    ))
+                })?);
         }
         // Budgets beyond about 31 years are refused rather than overflowing a Duration or Instant.
         let seconds = |s: f64, min_ok: bool, name: &str| {

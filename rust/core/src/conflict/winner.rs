@@ -20,6 +20,8 @@ pub struct WinningCommit {
     pub is_blind_append: bool,
     pub txn_id: Option<String>,
     pub in_commit_timestamp: Option<i64>,
+    /// The version its writer read (`commitInfo.readVersion`), where it says.
+    pub read_version: Option<i64>,
     pub adds: Vec<AddFile>,
     /// The distinct partition tuples of the dataChange adds: partition-only checks judge these
     /// instead of every file.
@@ -81,6 +83,7 @@ impl WinningCommit {
             .to_string();
         w.txn_id = get("txnId").and_then(Value::as_str).map(String::from);
         w.in_commit_timestamp = get("inCommitTimestamp").and_then(Value::as_i64);
+        w.read_version = get("readVersion").and_then(Value::as_i64);
         w.is_blind_append = match get("isBlindAppend").and_then(Value::as_bool) {
             Some(b) => b,
             // delta-occ extension (concurrency.md §2): deltalake never writes the flag; its appends

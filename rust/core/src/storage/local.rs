@@ -100,10 +100,7 @@ impl Storage for LocalStorage {
         recursive: bool,
     ) -> io::Result<Vec<Entry>> {
         let mut out = Vec::new();
-        walk(Path::new(dir), "", recursive, &mut out)?;
-        if let Some(after) = start_after {
-            out.retain(|e| e.name.as_str() > after);
-        }
+        walk(Path::new(dir), "", recursive, start_after, &mut out)?;
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
@@ -142,6 +139,11 @@ impl Storage for LocalStorage {
         };
         if let Some(kind) = faults.publish_error {
             return Err(io::Error::new(kind, "injected fault: publish failed"));
+        }
+        // A writer that lost a race often tries a version that is taken by then: the link
+        // would fail anyway, so skip writing and fsyncing a temporary for it.
+        if target.exists() {
+            return Ok(false);
         }
         let tmp = write_temporary(target, bytes, &faults)?;
         faults.step();
@@ -201,7 +203,14 @@ impl Storage for LocalStorage {
 }
 
 /// Files under `dir` (at `prefix` relative to the listed directory), not hidden ones' contents.
-fn walk(dir: &Path, prefix: &str, recursive: bool, out: &mut Vec<Entry>) -> io::Result<()> {
+/// The files under `dir` (named `prefix` + name), only those named after `after` when given.
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    recursive: bool,
+    after: Option<&str>,
+    out: &mut Vec<Entry>,
+) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name();
@@ -210,8 +219,13 @@ fn walk(dir: &Path, prefix: &str, recursive: bool, out: &mut Vec<Entry>) -> io::
         let kind = entry.file_type()?;
         if kind.is_dir() {
             if recursive {
-                walk(&entry.path(), &format!("{rel}/"), true, out)?;
+                walk(&entry.path(), &format!("{rel}/"), true, after, out)?;
             }
+            continue;
+        }
+        // Filtered before the stat below: a listing from a recent version of a long log looks
+        // at the few newest entries, not at every file's metadata.
+        if after.is_some_and(|a| rel.as_str() <= a) {
             continue;
         }
         // A file that vanished between the listing and this look is not listed.

@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional, Pattern, Tuple
+from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple
 from urllib.parse import urlsplit
 
 _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
@@ -70,6 +70,7 @@ class FaultProxy:
         self.endpoint = ""
         # Seconds added before each request is forwarded: a cloud region's round trip.
         self.delay = 0.0
+        self._after: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -85,6 +86,21 @@ class FaultProxy:
     def refuse_deletes(self, pattern: str = ".*") -> None:
         """DELETEs of matching paths get 403 AccessDenied (a credential that may write, not delete)."""
         self.rules.append(Rule("refuse_deletes", pattern))
+
+    def after(self, method: str, pattern: str, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once, right after answering the first ``method`` request whose path (query
+        included) matches ``pattern``: e.g. other writers committing between a loser's listing
+        and its next put."""
+        with self._lock:
+            self._after.append((method, re.compile(pattern), fn))
+
+    def _take_after(self, method: str, path: str) -> Optional[Callable[[], None]]:
+        with self._lock:
+            for i, (m, pattern, fn) in enumerate(self._after):
+                if m == method and pattern.search(path):
+                    del self._after[i]
+                    return fn
+        return None
 
     def clear(self) -> None:
         with self._lock:
@@ -164,6 +180,9 @@ class FaultProxy:
                             self._answer(500, {"Content-Type": "application/xml"}, b"<Error><Code>InternalError</Code></Error>")
                             return
                 self._answer(status, out_headers, data, head=method == "HEAD")
+                hook = proxy._take_after(method, path)
+                if hook is not None:
+                    hook()
 
             def _answer(self, status: int, headers: Dict[str, str], data: bytes, head: bool = False) -> None:
                 self.send_response(status)

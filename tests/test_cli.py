@@ -131,6 +131,19 @@ def test_snapshot_time_travel_and_history_columns(tmp_path, capsys):
     assert rc == 0 and "OPTIMIZE" in out and "SnapshotIsolation" in out and "v2" in out  # v3 rebased over v2
     rc, out, err = run(capsys, "snapshot", "--version", "999", str(tmp_path / "t"))
     assert rc == 1 and "999" in err
+    # --at-version is the flag's name (--version above is its alias): the same snapshot.
+    rc, at = run_json(capsys, "snapshot", "--at-version", "1", str(tmp_path / "t"))
+    assert rc == 0 and (at["version"], at["rows"]) == (1, 8)
+
+
+def test_cli_errors_name_flags_not_python_keywords(tmp_path, capsys):
+    """Issue 47 item 4: the retention refusal tells a command-line user the flag to pass."""
+    assert main(["demo", str(tmp_path / "t")]) == 0
+    capsys.readouterr()
+    rc, out, err = run(capsys, "vacuum", str(tmp_path / "t"), "--retention-hours", "0")
+    assert rc == 1 and "--no-enforce-retention" in err and "enforce_retention_duration" not in err, err
+    rc, doc = run_json(capsys, "vacuum", str(tmp_path / "t"), "--retention-hours", "0")
+    assert rc == 1 and "--no-enforce-retention" in doc["error"]["message"]
 
 
 def test_explain_a_row_level_rebase(tmp_path, capsys):

@@ -321,9 +321,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--limit", type=int, default=None, help="show only the newest LIMIT commits")
     p.set_defaults(func=cmd_history)
-    p = sub.add_parser("snapshot", help="a summary of the latest snapshot (or of --version N)")
+    p = sub.add_parser("snapshot", help="a summary of the latest snapshot (or of --at-version N)")
     p.add_argument("path")
-    p.add_argument("--version", type=int, dest="at_version", default=None, metavar="N", help="time travel to version N")
+    # --at-version, not --version: that is the program's own flag (--version stays as an alias).
+    p.add_argument("--at-version", "--version", type=int, dest="at_version", default=None, metavar="N", help="time travel to version N")
     p.set_defaults(func=cmd_snapshot)
     p = sub.add_parser("explain", help="what commit VERSION was checked against and the rule that let it pass or be rebased")
     p.add_argument("path")
@@ -387,11 +388,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.storage_options = _storage_options(getattr(args, "storage_option", []))
         return int(args.func(args))
     except DeltaOccError as e:
+        message = _as_flags(str(e))
         if args.json:
-            _emit({"error": {"type": type(e).__name__, "message": str(e)}})
+            _emit({"error": {"type": type(e).__name__, "message": message}})
         else:
-            _err.print(f"delta-occ: {type(e).__name__}: {e}", markup=False)
+            _err.print(f"delta-occ: {type(e).__name__}: {message}", markup=False)
         return EXIT_ERROR
+
+
+# Advice in the library's messages names Python keywords; on the command line, the flags.
+_FLAGS = {
+    "enforce_retention_duration=False": "--no-enforce-retention",
+}
+
+
+def _as_flags(message: str) -> str:
+    for keyword, flag in _FLAGS.items():
+        message = message.replace(keyword, flag)
+    return message
 
 
 def run() -> None:

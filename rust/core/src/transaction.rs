@@ -23,7 +23,8 @@ use crate::storage::Location;
 pub struct TxnOptions {
     /// Requested level; `None` = the table's level.
     pub isolation_level: Option<IsolationLevel>,
-    /// Row-level concurrency where the table allows it (issue #4; file level until then).
+    /// Row-level concurrency (concurrency.md §4) where the table has deletion vectors; file
+    /// level when false or elsewhere.
     pub row_level: bool,
     /// Conflict-time data skipping with file statistics (§3.5).
     pub data_skipping: bool,

@@ -152,18 +152,14 @@ def _table_rows(uri: str, opts: Optional[Dict[str, str]]) -> int:
 
 
 @pytest.fixture(scope="module")
-def s3():
-    if os.environ.get("DELTA_OCC_NO_OBJECT_STORES"):
-        pytest.skip("DELTA_OCC_NO_OBJECT_STORES is set")
-    from servers import ceph
+def s3(ceph_s3):
+    """Storage options reaching the gateway through a proxy that delays every request."""
     from servers.faultproxy import FaultProxy
 
-    ceph.ensure_installed()
-    with ceph.CephS3() as server:
-        server.create_bucket(BUCKET)
-        with FaultProxy(server.endpoint) as proxy:
-            proxy.delay = LATENCY_MS / 1000.0
-            yield dict(server.storage_options(), AWS_ENDPOINT_URL=proxy.endpoint)
+    ceph_s3.create_bucket(BUCKET)
+    with FaultProxy(ceph_s3.endpoint) as proxy:
+        proxy.delay = LATENCY_MS / 1000.0
+        yield dict(ceph_s3.storage_options(), AWS_ENDPOINT_URL=proxy.endpoint)
 
 
 def _where(store: str, request: pytest.FixtureRequest, name: str) -> Tuple[str, Optional[Dict[str, str]]]:

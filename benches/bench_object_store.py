@@ -48,15 +48,9 @@ TAIL_COMMITS = 101
 
 
 @pytest.fixture(scope="module")
-def s3():
-    if os.environ.get("DELTA_OCC_NO_OBJECT_STORES"):
-        pytest.skip("DELTA_OCC_NO_OBJECT_STORES is set")
-    from servers import ceph
-
-    ceph.ensure_installed()
-    with ceph.CephS3() as server:
-        server.create_bucket(BUCKET)
-        yield server
+def s3(ceph_s3):
+    ceph_s3.create_bucket(BUCKET)
+    return ceph_s3
 
 
 def _write_table(root: str) -> int:

@@ -5,9 +5,10 @@ Table generation lives in ``_tables.py`` (see its docstring for the shapes and t
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
-from typing import Callable, Dict
+from typing import Callable, Dict, Iterator
 
 import pytest
 
@@ -42,6 +43,21 @@ def bench_table() -> Callable[[str], BenchTable]:
         return cache[shape]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def ceph_s3() -> Iterator[object]:
+    """One Ceph S3 gateway on loopback for every object-store benchmark (each makes its bucket)."""
+    if os.environ.get("DELTA_OCC_NO_OBJECT_STORES"):
+        pytest.skip("DELTA_OCC_NO_OBJECT_STORES is set")
+    tests = str(pathlib.Path(__file__).resolve().parent.parent / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from servers import ceph
+
+    ceph.ensure_installed()
+    with ceph.CephS3() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

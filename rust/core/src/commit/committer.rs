@@ -233,7 +233,7 @@ fn run_attempts(
                             give_up(&table, attempt, started, tried, format!("last error: {e}"))
                         });
                     }
-                    backoff(opts, io_backoff(opts, io_failures), attempt, &table).map_err(
+                    backoff(opts, exponential(opts, io_failures), attempt, &table).map_err(
                         |interrupted| {
                             if may_land {
                                 unknown(&table, attempt_version, &e)
@@ -353,27 +353,26 @@ fn give_up(
     }
 }
 
-/// The wait after the `n`th failed put (an I/O error): exponential from `backoff_base` up to
-/// `backoff_max`, so a struggling store is not hammered.
-fn io_backoff(opts: &CommitOptions, n: u32) -> Duration {
+/// The wait after the `n`th failed put (an I/O error) or lost race: exponential from
+/// `backoff_base` up to `backoff_max`, so neither a struggling store nor the table's log is
+/// hammered.
+fn exponential(opts: &CommitOptions, n: u32) -> Duration {
     let exp = opts
         .backoff_base
         .saturating_mul(1u32 << n.saturating_sub(1).min(16));
     exp.min(opts.backoff_max)
 }
 
-/// The wait after the `n`th race this commit lost: exponential from `backoff_base` up to
-/// `backoff_max` (few writers contend at a time, so most commits land at their first or second
-/// attempt), but none at all once a winner overtook this commit — it read a newer version than
-/// this commit did, so it started later. An exponential back-off alone lets a writer that lost a
-/// few times stay away ever longer while fresh writers take every version (seen: 127 attempts
-/// and 27 s for one blind append among 32 writers); retrying at once when overtaken serves the
-/// writers that waited longest first, without every writer spinning.
+/// The wait after the `n`th race this commit lost: [`exponential`], but none once a winner
+/// overtook this commit (it read a newer version, so it started later). Exponential back-off
+/// alone keeps the writer that just won winning and sends a writer that lost a few times ever
+/// further away; retrying at once when overtaken serves the longest waiters first, without
+/// every writer spinning (BENCHMARKS.md, "many writers on one table").
 fn race_backoff(opts: &CommitOptions, n: u32, overtaken: bool) -> Duration {
     if overtaken {
         Duration::ZERO
     } else {
-        io_backoff(opts, n)
+        exponential(opts, n)
     }
 }
 
@@ -702,6 +701,28 @@ mod tests {
             "t",
         );
         assert_eq!(mark.unwrap(), 7);
+    }
+
+    /// Issue 42: by default no attempt count gives a commit up, and a commit another writer
+    /// overtook retries at once while the others back off exponentially up to the cap.
+    #[test]
+    fn back_off_and_attempt_caps() {
+        let opts = CommitOptions::default();
+        assert_eq!(opts.max_attempts, None);
+        assert!(!opts.attempts_exhausted(u32::MAX));
+        let capped = CommitOptions {
+            max_attempts: Some(3),
+            ..CommitOptions::default()
+        };
+        assert!(!capped.attempts_exhausted(2) && capped.attempts_exhausted(3));
+        let ms = |d: Duration| d.as_millis();
+        assert_eq!(
+            (1..=9)
+                .map(|n| ms(race_backoff(&opts, n, false)))
+                .collect::<Vec<_>>(),
+            vec![2, 4, 8, 16, 32, 64, 128, 250, 250]
+        );
+        assert!((1..=40).all(|n| race_backoff(&opts, n, true).is_zero()));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, TimeUnit};
 use crate::error::{Error, Result};
 use crate::log::actions::{visit_stats, AddFile, RawStats};
 use crate::partition::Scalar;
-use crate::schema::arrow_type;
+use crate::schema_arrow::primitive_arrow_type;
 use crate::snapshot::Snapshot;
 
 fn arrow_err(e: arrow_schema::ArrowError) -> Error {
@@ -452,7 +452,7 @@ fn partition_batch(
     let mut fields = Vec::new();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for col in &snap.partition_columns {
-        let ty = arrow_type(&col.data_type).ok_or_else(|| {
+        let ty = primitive_arrow_type(&col.data_type).ok_or_else(|| {
             Error::invalid(format!(
                 "partition column {} has unsupported type {:?}",
                 col.name, col.data_type

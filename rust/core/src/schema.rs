@@ -3,7 +3,6 @@
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-pub use crate::schema_arrow::primitive_arrow_type as arrow_type;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DataType {

@@ -18,7 +18,7 @@ use crate::log::actions::AddFile;
 use crate::partition::Scalar;
 use crate::predicate::{eval, ColumnRef, Predicate};
 use crate::rowexpr::RowExpr;
-use crate::schema;
+use crate::schema_arrow::primitive_arrow_type;
 use crate::storage::Location;
 
 /// Number of physical rows in a data file: from its stats, else from the parquet footer.
@@ -95,7 +95,7 @@ pub fn matching_rows(
     let take = UInt64Array::from(picked.clone());
     let (mut fields, mut arrays) = (Vec::new(), Vec::new());
     for c in &needed {
-        let ty = schema::arrow_type(&c.data_type).expect("table_columns are primitive");
+        let ty = primitive_arrow_type(&c.data_type).expect("table_columns are primitive");
         let a = if c.partition {
             let v = eval::partition_value(&file.partition_values, c).unwrap_or(Scalar::Null);
             files_batch::repeated(&ty, v, picked.len())?
@@ -134,7 +134,13 @@ pub fn compiled(p: &Predicate, cache: &ColumnCache) -> std::result::Result<Arc<R
             let fields: Vec<Field> = p
                 .table_columns
                 .iter()
-                .filter_map(|c| Some(Field::new(&c.name, schema::arrow_type(&c.data_type)?, true)))
+                .filter_map(|c| {
+                    Some(Field::new(
+                        &c.name,
+                        primitive_arrow_type(&c.data_type)?,
+                        true,
+                    ))
+                })
                 .collect();
             RowExpr::compile(text, &Schema::new(fields), &[])
                 .map(Arc::new)

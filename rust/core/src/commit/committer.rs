@@ -195,6 +195,7 @@ fn run_attempts(
             attempt,
             &checks,
         )?;
+        let put_started = Instant::now();
         let put = log_store::put_if_absent(&dir, attempt_version, &bytes);
         // Whose commit is at `attempt_version`: Some(true) ours, Some(false) another writer's,
         // None nobody's yet.
@@ -332,7 +333,10 @@ fn run_attempts(
         let overtaken = winners
             .iter()
             .any(|w| w.read_version.is_some_and(|r| r > txn.read_version));
-        let window = race_backoff(opts, lost_races, overtaken);
+        // What losing cost (the put, the listing, reading and checking the winners): the unit
+        // of the wait, so that on a store with slow round trips a waiting writer stays out of
+        // the way of one that was overtaken for as long as a retry takes there.
+        let window = race_backoff(opts, lost_races, overtaken, put_started.elapsed());
         backoff(opts, window, attempt, &table)?;
     }
 }
@@ -363,17 +367,19 @@ fn exponential(opts: &CommitOptions, n: u32) -> Duration {
     exp.min(opts.backoff_max)
 }
 
-/// The wait after the `n`th race this commit lost: [`exponential`], but none once a winner
-/// overtook this commit (it read a newer version, so it started later). Exponential back-off
-/// alone keeps the writer that just won winning and sends a writer that lost a few times ever
-/// further away; retrying at once when overtaken serves the longest waiters first, without
-/// every writer spinning (BENCHMARKS.md, "many writers on one table").
-fn race_backoff(opts: &CommitOptions, n: u32, overtaken: bool) -> Duration {
+/// The wait after the `n`th race this commit lost: exponential in units of what the lost
+/// attempt took (at least `backoff_base`) up to `backoff_max`, but none once a winner overtook
+/// this commit (it read a newer version, so it started later). Exponential back-off alone keeps
+/// the writer that just won winning and sends a writer that lost a few times ever further away;
+/// retrying at once when overtaken serves the longest waiters first, without every writer
+/// spinning (BENCHMARKS.md, "many writers on one table").
+fn race_backoff(opts: &CommitOptions, n: u32, overtaken: bool, lost_attempt: Duration) -> Duration {
     if overtaken {
-        Duration::ZERO
-    } else {
-        exponential(opts, n)
+        return Duration::ZERO;
     }
+    let unit = opts.backoff_base.max(lost_attempt);
+    unit.saturating_mul(1u32 << n.saturating_sub(1).min(16))
+        .min(opts.backoff_max)
 }
 
 /// Sleep a jittered part of `window` (uniform in [window/2, window)), then ask the caller's
@@ -718,11 +724,19 @@ mod tests {
         let ms = |d: Duration| d.as_millis();
         assert_eq!(
             (1..=9)
-                .map(|n| ms(race_backoff(&opts, n, false)))
+                .map(|n| ms(race_backoff(&opts, n, false, Duration::ZERO)))
                 .collect::<Vec<_>>(),
             vec![2, 4, 8, 16, 32, 64, 128, 250, 250]
         );
-        assert!((1..=40).all(|n| race_backoff(&opts, n, true).is_zero()));
+        assert!((1..=40).all(|n| race_backoff(&opts, n, true, Duration::ZERO).is_zero()));
+        // On a store where losing took 100 ms, the wait counts in those units.
+        let slow = Duration::from_millis(100);
+        assert_eq!(
+            (1..=3)
+                .map(|n| ms(race_backoff(&opts, n, false, slow)))
+                .collect::<Vec<_>>(),
+            vec![100, 200, 250]
+        );
     }
 
     #[test]

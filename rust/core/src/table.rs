@@ -86,12 +86,7 @@ impl Table {
         let mut listing = segment::list(&self.root, start)?;
         // A hole between listed commits is looked for again (Listing::confirm) before history
         // stops at it as cleaned up.
-        if let (Some(&lo), Some(&hi)) = (
-            listing.commits.keys().next(),
-            listing.commits.keys().next_back(),
-        ) {
-            listing.confirm(&self.root, lo..=hi)?;
-        }
+        listing.confirm_listed(&self.root, None)?;
         let mut versions: Vec<_> = listing.commits.values().rev().cloned().collect();
         // Stop at the first gap: older commits were cleaned up.
         let mut expected = versions.first().map(|f| f.version);

@@ -80,7 +80,8 @@ impl Faults {
 /// or by `DELTA_OCC_FAULTS=drop_listed=NAME` in the test build, where each distinct value of the
 /// variable drops NAME from the first listing that holds it.
 #[cfg(any(test, feature = "test-hooks"))]
-pub(crate) struct ListingDrops(Option<String>);
+/// The name to drop and the variable's whole value (what marks it consumed).
+pub(crate) struct ListingDrops(Option<(String, String)>);
 
 #[cfg(any(test, feature = "test-hooks"))]
 thread_local! {
@@ -100,15 +101,17 @@ pub(crate) fn listing_drops() -> ListingDrops {
 }
 
 #[cfg(feature = "test-hooks")]
-fn env_drop() -> Option<String> {
+fn env_drop() -> Option<(String, String)> {
     let spec = std::env::var("DELTA_OCC_FAULTS").ok()?;
-    spec.split(',')
-        .find_map(|p| p.trim().strip_prefix("drop_listed="))
-        .map(|n| format!("{n}\n{spec}"))
+    let name = spec
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix("drop_listed="))?
+        .to_string();
+    Some((name, spec))
 }
 
 #[cfg(all(test, not(feature = "test-hooks")))]
-fn env_drop() -> Option<String> {
+fn env_drop() -> Option<(String, String)> {
     None
 }
 
@@ -136,9 +139,10 @@ impl ListingDrops {
         }
         // From the environment: once per distinct value of the variable, in this process.
         static CONSUMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-        let Some(key) = self.0 else { return entries };
-        let name = key.split('\n').next().unwrap_or_default();
-        let Some(i) = position(name) else {
+        let Some((name, key)) = self.0 else {
+            return entries;
+        };
+        let Some(i) = position(&name) else {
             return entries;
         };
         let mut consumed = CONSUMED.lock().unwrap_or_else(|p| p.into_inner());

@@ -30,9 +30,7 @@ pub fn version_at(latest: &Snapshot, ts_ms: i64) -> Result<i64> {
     let mut listing = crate::log::segment::list(&latest.root, 0)?;
     // A hole between listed commits is looked for again before it counts (Listing::confirm): a
     // listing racing a writer must not make old versions look cleaned up.
-    if let Some(&oldest) = listing.commits.keys().next() {
-        listing.confirm(&latest.root, oldest..=latest.version())?;
-    }
+    listing.confirm_listed(&latest.root, Some(latest.version()))?;
     let mut mtimes: BTreeMap<i64, i64> = BTreeMap::new();
     let mut prev_mtime = 0;
     for (&v, f) in listing.commits.range(..=latest.version()) {

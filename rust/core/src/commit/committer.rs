@@ -234,15 +234,19 @@ fn run_attempts(
                             give_up(&table, attempt, started, tried, format!("last error: {e}"))
                         });
                     }
-                    backoff(opts, exponential(opts, io_failures), attempt, &table).map_err(
-                        |interrupted| {
-                            if may_land {
-                                unknown(&table, attempt_version, &e)
-                            } else {
-                                interrupted
-                            }
-                        },
-                    )?;
+                    backoff(
+                        opts,
+                        exponential(opts, opts.backoff_base, io_failures),
+                        attempt,
+                        &table,
+                    )
+                    .map_err(|interrupted| {
+                        if may_land {
+                            unknown(&table, attempt_version, &e)
+                        } else {
+                            interrupted
+                        }
+                    })?;
                     continue;
                 }
             },
@@ -357,14 +361,13 @@ fn give_up(
     }
 }
 
-/// The wait after the `n`th failed put (an I/O error) or lost race: exponential from
-/// `backoff_base` up to `backoff_max`, so neither a struggling store nor the table's log is
-/// hammered.
-fn exponential(opts: &CommitOptions, n: u32) -> Duration {
-    let exp = opts
-        .backoff_base
-        .saturating_mul(1u32 << n.saturating_sub(1).min(16));
-    exp.min(opts.backoff_max)
+/// The wait after the `n`th failed put (an I/O error) or lost race: `unit` (at least
+/// `backoff_base`) doubling up to `backoff_max`, so neither a struggling store nor the table's
+/// log is hammered.
+fn exponential(opts: &CommitOptions, unit: Duration, n: u32) -> Duration {
+    unit.max(opts.backoff_base)
+        .saturating_mul(1u32 << n.saturating_sub(1).min(16))
+        .min(opts.backoff_max)
 }
 
 /// The wait after the `n`th race this commit lost: exponential in units of what the lost
@@ -377,9 +380,7 @@ fn race_backoff(opts: &CommitOptions, n: u32, overtaken: bool, lost_attempt: Dur
     if overtaken {
         return Duration::ZERO;
     }
-    let unit = opts.backoff_base.max(lost_attempt);
-    unit.saturating_mul(1u32 << n.saturating_sub(1).min(16))
-        .min(opts.backoff_max)
+    exponential(opts, lost_attempt, n)
 }
 
 /// Sleep a jittered part of `window` (uniform in [window/2, window)), then ask the caller's

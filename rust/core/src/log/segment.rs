@@ -177,6 +177,16 @@ impl Listing {
         Ok(still)
     }
 
+    /// [`Listing::confirm`] over the versions from the oldest commit listed to `upto` (the newest
+    /// listed when `None`): the holes between listed commits, which log cleanup never makes.
+    pub fn confirm_listed(&mut self, root: &Location, upto: Option<i64>) -> Result<Vec<i64>> {
+        let (Some(&lo), Some(&hi)) = (self.commits.keys().next(), self.commits.keys().next_back())
+        else {
+            return Ok(Vec::new());
+        };
+        self.confirm(root, lo..=upto.unwrap_or(hi))
+    }
+
     /// Add what `other` (a later listing) found.
     fn merge(&mut self, other: Listing) {
         self.commits.extend(other.commits);

@@ -35,7 +35,7 @@ from .operations import row_tracking
 from .operations import update as _update
 from .operations.commit_info import OperationRecord
 from .operations.conform import find_column
-from .operations.merge import MergeColumns, MergePlan
+from .operations.merge import Matched, MergeColumns, MergePlan
 from .operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from .operations.protocols import Staging, Written
 from .operations.removal import Removal, choose
@@ -66,6 +66,7 @@ class ArrowEngine:
         self._joined: Optional[pa.Table] = None
         self._src: Optional[pa.Table] = None
         self._delete_mask: Optional[pa.Array] = None
+        self._touched: Optional[pa.Table] = None
 
     @property
     def lay(self) -> Layout:
@@ -261,12 +262,16 @@ class ArrowEngine:
             joined = joined.filter(_rows.mask(joined, cond))
         delete = _rows.mask(joined, del_cond) if plan.delete else pa.repeat(False, joined.num_rows)
         self._joined, self._src, self._delete_mask = joined, src, delete
-        return pa.table({"file": joined.column("__file"), "row": joined.column(ROW), "delete": delete})
+        pairs = pa.table({"file": joined.column("__file"), "row": joined.column(ROW)})
+        per_row = pairs.group_by(["file", "row"]).aggregate([([], "count_all")])
+        self._touched = pairs if plan.touches_updated else pairs.filter(delete)
+        deleted = pc.sum(delete).as_py() or 0
+        return Matched(pairs.num_rows, deleted, pc.sum(pc.greater(per_row.column("count_all"), 1)).as_py() or 0)
 
-    def write_merge(self, source: pa.Table, plan: MergePlan[_core.RowExpr], touched: pa.Table) -> int:
+    def write_merge(self, source: pa.Table, plan: MergePlan[_core.RowExpr]) -> int:
         lay = self.lay
-        joined, src, delete = self._joined, self._src, self._delete_mask
-        if joined is None or src is None or delete is None:
+        joined, src, delete, touched = self._joined, self._src, self._delete_mask, self._touched
+        if joined is None or src is None or delete is None or touched is None:
             raise InvalidArgumentError("MERGE: write_merge before match")
         new_rows: List[pa.Table] = []
         changes: Changes = []

@@ -10,7 +10,6 @@ import dataclasses
 from typing import Any, Dict, Generic, List, Mapping, Optional, Protocol, Tuple, TypeVar, Union
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import _arrow, _core, _rows
 from .._schema import arrow_widens, type_name
@@ -80,6 +79,24 @@ class MergePlan(Generic[Expr]):
     insert: Union[bool, Dict[str, Expr]]
 
 
+    @property
+    def touches_updated(self) -> bool:
+        """Whether a matched row that is not deleted leaves its file too (it is updated)."""
+        return self.update is not None
+
+
+@dataclasses.dataclass
+class Matched:
+    """What MERGE's join found, counted by the engine (no row reaches the caller)."""
+
+    #: (target row, source row) pairs the ON condition matched.
+    pairs: int
+    #: Those the DELETE clause applies to.
+    deleted: int
+    #: Target rows matched by more than one source row.
+    repeated: int
+
+
 class Merger(Engine, Protocol[Source, Expr]):
     def merge_source(self, source: Any) -> Source:
         """The source as the engine joins it (InvalidArgumentError for anything else)."""
@@ -106,14 +123,14 @@ class Merger(Engine, Protocol[Source, Expr]):
         clause must not read the target)."""
         ...
 
-    def match(self, source: Source, plan: MergePlan[Expr]) -> pa.Table:
-        """Record the read of ``plan.read_where``; the matched pairs as ``file`` (int32),
-        ``row`` (a row position) and ``delete`` (bool: the DELETE clause applies)."""
+    def match(self, source: Source, plan: MergePlan[Expr]) -> Matched:
+        """Record the read of ``plan.read_where``, join, and count what matched."""
         ...
 
-    def write_merge(self, source: Source, plan: MergePlan[Expr], touched: pa.Table) -> int:
-        """Remove the ``touched`` target rows (``file``, ``row``: updated or deleted), write the
-        updated ones and the inserted source rows; returns how many were inserted."""
+    def write_merge(self, source: Source, plan: MergePlan[Expr]) -> int:
+        """Remove the matched target rows that are deleted (and, when ``plan.touches_updated``,
+        the others), write the updated ones and the inserted source rows; returns how many were
+        inserted."""
         ...
 
 
@@ -148,11 +165,9 @@ def merge(
     plan = MergePlan(on, cols, keys, target_only, residual, read_where, when_matched_delete, update, insert)
     matched = engine.match(src, plan)
     check_one_source_row(matched)
-    deleted = pc.sum(matched.column("delete")).as_py() or 0
-    updated = matched.num_rows - deleted if update else 0
-    touched = matched if update else matched.filter(matched.column("delete"))
-    inserted = engine.write_merge(src, plan, touched.select(["file", "row"]))
-    engine.record(commit_info.merge(on, read_where, updated, deleted, inserted))
+    updated = matched.pairs - matched.deleted if plan.touches_updated else 0
+    inserted = engine.write_merge(src, plan)
+    engine.record(commit_info.merge(on, read_where, updated, matched.deleted, inserted))
 
 
 def check_merge_clauses(on: Any, update: Any, delete: Any, insert: Any) -> None:
@@ -213,15 +228,15 @@ def narrowed_predicate(summaries: List[KeySummary], target_only: List[str]) -> O
     return _core.merge_read_predicate(keys, list(target_only))
 
 
-def check_one_source_row(matched: pa.Table) -> None:
+def check_one_source_row(matched: Matched) -> None:
     """A target row may match at most one source row (Delta's rule)."""
-    if matched.num_rows:
-        counts = matched.group_by(["file", "row"]).aggregate([([], "count_all")])
-        if pc.max(counts.column("count_all")).as_py() > 1:
-            raise InvalidArgumentError("MERGE: a target row matched more than one source row; make the source unique on the merge keys")
+    if matched.repeated:
+        raise InvalidArgumentError(
+            f"MERGE: {matched.repeated} target row(s) matched more than one source row; make the source unique on the merge keys"
+        )
 
 
 __all__ = [
-    "MERGE_IN_LIST_LIMIT", "MergeColumns", "MergePlan", "Merger", "merge", "check_merge_clauses", "split_merge_condition",
+    "MERGE_IN_LIST_LIMIT", "MergeColumns", "MergePlan", "Matched", "Merger", "merge", "check_merge_clauses", "split_merge_condition",
     "check_merge_keys", "key_summary", "narrowed_predicate", "check_one_source_row",
 ]

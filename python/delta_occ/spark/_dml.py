@@ -24,11 +24,12 @@ from ..operations import overwrite as _overwrite
 from ..operations import update as _update
 from ..operations.commit_info import OperationRecord
 from ..operations.conform import find_column
-from ..operations.merge import MergeColumns, MergePlan
+from ..operations.merge import Matched, MergeColumns, MergePlan
 from ..operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from ..operations.protocols import Staging, Written
 from ..operations.removal import Removal, choose
 from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
+from ._bits import FileHits, hits_per_file, summarise
 from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, read_plan
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 _BIN_ORDER = "__delta_occ_order"
 _BIN = "__delta_occ_bin"
 _CURVE = "__delta_occ_curve"
+_PAIRS = "__delta_occ_pairs"
+_DELETES = "__delta_occ_deletes"
 
 
 class SparkEngine:
@@ -64,6 +67,8 @@ class SparkEngine:
         self._plan: Optional[ScanPlan] = None
         self._target_alias = "t"
         self._updated = 0
+        self._hits: Dict[int, FileHits] = {}
+        self._touched_rows: Optional[DataFrame] = None
 
     def record(self, record: OperationRecord) -> None:
         self.txn.record_operation(record)
@@ -140,13 +145,13 @@ class SparkEngine:
             self._changes([(DELETE, read_plan(self.spark, plan).filter(cond))])
         rows = read_plan(self.spark, plan, where_expr.columns, positions=True)
         with ctx.timed("spark"):
-            hits = rows.filter(where_expr.filter()).select(FILE, ROW).toArrow()
+            hits = hits_per_file(rows.filter(where_expr.filter()), self.lay.dv_enabled)
         with ctx.timed("driver"):
             rewrite = self._stage_hits(plan, hits)
         if rewrite:
             keep = read_plan(self.spark, plan, positions=True, ids=self.lay.row_id_columns).filter(_in_files(rewrite) & ~cond).drop(FILE, ROW)
             write(self.spark, self.lay, self.txn, ctx.job, keep, rewrite=True)
-        return hits.num_rows
+        return sum(h.count for h in hits.values())
 
     def expression(self, text: str) -> Compiled:
         return Compiled(text, self.schema)  # the embedded engine's compile: the same errors
@@ -159,16 +164,16 @@ class SparkEngine:
         rows = read_plan(self.spark, plan, positions=True, ids=self.lay.row_id_columns)
         names = [f.name for f in plan.logical.fields]
         changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names}, col, ids=_ids_of(rows, col))
-        hits = rows.filter(cond).select(FILE, ROW).toArrow()
-        if self.lay.cdf and hits.num_rows:
+        hits = hits_per_file(rows.filter(cond), self.lay.dv_enabled)
+        if self.lay.cdf and hits:
             self._changes([(PREIMAGE, rows.filter(cond).drop(FILE, ROW)), (POSTIMAGE, changed)])
         rewrite = self._stage_hits(plan, hits)
         out = changed
         if rewrite:
             out = out.unionByName(rows.filter(_in_files(rewrite) & ~cond).drop(FILE, ROW))
-        if hits.num_rows:
+        if hits:
             write(self.spark, self.lay, self.txn, self.ctx.job, out)
-        return hits.num_rows
+        return sum(h.count for h in hits.values())
 
     # -- merge -------------------------------------------------------------------------------
 
@@ -211,7 +216,7 @@ class SparkEngine:
 
         return resolve
 
-    def match(self, source: DataFrame, plan: MergePlan[Compiled]) -> pa.Table:
+    def match(self, source: DataFrame, plan: MergePlan[Compiled]) -> Matched:
         cols = plan.columns
         resolve = self._joined_column(cols)
         on = Compiled(plan.on, cols.joined_schema(), cols.scopes())  # compiled before any row is read
@@ -225,23 +230,30 @@ class SparkEngine:
         self._joined = joined = t.join(s, self._on, "inner")
         is_del: Column = delete.condition(resolve) if delete is not None else F.lit(plan.delete is True)
         self._is_del = is_del
-        matched = joined.select(self._tq(FILE).alias("file"), self._tq(ROW).alias("row"), is_del.alias("delete")).toArrow()
-        self._updated = matched.num_rows - (pc.sum(matched.column("delete")).as_py() or 0)
-        return matched
+        # Per matched target row: its pairs and deleting pairs; summed up per file on the executors.
+        pairs = joined.select(self._tq(FILE).alias(FILE), self._tq(ROW).alias(ROW), F.when(is_del, 1).otherwise(0).alias(_DELETES))
+        per_row = pairs.groupBy(FILE, ROW).agg(F.count(F.lit(1)).alias(_PAIRS), F.sum(_DELETES).alias(_DELETES))
+        touched = F.lit(True) if plan.touches_updated else F.col(_DELETES) > 0
+        totals = {"pairs": F.col(_PAIRS), "deleted": F.col(_DELETES), "repeated": F.when(F.col(_PAIRS) > 1, 1).otherwise(0)}
+        with self.ctx.timed("spark"):
+            self._hits, sums = summarise(per_row, self.lay.dv_enabled, touched, totals)
+        self._touched_rows = per_row.filter(touched).select(FILE, ROW)
+        self._updated = sums["pairs"] - sums["deleted"]
+        return Matched(sums["pairs"], sums["deleted"], sums["repeated"])
 
     def _tq(self, name: str) -> Column:
         """A target column of the joined rows."""
         return F.col(f"{quote(self._target_alias)}.{quote(name)}")
 
-    def write_merge(self, source: DataFrame, plan: MergePlan[Compiled], touched: pa.Table) -> int:
-        if self._plan is None or self._target is None or self._joined is None or self._is_del is None or self._on is None:
+    def write_merge(self, source: DataFrame, plan: MergePlan[Compiled]) -> int:
+        if self._plan is None or self._target is None or self._joined is None or self._is_del is None or self._on is None or self._touched_rows is None:
             raise InvalidArgumentError("MERGE: write_merge before match")
         cols = plan.columns
         target, joined = self._target, self._joined
         t, s = target.alias(cols.ta), source.alias(cols.sa)
         resolve = self._joined_column(cols)
-        touched = touched.rename_columns([FILE, ROW])
-        rewrite = self._stage_hits(self._plan, touched)
+        with self.ctx.timed("driver"):
+            rewrite = self._stage_hits(self._plan, self._hits)
         parts: List[DataFrame] = []
         names = [f.name for f in self.schema]
         changes: List[Tuple[str, DataFrame]] = []
@@ -254,9 +266,8 @@ class SparkEngine:
             parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve, ids=_ids_of(target, self._tq)))
             if self.lay.cdf:
                 changes += [(PREIMAGE, target_rows(~self._is_del)), (POSTIMAGE, parts[-1])]
-        if rewrite:
-            gone = self.spark.createDataFrame(touched)
-            parts.append(target.filter(_in_files(rewrite)).join(gone, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))
+        if rewrite:  # the rewritten files' untouched rows, found on the executors
+            parts.append(target.filter(_in_files(rewrite)).join(self._touched_rows, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))
         inserted = 0
         if plan.insert is not False:
             unmatched = s.join(t, self._on, "left_anti")
@@ -368,26 +379,23 @@ class SparkEngine:
             self.txn.remove_file(p, data_change=data_change)
             self.ctx.touched.add(p)
 
-    def _stage_hits(self, plan: ScanPlan, hits: pa.Table) -> List[int]:
-        """Stage the removal of the hit rows (``FILE``, ``ROW``) as ``removal.choose`` says per
-        file. Returns the plan numbers of files whose other rows must be written again."""
-        if hits.num_rows == 0:
+    def _stage_hits(self, plan: ScanPlan, hits: Dict[int, FileHits]) -> List[int]:
+        """Stage the removal of the hit rows of each plan file as ``removal.choose`` says (a DV
+        built from the file's bits, one file at a time). Returns the plan numbers of files whose
+        other rows must be written again."""
+        if not hits:
             return []
-        counts = hits.group_by(FILE).aggregate([([], "count_all")])
         live = _live_rows(plan)
-        dv_files, rewrite = [], []
-        for i, n in zip(counts.column(FILE).to_pylist(), counts.column("count_all").to_pylist()):
-            how = choose(n, live[i], self.lay.dv_enabled)
+        rewrite = []
+        for i in sorted(hits):
+            how = choose(hits[i].count, live[i], self.lay.dv_enabled)
             if how is Removal.DELETION_VECTOR:
-                dv_files.append(i)
+                self.txn.delete_rows(plan.paths[i], hits[i].positions())
+                self.ctx.touched.add(plan.paths[i])
                 continue
             self._remove_files([plan.paths[i]])
             if how is Removal.REWRITE:
                 rewrite.append(i)
-        if dv_files:
-            rows = hits.filter(pc.is_in(hits.column(FILE), value_set=pa.array(dv_files, pa.int32())))
-            self.txn.delete_rows_batch(plan.paths, rows.column(FILE), rows.column(ROW))
-            self.ctx.touched.update(plan.paths[i] for i in dv_files)
         return rewrite
 
     def _project(

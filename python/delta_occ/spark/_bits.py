@@ -1,0 +1,83 @@
+"""Which rows of which files an operation hits, summed up on the executors: per file the number of
+hit rows and, where a deletion vector will carry them, their positions as Spark bitmaps
+(``bitmap_construct_agg``: 4,096 bytes for each run of 32,768 positions holding a hit). What
+reaches the driver is per file: a count, and at most one bit per row of the position ranges a hit
+falls in; never a value per row. The driver turns one file's bits into positions (Arrow's bit
+layout is Spark's: bit ``p`` of a bitmap is bit ``p % 8`` of byte ``p // 8``) only while it
+stages that file's DV."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+
+from ._scan import FILE, ROW
+from ._session import F
+
+#: log2 of the positions one Spark bitmap covers (``bitmap_construct_agg`` makes 32,768 bits).
+BUCKET_SHIFT = 15
+_BUCKET = "__delta_occ_bucket"
+_COUNT = "__delta_occ_count"
+_BITS = "__delta_occ_bits"
+_TOTAL = "__delta_occ_total_"
+
+
+@dataclasses.dataclass
+class FileHits:
+    """The hit rows of one plan file: how many, and (when asked for) their positions' bitmaps as
+    (first position, bitmap bytes)."""
+
+    count: int
+    bitmaps: List[Tuple[int, pa.Buffer]] = dataclasses.field(default_factory=list)
+
+    def positions(self) -> pa.Array:
+        """The hit positions (uint64, ascending)."""
+        parts = []
+        for first, bits in sorted(self.bitmaps):
+            mask = pa.BooleanArray.from_buffers(pa.bool_(), bits.size * 8, [None, bits])
+            parts.append(pc.add(pc.indices_nonzero(mask), pa.scalar(first, pa.uint64())))
+        return pa.concat_arrays(parts) if parts else pa.array([], pa.uint64())
+
+
+def hits_per_file(rows: DataFrame, with_positions: bool) -> Dict[int, FileHits]:
+    """Per plan file (``FILE``) of ``rows`` (hit rows carrying ``FILE`` and ``ROW``), its hits.
+    ``with_positions``: also the positions' bitmaps, one row per (file, run of 32,768 positions)
+    with a hit; else one row per file."""
+    return summarise(rows, with_positions)[0]
+
+
+def summarise(
+    rows: DataFrame, with_positions: bool, hit: Optional[Column] = None, totals: Optional[Mapping[str, Column]] = None
+) -> Tuple[Dict[int, FileHits], Dict[str, int]]:
+    """``hits_per_file`` of the rows where ``hit`` holds (all rows without it), and in the same
+    Spark job the sums of the integer columns ``totals`` over all ``rows`` (files without a hit
+    count there too)."""
+    totals = dict(totals or {})
+    hit_col = F.lit(True) if hit is None else F.coalesce(hit, F.lit(False))
+    aggs = [F.sum(F.when(hit_col, 1).otherwise(0)).alias(_COUNT)] + [F.sum(c).alias(f"{_TOTAL}{k}") for k, c in enumerate(totals.values())]
+    keys = [F.col(FILE)]
+    if with_positions:
+        keys.append(F.shiftright(F.col(ROW), BUCKET_SHIFT).alias(_BUCKET))
+        offset = F.col(ROW).bitwiseAND(F.lit((1 << BUCKET_SHIFT) - 1))
+        aggs.append(F.bitmap_construct_agg(F.when(hit_col, offset)).alias(_BITS))  # NULL: no bit
+    runs = rows.groupBy(*keys).agg(*aggs).toArrow()
+    sums = {name: int(pc.sum(runs.column(f"{_TOTAL}{k}")).as_py() or 0) for k, name in enumerate(totals)}
+    out: Dict[int, FileHits] = {}
+    counts = runs.column(_COUNT).to_pylist()
+    bitmaps = runs.column(_BITS) if with_positions else None
+    buckets = runs.column(_BUCKET).to_pylist() if with_positions else None
+    for k, f in enumerate(runs.column(FILE).to_pylist()):
+        if not counts[k]:
+            continue
+        hits = out.setdefault(int(f), FileHits(0))
+        hits.count += int(counts[k])
+        if bitmaps is not None and buckets is not None:
+            hits.bitmaps.append((int(buckets[k]) << BUCKET_SHIFT, bitmaps[k].as_buffer()))  # no copy
+    return out, sums
+
+
+__all__ = ["BUCKET_SHIFT", "FileHits", "hits_per_file", "summarise"]

@@ -84,6 +84,25 @@ def test_the_sink_skips_a_batch_it_already_wrote(spark, tmp_path):
     assert sorted(deltalake.DeltaTable(st.path).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
 
 
+def test_to_df_reads_the_commits_of_the_sink_and_of_other_writers(spark, tmp_path):
+    """Issue 43 item 5: ``to_df()`` without a version reads the newest version in storage, as a
+    delta-spark DataFrame does; the pinned embedded ``Table`` keeps its version until refresh()."""
+    from delta_occ.spark import SparkTable
+
+    st = SparkTable.create(spark, str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    pinned = Table(st.path)
+    sink = st.foreach_batch_sink("s")
+    sink(spark.createDataFrame([(1,), (2,)], "id long"), 0)
+    sink(spark.createDataFrame([(3,)], "id long"), 1)
+    assert sorted(r.id for r in st.to_df().collect()) == [1, 2, 3]
+    Table(st.path).append(pa.table({"id": pa.array([4], pa.int64())}))  # another writer
+    assert sorted(r.id for r in st.to_df().collect()) == [1, 2, 3, 4]
+    assert sorted(r.id for r in st.to_df(version=1).collect()) == [1, 2]
+    assert pinned.snapshot().to_pyarrow().num_rows == 0  # the embedded handle stays at version 0
+    pinned.refresh()
+    assert pinned.snapshot().to_pyarrow().num_rows == 4
+
+
 def test_a_spark_delete_that_lost_is_run_again(spark, tmp_path, monkeypatch):
     """rerun_on_conflict on Spark: a winner rewrites the file between the job's read and its
     commit; the DELETE runs again on the new snapshot. Expected rows: the serial model (the

@@ -266,10 +266,13 @@ class SparkTable:
         return self.table.history(limit)
 
     def to_df(self, version: Optional[int] = None, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
-        """The rows of the latest (or ``version``) snapshot as a DataFrame: only files that may
-        match ``where`` are read, DVs are applied, partition columns filled, logical names; the
-        rows are exactly those ``Snapshot.to_pyarrow(where=...)`` returns."""
-        return _read(self.spark, self.table.snapshot(version), where, columns)
+        """The rows of the table's newest version in storage (looked up now, as a delta-spark
+        DataFrame is: commits made since, by this handle or anyone, are seen), or of ``version``,
+        as a DataFrame: only files that may match ``where`` are read, DVs are applied, partition
+        columns filled, logical names; the rows are exactly those ``Snapshot.to_pyarrow(where=...)``
+        returns."""
+        snap = self.table.newest_snapshot() if version is None else self.table.snapshot(version)
+        return _read(self.spark, snap, where, columns)
 
     def read_change_feed(
         self, starting_version: Optional[int] = None, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None, *,

@@ -26,6 +26,77 @@ pub fn evaluate(node: &Node, inputs: &[ArrayRef], rows: usize) -> R<ArrayRef> {
     v.expand(rows).map_err(|e| (node.at, e.to_string()))
 }
 
+/// A WHERE condition's value, as `evaluate`; where that fails, again without the rows Spark never
+/// evaluates it on. Spark's optimizer filters first on `IS NOT NULL` of every column that a
+/// top-level conjunct reads only through NULL-intolerant operators (`InferFiltersFromConstraints`):
+/// such a row cannot be selected, so an error on it (`ts > X AND l * 1e11 > 0` overflowing where
+/// `ts` is NULL) is never raised there. Those rows are NULL (not selected) in the result.
+pub fn evaluate_condition(node: &Node, inputs: &[ArrayRef], rows: usize) -> R<ArrayRef> {
+    let first_error = match evaluate(node, inputs, rows) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let mut guarded = Vec::new();
+    conjunct_guards(node, &mut guarded);
+    let keep = BooleanArray::from(
+        (0..rows)
+            .map(|i| guarded.iter().all(|&c| inputs[c].is_valid(i)))
+            .collect::<Vec<bool>>(),
+    );
+    if guarded.is_empty() || keep.true_count() == rows {
+        return Err(first_error);
+    }
+    let sub: Vec<ArrayRef> = inputs
+        .iter()
+        .map(|x| filter(x.as_ref(), &keep))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| (node.at, message(e)))?;
+    let part = evaluate(node, &sub, keep.true_count())?;
+    let none = arrow_array::new_null_array(part.data_type(), 1);
+    let mut j = 0;
+    let pick: Vec<(usize, usize)> = (0..rows)
+        .map(|i| {
+            if keep.value(i) {
+                j += 1;
+                (0, j - 1)
+            } else {
+                (1, 0)
+            }
+        })
+        .collect();
+    interleave(&[part.as_ref(), none.as_ref()], &pick).map_err(|e| (node.at, message(e)))
+}
+
+/// The columns Spark infers `IS NOT NULL` for from a condition: per top-level conjunct, those
+/// reached from it through NULL-intolerant operators only (a NULL operand makes them NULL).
+fn conjunct_guards(n: &Node, out: &mut Vec<usize>) {
+    match &n.kind {
+        Kind::And(a, b) => {
+            conjunct_guards(a, out);
+            conjunct_guards(b, out);
+        }
+        _ => null_intolerant_columns(n, out),
+    }
+}
+
+fn null_intolerant_columns(n: &Node, out: &mut Vec<usize>) {
+    match &n.kind {
+        Kind::Column(i) => out.push(*i),
+        Kind::Not(x) | Kind::Neg(x) | Kind::Cast(x, _) => null_intolerant_columns(x, out),
+        Kind::Like { expr, .. } | Kind::RLike { expr, .. } => null_intolerant_columns(expr, out),
+        Kind::Cmp(op, a, b) if *op != CmpOp::NullSafeEq => {
+            null_intolerant_columns(a, out);
+            null_intolerant_columns(b, out);
+        }
+        Kind::Arith(_, a, b) => {
+            null_intolerant_columns(a, out);
+            null_intolerant_columns(b, out);
+        }
+        // Functions, CASE, IS NULL, OR, fields: not inferred from (conservative).
+        _ => {}
+    }
+}
+
 /// Arrow's messages, in the words of SQL where they differ.
 fn message(e: ArrowError) -> String {
     match e {

@@ -188,7 +188,10 @@ impl RowExpr {
 
     /// TRUE rows: NULL and FALSE are both "not selected".
     pub fn mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
-        let v = self.evaluate(batch)?;
+        let inputs = self.inputs(batch)?;
+        let v = evaluate::evaluate_condition(&self.node, &inputs, batch.num_rows()).map_err(
+            |(at, m)| Error::predicate_problem(&self.text, at, m, PredicateProblem::Evaluation),
+        )?;
         if v.data_type() == &DataType::Null {
             return Ok(BooleanArray::from(vec![false; v.len()])); // `WHERE NULL`
         }

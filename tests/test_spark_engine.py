@@ -217,15 +217,22 @@ def test_merge(spark, pair, name, clauses):
 
 @pytest.mark.parametrize("spark,pair", with_connect([pytest.param(x, id=x) for x in ["flat", "p", "p-dv"]], {"p-dv"}), indirect=True)
 def test_merge_two_source_rows_for_one_target_row_fails(spark, pair):
+    """Delta's rule (api.md, the MERGE builder): a target row that a MATCHED clause would change
+    pairs with one source row only: MergeCardinalityError, nothing written; except when the only
+    MATCHED clause is an unconditional DELETE (the row is deleted once)."""
     layout, a, b = pair
     source = _source([2, 2])
-    with pytest.raises(exc.InvalidArgumentError, match="more than one source row"):
-        docc.Table(a).merge(source, "t.id = s.id", when_matched_delete=True)
-    before = docc.Table(b).version
-    with pytest.raises(exc.InvalidArgumentError, match="more than one source row"):
-        SparkTable(spark, b).merge(spark.createDataFrame(source), "t.id = s.id", when_matched_delete=True)
-    assert docc.Table(b).version == before
-    assert not [p for p in pathlib.Path(b).iterdir() if p.name.startswith("spark-")], "failed work left its output"
+    for clauses in (dict(when_matched_delete="s.x IS NULL OR s.x IS NOT NULL"), dict(when_matched_update={"s": "'u'"})):
+        with pytest.raises(exc.MergeCardinalityError, match="more than one source row"):
+            docc.Table(a).merge(source, "t.id = s.id", **clauses)
+        before = docc.Table(b).version
+        with pytest.raises(exc.MergeCardinalityError, match="more than one source row"):
+            SparkTable(spark, b).merge(spark.createDataFrame(source), "t.id = s.id", **clauses)
+        assert docc.Table(b).version == before
+        assert not [p for p in pathlib.Path(b).iterdir() if p.name.startswith("spark-")], "failed work left its output"
+    ra, rb, before = run_both(spark, a, b, "merge", source, "t.id = s.id", when_matched_delete=True)
+    check_same(layout, a, b, ra, rb, before)
+    assert int(ra.metrics["numTargetRowsDeleted"]) == int(rb.metrics["numTargetRowsDeleted"]) == 1  # id 2: one row, deleted once
 
 
 OVERWRITES = [

@@ -63,10 +63,8 @@ class ArrowEngine:
         # MERGE's rows between matching and writing (see ``match``).
         self._files: List[str] = []
         self._file_rows: List[pa.Table] = []
-        self._joined: Optional[pa.Table] = None
-        self._src: Optional[pa.Table] = None
-        self._delete_mask: Optional[pa.Array] = None
-        self._touched: Optional[pa.Table] = None
+        #: Per clause group, its rows and each row's clause (``_first_clause``).
+        self._sides: Dict[str, Tuple[pa.Table, pa.Array]] = {}
 
     @property
     def lay(self) -> Layout:
@@ -239,67 +237,103 @@ class ArrowEngine:
             hi = pa.scalar(float("nan"), col.type)  # min_max skips NaN, which is above every value (Spark's order)
         return pa.array([mm["min"].as_py(), hi.as_py()], col.type)
 
-    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool) -> _core.RowExpr:
-        return columns.joined(text) if target_readable else columns.source_only(text)
+    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool, source_readable: bool = True) -> _core.RowExpr:
+        return _rows.compile(text, columns.joined_schema(), columns.scopes(target_readable, source_readable))
 
-    def match(self, source: pa.Table, plan: MergePlan[_core.RowExpr]) -> pa.Table:
+    def match(self, source: pa.Table, plan: MergePlan[_core.RowExpr]) -> Matched:
         lay, cols = self.lay, plan.columns
         target_conds = [cols.target_only(sql) for sql in plan.target_only]
-        residual_conds = [cols.joined(sql) for sql in plan.residual]  # compiled before any row is read
-        del_cond = None if not plan.delete or plan.delete is True else cols.joined(plan.delete)
+        residual_conds = [cols.joined(sql) for sql in plan.residual]
+        # Compiled before any row is read: a bad condition reads nothing.
+        conds = {g: [None if c.condition is None else self.merge_expression(cols, c.condition, target_readable=cols.readable(g)[0],
+                                                                            source_readable=cols.readable(g)[1]) for c in plan.group(g)]
+                 for g in _merge.GROUPS}
         self._files = self.txn.scan(plan.read_where, ["path"]).column("path").to_pylist()
         self._file_rows = lay.read_many(self._files, ids=True)
-        target_rows = []
+        every, on_side = [], []
         for i, rows in enumerate(self._file_rows):
-            for cond in target_conds:
+            rows = rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows))
+            every.append(rows)
+            for cond in target_conds:  # a target row failing a target-only conjunct of `on` is unmatched
                 rows = rows.filter(_rows.mask(rows, cond))
-            target_rows.append(rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows)))
-        tgt = concat(target_rows, lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32())))
-        tgt = tgt.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in tgt.column_names])
+            on_side.append(rows)
+        shape = lay.schema.append(pa.field(ROW, pa.uint64())).append(pa.field("__file", pa.int32()))
+
+        def prefixed(t: pa.Table) -> pa.Table:
+            return t.rename_columns([f"t.{n}" if not n.startswith("__") else n for n in t.column_names])
+
+        tgt_all, tgt = prefixed(concat(every, shape)), prefixed(concat(on_side, shape))
         src = source.rename_columns([f"s.{n}" for n in source.column_names]).append_column("__src", arange(source.num_rows, pa.int64()))
         joined = _join(tgt, src, [f"t.{t}" for t, _ in plan.keys], [f"s.{s}" for _, s in plan.keys])
         for cond in residual_conds:
             joined = joined.filter(_rows.mask(joined, cond))
-        delete = _rows.mask(joined, del_cond) if plan.delete else pa.repeat(False, joined.num_rows)
-        self._joined, self._src, self._delete_mask = joined, src, delete
-        pairs = pa.table({"file": joined.column("__file"), "row": joined.column(ROW)})
-        per_row = pairs.group_by(["file", "row"]).aggregate([([], "count_all")])
-        self._touched = pairs if plan.touches_updated else pairs.filter(delete)
-        deleted = pc.sum(delete).as_py() or 0
-        return Matched(pairs.num_rows, deleted, pc.sum(pc.greater(per_row.column("count_all"), 1)).as_py() or 0)
+        paired = _row_keys(joined)
+        unmatched_t = tgt_all.filter(pc.invert(pc.is_in(_row_keys(tgt_all), value_set=paired)))
+        matched_src = joined.column("__src").combine_chunks() if joined.num_rows else pa.array([], pa.int64())
+        unmatched_s = src.filter(pc.invert(pc.is_in(src.column("__src"), value_set=matched_src)))
+        self._sides = {
+            _merge.MATCHED: (joined, _first_clause(joined, conds[_merge.MATCHED])),
+            _merge.NOT_MATCHED_BY_SOURCE: (unmatched_t, _first_clause(unmatched_t, conds[_merge.NOT_MATCHED_BY_SOURCE])),
+            _merge.NOT_MATCHED: (unmatched_s, _first_clause(unmatched_s, conds[_merge.NOT_MATCHED])),
+        }
+        counts = {_merge.UPDATE: 0, _merge.DELETE: 0}
+        repeated = 0
+        for g in (_merge.MATCHED, _merge.NOT_MATCHED_BY_SOURCE):
+            rows, act = self._sides[g]
+            acting = pa.table({"key": _row_keys(rows), "act": act}).filter(pc.is_valid(act))
+            per_row = acting.group_by("key").aggregate([([], "count_all"), ("act", "min")])
+            if g == _merge.MATCHED:
+                repeated = pc.sum(pc.greater(per_row.column("count_all"), 1)).as_py() or 0
+            for k, clause in enumerate(plan.group(g)):
+                counts[clause.action] += pc.sum(pc.equal(per_row.column("act_min"), k)).as_py() or 0
+        return Matched(counts[_merge.UPDATE], counts[_merge.DELETE], repeated)
 
     def write_merge(self, source: pa.Table, plan: MergePlan[_core.RowExpr]) -> int:
         lay = self.lay
-        joined, src, delete, touched = self._joined, self._src, self._delete_mask, self._touched
-        if joined is None or src is None or delete is None or touched is None:
+        if not self._sides:
             raise InvalidArgumentError("MERGE: write_merge before match")
         new_rows: List[pa.Table] = []
         changes: Changes = []
-        if lay.cdf and plan.delete:
-            changes.append((DELETE, _target_side(joined.filter(delete), lay.schema)))
-        if plan.update is not None:
-            changed = joined.filter(pc.invert(delete))
-            new_rows.append(row_tracking.updated(lay.conform(_apply(changed, lay.schema, plan.update, {c: f"t.{c}" for c in lay.schema.names})), changed))
-            if lay.cdf:
-                changes += [(PREIMAGE, _target_side(changed, lay.schema)), (POSTIMAGE, new_rows[-1])]
+        touched: List[pa.Table] = []
+        base = {c: f"t.{c}" for c in lay.schema.names}
+        for g in (_merge.MATCHED, _merge.NOT_MATCHED_BY_SOURCE):
+            rows, act = self._sides[g]
+            for k, clause in enumerate(plan.group(g)):
+                mine = rows.filter(pc.fill_null(pc.equal(act, k), False))
+                if not mine.num_rows:
+                    continue
+                touched.append(pa.table({"file": mine.column("__file"), "row": mine.column(ROW)}))
+                if clause.action == _merge.DELETE:
+                    if lay.cdf:
+                        changes.append((DELETE, _target_side(mine, lay.schema)))
+                    continue
+                assert isinstance(clause.values, dict)
+                changed = row_tracking.updated(lay.conform(_apply(mine, lay.schema, clause.values, base)), mine)
+                new_rows.append(changed)
+                if lay.cdf:
+                    changes += [(PREIMAGE, _target_side(mine, lay.schema)), (POSTIMAGE, changed)]
+        hits = pa.concat_tables(touched) if touched else pa.table({"file": pa.array([], pa.int32()), "row": pa.array([], pa.uint64())})
         for i, path in enumerate(self._files):
-            in_file = touched.filter(pc.equal(touched.column("file"), i))
+            in_file = hits.filter(pc.equal(hits.column("file"), i))
             if in_file.num_rows == 0:
                 continue
             rows = self._file_rows[i]
             hit = pc.is_in(rows.column(ROW), value_set=in_file.column("row").combine_chunks())
             new_rows.insert(0, self._remove_rows(path, rows, hit))
         inserted = 0
-        if plan.insert is not False:
-            matched = joined.column("__src").combine_chunks() if joined.num_rows else pa.array([], pa.int64())
-            unmatched = src.filter(pc.invert(pc.is_in(src.column("__src"), value_set=matched)))
-            if plan.insert is True:
-                ins = source.take(unmatched.column("__src"))
+        unmatched, act = self._sides[_merge.NOT_MATCHED]
+        for k, clause in enumerate(plan.group(_merge.NOT_MATCHED)):
+            mine = unmatched.filter(pc.fill_null(pc.equal(act, k), False))
+            if not mine.num_rows:
+                continue
+            if clause.values is True:
+                ins = source.take(mine.column("__src"))
                 given = [n for n in ins.column_names if find_column(lay.schema.names, n)]
                 new_rows.append(self._new_rows(lay.conform(ins.select(given)), given))
             else:
-                new_rows.append(self._new_rows(lay.conform(_apply(unmatched, lay.schema, plan.insert, {}, "INSERT value")), list(plan.insert)))
-            inserted = unmatched.num_rows
+                assert isinstance(clause.values, dict)
+                new_rows.append(self._new_rows(lay.conform(_apply(mine, lay.schema, clause.values, {}, "INSERT value")), list(clause.values)))
+            inserted += mine.num_rows
             if lay.cdf:
                 changes.append((INSERT, new_rows[-1]))
         lay.write(self.txn, concat(new_rows, lay.schema))
@@ -391,6 +425,36 @@ def _kept(rows: pa.Table, hit: pa.Array) -> pa.Table:
     """The rows a rewrite writes again (where `hit` is not TRUE), without positions."""
     kept = rows.drop_columns([ROW]) if ROW in rows.column_names else rows  # (before the filter: one column less to copy)
     return kept.filter(pc.invert(hit))
+
+
+def _row_keys(rows: pa.Table) -> pa.Array:
+    """One int64 per target row of MERGE's rows (``__file``, ``ROW``): file << 40 | position."""
+    if not rows.num_rows:
+        return pa.array([], pa.int64())
+    f = pc.shift_left(pc.cast(rows.column("__file"), pa.int64()), 40)
+    return pc.bit_wise_or(f, pc.cast(rows.column(ROW), pa.int64())).combine_chunks()
+
+
+def _first_clause(rows: pa.Table, conds: List[Optional[_core.RowExpr]]) -> pa.Array:
+    """Per row, the number (int16) of the first clause whose condition holds (NULL: no clause
+    acts). A condition is evaluated only on the rows no earlier clause took, as Spark's CASE WHEN
+    is."""
+    n = rows.num_rows
+    open_rows = arange(n, pa.int64())
+    taken: List[pa.Array] = []
+    numbers: List[pa.Array] = []
+    for k, cond in enumerate(conds):
+        if not len(open_rows):
+            break
+        hit = pa.repeat(True, len(open_rows)) if cond is None else _rows.mask(rows.take(open_rows), cond)
+        mine = open_rows.filter(hit)
+        taken.append(mine)
+        numbers.append(pa.repeat(pa.scalar(k, pa.int16()), len(mine)))
+        open_rows = open_rows.filter(pc.invert(hit))
+    if not taken:
+        return pa.nulls(n, pa.int16())
+    where = pc.index_in(arange(n, pa.int64()), value_set=pa.concat_arrays(taken))
+    return pa.concat_arrays(numbers).take(where)
 
 
 def _target_side(joined: pa.Table, schema: pa.Schema) -> pa.Table:

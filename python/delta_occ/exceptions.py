@@ -30,6 +30,7 @@ __all__ = [
     "CommitRetriesExceededError",
     "CommitInterruptedError",
     "InvalidArgumentError",
+    "MergeCardinalityError",
     "SchemaMismatchError",
     "ConstraintViolationError",
     "DeltaIOError",
@@ -216,6 +217,11 @@ class CommitInterruptedError(DeltaOccError, KeyboardInterrupt):
 
 class InvalidArgumentError(DeltaOccError, ValueError):
     """A bad argument (unknown column, invalid property value, ...)."""
+
+
+class MergeCardinalityError(InvalidArgumentError):
+    """MERGE: a target row that a MATCHED clause would change pairs with more than one source row
+    (Delta's rule; nothing is written)."""
 
 
 class SchemaMismatchError(InvalidArgumentError):

@@ -13,6 +13,8 @@ from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
+from .merge_builder import MergeBuilder
+from .operations.merge import ClauseSpec
 from .snapshot import Snapshot
 from .time_travel import Instant
 from .transaction import CommitResult, Transaction, stop_using
@@ -352,20 +354,30 @@ class Table:
         app_id: Optional[str] = None,
         app_version: Optional[int] = None,
         rerun_on_conflict: int = 0,
+    ) -> Any:
+        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.operations.merge``).
+        Without clause keywords: a :class:`~delta_occ.merge_builder.MergeBuilder` for any clauses,
+        run by its ``execute(...)`` (which takes the options below). ``schema_mode="merge"`` adds
+        the source columns the table lacks; ``app_id`` / ``app_version`` and ``rerun_on_conflict``
+        as in :meth:`append`. Returns the ``CommitResult`` (the keyword form)."""
+        options: Dict[str, Any] = dict(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts, app_id=app_id, app_version=app_version,
+                       rerun_on_conflict=rerun_on_conflict)
+        aliases = dict(source_alias=source_alias, target_alias=target_alias)
+        if not (when_matched_update or when_matched_delete or when_not_matched_insert):
+            def run(clauses: List[ClauseSpec], mode: Optional[str], given: Dict[str, Any]) -> CommitResult:
+                return self._merge(source, on, dict(aliases, clauses=clauses, schema_mode=mode or schema_mode), **dict(options, **given))
+
+            return MergeBuilder(run)
+        clauses = dict(aliases, when_matched_update=when_matched_update, when_matched_delete=when_matched_delete,
+                       when_not_matched_insert=when_not_matched_insert, schema_mode=schema_mode)
+        return self._merge(source, on, clauses, **options)
+
+    def _merge(
+        self, source: Any, on: str, clauses: Dict[str, Any], *, isolation_level: LevelLike = None, row_level: bool = True,
+        max_attempts: Optional[int] = None, app_id: Optional[str] = None, app_version: Optional[int] = None, rerun_on_conflict: int = 0,
     ) -> CommitResult:
-        """MERGE INTO this table USING ``source`` ON ``on`` (see ``delta_occ.engine.merge``).
-        ``schema_mode="merge"`` adds the source columns the table lacks; ``app_id`` /
-        ``app_version`` and ``rerun_on_conflict`` as in :meth:`append`."""
         app = one_call.app_args(app_id, app_version)
         one_call.rereadable(source, rerun_on_conflict)
-        clauses = dict(
-            source_alias=source_alias,
-            target_alias=target_alias,
-            when_matched_update=when_matched_update,
-            when_matched_delete=when_matched_delete,
-            when_not_matched_insert=when_not_matched_insert,
-            schema_mode=schema_mode,
-        )
         return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts, name="MERGE", app=app, rerun_on_conflict=rerun_on_conflict)
 
     def optimize(

@@ -16,8 +16,10 @@ from .constraints import PREFIX, Rule, check_name, constraint_key, is_constraint
 from .exceptions import InvalidArgumentError
 from .instant import Now
 from .isolation import IsolationLevel
+from .merge_builder import MergeBuilder
 from .operations.bookkeeping import Bookkeeping, Lifecycle
 from .operations.commit_info import OperationRecord
+from .operations.merge import ClauseSpec
 from .snapshot import Snapshot
 
 
@@ -401,9 +403,16 @@ class Transaction(Lifecycle):
         """Stage an UPDATE: ``set`` maps columns to SQL expressions over the row."""
         engine.update(self, where, set)
 
-    def merge(self, source: Any, on: str, **clauses: Any) -> None:
-        """Stage a MERGE (same keywords as ``Table.merge``)."""
+    def merge(self, source: Any, on: str, **clauses: Any) -> Any:
+        """Stage a MERGE (same keywords as ``Table.merge``); without clause keywords, a
+        :class:`~delta_occ.merge_builder.MergeBuilder` whose ``execute()`` stages it."""
+        if not any(clauses.get(k) for k in ("when_matched_update", "when_matched_delete", "when_not_matched_insert")):
+            def run(specs: List[ClauseSpec], mode: Optional[str], _options: Dict[str, Any]) -> None:
+                engine.merge(self, source, on, **dict(clauses, clauses=specs, schema_mode=mode or clauses.get("schema_mode")))
+
+            return MergeBuilder(run, options=False)
         engine.merge(self, source, on, **clauses)
+        return None
 
     def optimize(
         self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None, *, full: bool = False

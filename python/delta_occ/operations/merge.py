@@ -1,19 +1,25 @@
-"""MERGE INTO target USING source ON ``on``: matched target rows are deleted (when
-``when_matched_delete`` is True or its condition holds) or else updated; unmatched source rows
-are inserted. The read is narrowed from the source (concurrency.md §4 rule 7): key values (or key
-ranges) present in the source, plus the condition's target-only conjuncts, worked out by the core
-from the same summary on every engine so that they record the same read."""
+"""MERGE INTO target USING source ON ``on`` with any WHEN clauses, in three groups as Spark SQL
+has them: MATCHED (update or delete a target row the condition pairs with a source row), NOT
+MATCHED (insert a source row no target row pairs with) and NOT MATCHED BY SOURCE (update or
+delete a target row no source row pairs with). In each group the first clause, in call order,
+whose condition holds acts; a row no clause acts on is left alone.
+
+The read is narrowed from the source (concurrency.md §4 rule 7): key values (or key ranges)
+present in the source, plus the condition's target-only conjuncts, worked out by the core from
+the same summary on every engine so that they record the same read. A NOT MATCHED BY SOURCE
+clause reads every target row its condition covers (the whole table without one): a target row
+that fails a target-only part of ``on`` is unmatched, so ``on`` never narrows that read."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Generic, List, Mapping, Optional, Protocol, Tuple, TypeVar, Union
+from typing import Any, Dict, Generic, List, Mapping, Optional, Protocol, Sequence, Tuple, TypeVar, Union
 
 import pyarrow as pa
 
 from .. import _arrow, _core, _rows
 from .._schema import arrow_widens, type_name
-from ..exceptions import InvalidArgumentError, SchemaMismatchError
+from ..exceptions import InvalidArgumentError, MergeCardinalityError, SchemaMismatchError
 from ..instant import Now
 from . import assignments, commit_info
 from .protocols import Engine
@@ -21,10 +27,32 @@ from .protocols import Engine
 #: Above this many distinct source key values MERGE narrows its read by a key range, not a list.
 MERGE_IN_LIST_LIMIT = 1000
 
+#: The clause groups, in the order Spark SQL's MERGE lists them.
+MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "WHEN MATCHED", "WHEN NOT MATCHED", "WHEN NOT MATCHED BY SOURCE"
+GROUPS = (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE)
+#: What a clause does.
+UPDATE, DELETE, INSERT = "UPDATE", "DELETE", "INSERT"
+
 Source = TypeVar("Source")
 Expr = TypeVar("Expr")
 #: Per target key column ``(column, distinct non-null values)`` or ``(column, None, [min, max])``.
 KeySummary = Tuple[Any, ...]
+
+
+@dataclasses.dataclass
+class ClauseSpec:
+    """A WHEN clause as the user gave it (``MergeBuilder`` and the keyword form build these):
+    ``values`` is the SET / INSERT mapping of column to SQL text, ``"*"`` for every column by
+    name (``update_all`` / ``insert_all``), None for DELETE."""
+
+    group: str
+    action: str
+    condition: Optional[str] = None
+    values: Union[None, str, Mapping[str, str]] = None
+
+    def describe(self) -> str:
+        what = f"{self.action} *" if self.values == "*" else self.action
+        return f"{self.group}{' AND ' + self.condition if self.condition else ''} THEN {what}"
 
 
 class MergeColumns:
@@ -44,8 +72,8 @@ class MergeColumns:
             self._joined = (self.target, self.source, schema)
         return self._joined[2]
 
-    def scopes(self, target_readable: bool = True) -> List[_rows.Scope]:
-        return [(self.ta, "t.", target_readable), (self.sa, "s.", True)]
+    def scopes(self, target_readable: bool = True, source_readable: bool = True) -> List[_rows.Scope]:
+        return [(self.ta, "t.", target_readable), (self.sa, "s.", source_readable)]
 
     def joined(self, text: str) -> _core.RowExpr:
         return _rows.compile(text, self.joined_schema(), self.scopes())
@@ -58,11 +86,28 @@ class MergeColumns:
         """A conjunct on target rows alone (named as in the table)."""
         return _rows.compile(text, self.target, [(self.ta, "", True)])
 
+    def readable(self, group: str) -> Tuple[bool, bool]:
+        """(target readable, source readable) in a clause of ``group``."""
+        return (group != NOT_MATCHED, group != NOT_MATCHED_BY_SOURCE)
+
+
+@dataclasses.dataclass
+class Clause(Generic[Expr]):
+    """A WHEN clause checked for its engine: ``condition`` as SQL text (None: always), ``values``
+    resolved to ``{table column: Expr}`` (INSERT ``*``: True, the source's columns the table
+    has, matched by name; DELETE: None)."""
+
+    group: str
+    action: str
+    condition: Optional[str]
+    values: Union[None, bool, Dict[str, Expr]]
+    text: str
+
 
 @dataclasses.dataclass
 class MergePlan(Generic[Expr]):
     """One MERGE, engine-neutral: its condition split by what it reads, its read predicate and
-    its clauses (SET / INSERT values checked by the engine, as ``Expr``)."""
+    its clauses in call order."""
 
     on: str
     columns: MergeColumns
@@ -72,28 +117,27 @@ class MergePlan(Generic[Expr]):
     target_only: List[str]
     residual: List[str]
     read_where: Optional[str]
-    #: True: every matched row is deleted; SQL text: those where it holds; False: none.
-    delete: Union[bool, str]
-    update: Optional[Dict[str, Expr]]
-    #: True: insert the source row's columns the table has; a mapping: those values; False: none.
-    insert: Union[bool, Dict[str, Expr]]
+    clauses: List[Clause[Expr]]
 
+    def group(self, group: str) -> List[Clause[Expr]]:
+        return [c for c in self.clauses if c.group == group]
 
     @property
-    def touches_updated(self) -> bool:
-        """Whether a matched row that is not deleted leaves its file too (it is updated)."""
-        return self.update is not None
+    def only_unconditional_delete(self) -> bool:
+        """Delta's exception to the one-source-row rule: the MATCHED group is one DELETE without
+        a condition (a target row deleted twice is deleted once)."""
+        matched = self.group(MATCHED)
+        return len(matched) == 1 and matched[0].action == DELETE and matched[0].condition is None
 
 
 @dataclasses.dataclass
 class Matched:
-    """What MERGE's join found, counted by the engine (no row reaches the caller)."""
+    """What MERGE's join found, counted by the engine (no row reaches the caller): target rows
+    updated and deleted (by MATCHED and NOT MATCHED BY SOURCE clauses), and target rows that
+    more than one source row would change (MATCHED clauses)."""
 
-    #: (target row, source row) pairs the ON condition matched.
-    pairs: int
-    #: Those the DELETE clause applies to.
+    updated: int
     deleted: int
-    #: Target rows matched by more than one source row.
     repeated: int
 
 
@@ -118,63 +162,145 @@ class Merger(Engine, Protocol[Source, Expr]):
         """[min, max] of a source key as the target column's type (NaN above every value)."""
         ...
 
-    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool) -> Expr:
+    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool, source_readable: bool = True) -> Expr:
         """A clause value checked as the engine evaluates it on joined rows (a NOT MATCHED
-        clause must not read the target)."""
+        clause must not read the target, a NOT MATCHED BY SOURCE one not the source)."""
         ...
 
     def match(self, source: Source, plan: MergePlan[Expr]) -> Matched:
-        """Record the read of ``plan.read_where``, join, and count what matched."""
+        """Record the read of ``plan.read_where``, join, choose each row's clause, and count."""
         ...
 
     def write_merge(self, source: Source, plan: MergePlan[Expr]) -> int:
-        """Remove the matched target rows that are deleted (and, when ``plan.touches_updated``,
-        the others), write the updated ones and the inserted source rows; returns how many were
-        inserted."""
+        """Remove the target rows a clause updates or deletes, write the updated ones and the
+        inserted source rows; returns how many were inserted."""
         ...
+
+
+def keyword_clauses(
+    when_matched_update: Optional[Mapping[str, str]], when_matched_delete: Union[bool, str], when_not_matched_insert: Union[bool, Mapping[str, str]],
+) -> List[ClauseSpec]:
+    """The keyword form of ``Table.merge`` as clauses: a matched row is deleted where
+    ``when_matched_delete`` holds (True: always), else updated; an unmatched source row inserted
+    (True: every column by name)."""
+    out: List[ClauseSpec] = []
+    if when_matched_delete is not False and when_matched_delete is not None:
+        if when_matched_delete is True:
+            if when_matched_update:
+                raise InvalidArgumentError(
+                    "when_matched_delete=True deletes every matched row, so when_matched_update would never act: "
+                    "give when_matched_delete a condition, or drop when_matched_update"
+                )
+            out.append(ClauseSpec(MATCHED, DELETE))
+        elif isinstance(when_matched_delete, str):
+            out.append(ClauseSpec(MATCHED, DELETE, when_matched_delete))
+        else:
+            raise InvalidArgumentError(f"when_matched_delete must be True, False or SQL text, got {type(when_matched_delete).__name__}")
+    if when_matched_update:
+        out.append(ClauseSpec(MATCHED, UPDATE, None, when_matched_update))
+    if when_not_matched_insert is True:
+        out.append(ClauseSpec(NOT_MATCHED, INSERT, None, "*"))
+    elif when_not_matched_insert:
+        out.append(ClauseSpec(NOT_MATCHED, INSERT, None, when_not_matched_insert))
+    return out
 
 
 def merge(
     engine: Merger[Source, Expr], source: Any, on: str, *, source_alias: str = "s", target_alias: str = "t",
     when_matched_update: Optional[Mapping[str, str]] = None, when_matched_delete: Union[bool, str] = False,
     when_not_matched_insert: Union[bool, Mapping[str, str]] = False, schema_mode: Optional[str] = None,
+    clauses: Optional[Sequence[ClauseSpec]] = None,
 ) -> None:
-    """The keywords of ``Table.merge``."""
+    """The keywords of ``Table.merge``, or ``clauses`` (``MergeBuilder``): not both."""
+    if clauses is not None and (when_matched_update or when_matched_delete or when_not_matched_insert):
+        raise InvalidArgumentError("merge: give the clause keywords or a builder's clauses, not both")
+    specs = list(clauses) if clauses is not None else keyword_clauses(when_matched_update, when_matched_delete, when_not_matched_insert)
     now = Now()
-    on, when_matched_delete = now.text(on), now.text(when_matched_delete)
-    when_matched_update, when_not_matched_insert = now.values(when_matched_update), now.values(when_not_matched_insert)
+    on = now.text(on)
+    specs = [ClauseSpec(c.group, c.action, now.text(c.condition), c.values if isinstance(c.values, str) or c.values is None else now.values(c.values)) for c in specs]
     src = engine.merge_source(source)
-    check_merge_clauses(on, when_matched_update, when_matched_delete, when_not_matched_insert)
+    check_merge_clauses(on, specs)
     cols = MergeColumns(engine.schema, engine.source_schema(src), target_alias, source_alias)
     keys, target_only, residual = split_merge_condition(on, cols)
     check_merge_keys(keys, cols)
     src = engine.prepare_source(src, cols, keys, schema_mode)
     read_where = narrowed_predicate([key_summary(engine, src, t, s) for t, s in keys], target_only)
-    update = None
-    if when_matched_update:
-        update = assignments.resolve(
-            engine.schema, when_matched_update, "when_matched_update", lambda text: engine.merge_expression(cols, text, target_readable=True),
-            identity=engine.identity,
-        )
-    insert: Union[bool, Dict[str, Expr]] = when_not_matched_insert is True
-    if when_not_matched_insert and when_not_matched_insert is not True:
-        insert = assignments.resolve(
-            engine.schema, when_not_matched_insert, "when_not_matched_insert",
-            lambda text: engine.merge_expression(cols, text, target_readable=False), assignments.INSERT, identity=engine.identity,
-        )
-    plan = MergePlan(on, cols, keys, target_only, residual, read_where, when_matched_delete, update, insert)
+    read_where = widened_by_source(read_where, specs)
+    checked = [check_clause(engine, cols, c) for c in specs]
+    plan = MergePlan(on, cols, keys, target_only, residual, read_where, checked)
     matched = engine.match(src, plan)
-    check_one_source_row(matched)
-    updated = matched.pairs - matched.deleted if plan.touches_updated else 0
+    check_one_source_row(matched, plan)
     inserted = engine.write_merge(src, plan)
-    engine.record(commit_info.merge(on, read_where, updated, matched.deleted, inserted))
+    engine.record(commit_info.merge(on, read_where, matched.updated, matched.deleted, inserted))
 
 
-def check_merge_clauses(on: Any, update: Any, delete: Any, insert: Any) -> None:
+def check_clause(engine: Merger[Source, Expr], cols: MergeColumns, spec: ClauseSpec) -> Clause[Expr]:
+    """A clause's condition compiled where its group may read (errors before any row is read)
+    and its values resolved against the table."""
+    target_readable, source_readable = cols.readable(spec.group)
+    if spec.condition is not None:
+        engine.merge_expression(cols, spec.condition, target_readable=target_readable, source_readable=source_readable)
+    values: Union[None, bool, Dict[str, Expr]] = None
+    argument = f"{spec.group} THEN {spec.action}"
+
+    def check(text: str) -> Expr:
+        return engine.merge_expression(cols, text, target_readable=target_readable, source_readable=source_readable)
+
+    if spec.action == INSERT:
+        if spec.values == "*":
+            values = True
+        else:
+            values = assignments.resolve(engine.schema, spec.values, argument, check, assignments.INSERT, identity=engine.identity)
+    elif spec.action == UPDATE:
+        set_ = spec.values
+        if set_ == "*":
+            source_names = {f.name.lower(): f.name for f in cols.source}
+            set_ = {f.name: f"{_quoted(cols.sa)}.{_quoted(source_names[f.name.lower()])}" for f in engine.schema
+                    if f.name.lower() in source_names and f.name not in engine.identity}
+            if not set_:
+                raise InvalidArgumentError(f"{argument} *: the source has none of the table's columns {engine.schema.names}")
+        values = assignments.resolve(engine.schema, set_, argument, check, identity=engine.identity)
+    return Clause(spec.group, spec.action, spec.condition, values, spec.describe())
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def widened_by_source(read_where: Optional[str], specs: Sequence[ClauseSpec]) -> Optional[str]:
+    """MERGE's read with NOT MATCHED BY SOURCE clauses: also every target row a clause's
+    condition covers (the whole table when one has none)."""
+    by_source = [c for c in specs if c.group == NOT_MATCHED_BY_SOURCE]
+    if not by_source:
+        return read_where
+    if any(c.condition is None for c in by_source) or read_where is None:
+        return None
+    return " OR ".join(f"({t})" for t in [read_where] + [str(c.condition) for c in by_source])
+
+
+def check_merge_clauses(on: Any, specs: Sequence[ClauseSpec]) -> None:
+    """At least one clause; each group's clauses in an order Spark SQL accepts: only the last may
+    lack a condition (a clause after it could never act); each action allowed in its group."""
     if not isinstance(on, str):
         raise InvalidArgumentError("on must be SQL text")
-    if not (update or delete or insert):
-        raise InvalidArgumentError("merge needs at least one clause (when_matched_update, when_matched_delete, when_not_matched_insert)")
+    if not specs:
+        raise InvalidArgumentError(
+            "merge needs at least one clause (when_matched_update / _delete, when_not_matched_insert, "
+            "when_not_matched_by_source_update / _delete)"
+        )
+    allowed = {MATCHED: (UPDATE, DELETE), NOT_MATCHED: (INSERT,), NOT_MATCHED_BY_SOURCE: (UPDATE, DELETE)}
+    for group in GROUPS:
+        mine = [c for c in specs if c.group == group]
+        for k, c in enumerate(mine):
+            if c.action not in allowed[group]:
+                raise InvalidArgumentError(f"{group} THEN {c.action} is not a MERGE clause")
+            if c.condition is not None and not isinstance(c.condition, str):
+                raise InvalidArgumentError(f"the condition of {c.describe()} must be SQL text, got {type(c.condition).__name__}")
+            if c.condition is None and k < len(mine) - 1:
+                raise InvalidArgumentError(
+                    f"{c.describe()} has no condition but is not the last {group} clause: the clauses after it "
+                    f"({', '.join(x.describe() for x in mine[k + 1:])}) could never act; give it a condition or move it last"
+                )
 
 
 def split_merge_condition(on: str, cols: MergeColumns) -> Tuple[List[Tuple[str, str]], List[str], List[str]]:
@@ -228,15 +354,18 @@ def narrowed_predicate(summaries: List[KeySummary], target_only: List[str]) -> O
     return _core.merge_read_predicate(keys, list(target_only))
 
 
-def check_one_source_row(matched: Matched) -> None:
-    """A target row may match at most one source row (Delta's rule)."""
-    if matched.repeated:
-        raise InvalidArgumentError(
-            f"MERGE: {matched.repeated} target row(s) matched more than one source row; make the source unique on the merge keys"
+def check_one_source_row(matched: Matched, plan: MergePlan[Any]) -> None:
+    """A target row that a MATCHED clause would change may pair with one source row only
+    (Delta's rule; not when the MATCHED group is one unconditional DELETE)."""
+    if matched.repeated and not plan.only_unconditional_delete:
+        raise MergeCardinalityError(
+            f"MERGE: {matched.repeated} target row(s) matched more than one source row that a MATCHED clause would "
+            "change them by; make the source unique on the merge keys (nothing was written)"
         )
 
 
 __all__ = [
-    "MERGE_IN_LIST_LIMIT", "MergeColumns", "MergePlan", "Matched", "Merger", "merge", "check_merge_clauses", "split_merge_condition",
-    "check_merge_keys", "key_summary", "narrowed_predicate", "check_one_source_row",
+    "MERGE_IN_LIST_LIMIT", "MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "GROUPS", "UPDATE", "DELETE", "INSERT", "ClauseSpec",
+    "Clause", "MergeColumns", "MergePlan", "Matched", "Merger", "keyword_clauses", "merge", "check_clause", "widened_by_source",
+    "check_merge_clauses", "split_merge_condition", "check_merge_keys", "key_summary", "narrowed_predicate", "check_one_source_row",
 ]

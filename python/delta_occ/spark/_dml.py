@@ -43,7 +43,7 @@ _BIN_ORDER = "__delta_occ_order"
 _BIN = "__delta_occ_bin"
 _CURVE = "__delta_occ_curve"
 _PAIRS = "__delta_occ_pairs"
-_DELETES = "__delta_occ_deletes"
+_ACT = "__delta_occ_clause"
 
 
 class SparkEngine:
@@ -62,11 +62,11 @@ class SparkEngine:
         # MERGE's frames between matching and writing (see ``match``).
         self._target: Optional[DataFrame] = None
         self._joined: Optional[DataFrame] = None
-        self._is_del: Optional[Column] = None
+        self._by_source: Optional[DataFrame] = None
+        self._by_target: Optional[DataFrame] = None
         self._on: Optional[Column] = None
         self._plan: Optional[ScanPlan] = None
         self._target_alias = "t"
-        self._updated = 0
         self._hits: Dict[int, FileHits] = {}
         self._touched_rows: Optional[DataFrame] = None
 
@@ -203,8 +203,8 @@ class SparkEngine:
         bounds = keys.agg(F.min("k").alias("lo"), F.max("k").alias("hi")).toArrow()  # Spark's max puts NaN on top
         return pa.concat_arrays([bounds.column("lo").combine_chunks(), bounds.column("hi").combine_chunks()])
 
-    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool) -> Compiled:
-        return Compiled(text, columns.joined_schema(), columns.scopes(target_readable))
+    def merge_expression(self, columns: MergeColumns, text: str, *, target_readable: bool, source_readable: bool = True) -> Compiled:
+        return Compiled(text, columns.joined_schema(), columns.scopes(target_readable, source_readable))
 
     def _joined_column(self, columns: MergeColumns) -> Resolver:
         """A column of the joined schema (``t.<name>``, ``s.<name>``: ``MergeColumns``) as the
@@ -216,71 +216,105 @@ class SparkEngine:
 
         return resolve
 
+    def _first_clause(self, plan: MergePlan[Compiled], group: str, resolve: Resolver, offset: int = 0) -> Column:
+        """The number (``offset`` + place in the group) of the first clause of ``group`` whose
+        condition holds, NULL where none does: a CASE WHEN, so a condition is evaluated only on
+        the rows no earlier clause took (as the embedded engine does)."""
+        cols = plan.columns
+        target_readable, source_readable = cols.readable(group)
+        out: Optional[Column] = None
+        for k, clause in enumerate(plan.group(group)):
+            cond = F.lit(True) if clause.condition is None else self.merge_expression(
+                cols, clause.condition, target_readable=target_readable, source_readable=source_readable).condition(resolve)
+            out = F.when(cond, F.lit(offset + k)) if out is None else out.when(cond, F.lit(offset + k))
+        return F.lit(None).cast("int") if out is None else out
+
     def match(self, source: DataFrame, plan: MergePlan[Compiled]) -> Matched:
         cols = plan.columns
         resolve = self._joined_column(cols)
         on = Compiled(plan.on, cols.joined_schema(), cols.scopes())  # compiled before any row is read
-        delete = Compiled(plan.delete, cols.joined_schema(), cols.scopes()) if isinstance(plan.delete, str) else None
+        for clause in plan.clauses:
+            if clause.condition is not None:
+                self.merge_expression(cols, clause.condition, target_readable=cols.readable(clause.group)[0],
+                                      source_readable=cols.readable(clause.group)[1])
         self._target_alias = cols.ta
         self._plan = self._scan(plan.read_where)
         # (an empty plan gives an empty frame)
         self._target = target = read_plan(self.spark, self._plan, positions=True, ids=self.lay.row_id_columns)
         t, s = target.alias(cols.ta), source.alias(cols.sa)
         self._on = on.filter(resolve)
-        self._joined = joined = t.join(s, self._on, "inner")
-        is_del: Column = delete.condition(resolve) if delete is not None else F.lit(plan.delete is True)
-        self._is_del = is_del
-        # Per matched target row: its pairs and deleting pairs; summed up per file on the executors.
-        pairs = joined.select(self._tq(FILE).alias(FILE), self._tq(ROW).alias(ROW), F.when(is_del, 1).otherwise(0).alias(_DELETES))
-        per_row = pairs.groupBy(FILE, ROW).agg(F.count(F.lit(1)).alias(_PAIRS), F.sum(_DELETES).alias(_DELETES))
-        touched = F.lit(True) if plan.touches_updated else F.col(_DELETES) > 0
-        totals = {"pairs": F.col(_PAIRS), "deleted": F.col(_DELETES), "repeated": F.when(F.col(_PAIRS) > 1, 1).otherwise(0)}
+        matched_n = len(plan.group(_merge.MATCHED))
+        # Each side's rows with their clause: matched pairs (clauses 0..), target rows without a
+        # pair (NOT MATCHED BY SOURCE: clauses after the MATCHED ones), source rows without one.
+        self._joined = joined = t.join(s, self._on, "inner").withColumn(_ACT, self._first_clause(plan, _merge.MATCHED, resolve))
+        self._by_source = by_source = t.join(s, self._on, "left_anti").withColumn(
+            _ACT, self._first_clause(plan, _merge.NOT_MATCHED_BY_SOURCE, resolve, matched_n))
+        self._by_target = s.join(t, self._on, "left_anti").withColumn(_ACT, self._first_clause(plan, _merge.NOT_MATCHED, resolve))
+        # Per target row: how many source rows would change it, and the clause that does.
+        per_row = joined.select(self._tq(FILE).alias(FILE), self._tq(ROW).alias(ROW), F.col(_ACT)).groupBy(FILE, ROW).agg(
+            F.count(F.col(_ACT)).alias(_PAIRS), F.min(F.col(_ACT)).alias(_ACT))
+        if plan.group(_merge.NOT_MATCHED_BY_SOURCE):
+            per_row = per_row.unionByName(by_source.select(
+                self._tq(FILE).alias(FILE), self._tq(ROW).alias(ROW), F.when(F.col(_ACT).isNotNull(), 1).otherwise(0).alias(_PAIRS), F.col(_ACT)))
+        numbered = plan.group(_merge.MATCHED) + plan.group(_merge.NOT_MATCHED_BY_SOURCE)
+        updates = [k for k, c in enumerate(numbered) if c.action == _merge.UPDATE]
+        deletes = [k for k, c in enumerate(numbered) if c.action == _merge.DELETE]
+        totals = {
+            "updated": F.when(F.col(_ACT).isin(*updates), 1).otherwise(0) if updates else F.lit(0),
+            "deleted": F.when(F.col(_ACT).isin(*deletes), 1).otherwise(0) if deletes else F.lit(0),
+            "repeated": F.when(F.col(_PAIRS) > 1, 1).otherwise(0),
+        }
+        touched = F.col(_ACT).isNotNull()
         with self.ctx.timed("spark"):
             self._hits, sums = summarise(per_row, self.lay.dv_enabled, touched, totals)
         self._touched_rows = per_row.filter(touched).select(FILE, ROW)
-        self._updated = sums["pairs"] - sums["deleted"]
-        return Matched(sums["pairs"], sums["deleted"], sums["repeated"])
+        return Matched(sums["updated"], sums["deleted"], sums["repeated"])
 
     def _tq(self, name: str) -> Column:
         """A target column of the joined rows."""
         return F.col(f"{quote(self._target_alias)}.{quote(name)}")
 
     def write_merge(self, source: DataFrame, plan: MergePlan[Compiled]) -> int:
-        if self._plan is None or self._target is None or self._joined is None or self._is_del is None or self._on is None or self._touched_rows is None:
+        if self._plan is None or self._target is None or self._joined is None or self._by_source is None or self._by_target is None \
+                or self._touched_rows is None:
             raise InvalidArgumentError("MERGE: write_merge before match")
         cols = plan.columns
-        target, joined = self._target, self._joined
-        t, s = target.alias(cols.ta), source.alias(cols.sa)
+        target = self._target
         resolve = self._joined_column(cols)
         with self.ctx.timed("driver"):
             rewrite = self._stage_hits(self._plan, self._hits)
         parts: List[DataFrame] = []
         names = [f.name for f in self.schema]
         changes: List[Tuple[str, DataFrame]] = []
-        def target_rows(cond: Column) -> DataFrame:  # the target side of joined rows, as table rows
-            return joined.filter(cond).select(*[self._tq(c).alias(c) for c in names])
-
-        if self.lay.cdf and plan.delete:
-            changes.append((DELETE, target_rows(self._is_del)))
-        if plan.update is not None and self._updated:
-            parts.append(self._project(joined.filter(~self._is_del), plan.update, {c: self._tq(c) for c in names}, resolve, ids=_ids_of(target, self._tq)))
+        ids = _ids_of(target, self._tq)
+        numbered = [(self._joined, c) for c in plan.group(_merge.MATCHED)] + [(self._by_source, c) for c in plan.group(_merge.NOT_MATCHED_BY_SOURCE)]
+        for k, (rows, clause) in enumerate(numbered):
+            mine = rows.filter(F.col(_ACT) == k)
+            if clause.action == _merge.DELETE:
+                if self.lay.cdf:
+                    changes.append((DELETE, mine.select(*[self._tq(c).alias(c) for c in names])))
+                continue
+            assert isinstance(clause.values, dict)
+            parts.append(self._project(mine, clause.values, {c: self._tq(c) for c in names}, resolve, ids=ids))
             if self.lay.cdf:
-                changes += [(PREIMAGE, target_rows(~self._is_del)), (POSTIMAGE, parts[-1])]
+                changes += [(PREIMAGE, mine.select(*[self._tq(c).alias(c) for c in names])), (POSTIMAGE, parts[-1])]
         if rewrite:  # the rewritten files' untouched rows, found on the executors
             parts.append(target.filter(_in_files(rewrite)).join(self._touched_rows, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))
         inserted = 0
-        if plan.insert is not False:
-            unmatched = s.join(t, self._on, "left_anti")
-            if plan.insert is True:
+        for k, clause in enumerate(plan.group(_merge.NOT_MATCHED)):
+            unmatched = self._by_target.filter(F.col(_ACT) == k)
+            if clause.values is True:
                 given = [c for c in source.columns if find_column(self.schema.names, c)]
-                ins = new_rows(self.txn, self.lay, conform(unmatched.select(*[col(c) for c in given]), self.lay), given)
+                ins = new_rows(self.txn, self.lay, conform(unmatched.select(*[F.col(f"{quote(cols.sa)}.{quote(c)}").alias(c) for c in given]), self.lay), given)
             else:
+                assert isinstance(clause.values, dict)
                 base = {f.name: F.lit(None).cast(f.dataType) for f in self.ctx.logical.fields}
-                ins = new_rows(self.txn, self.lay, self._project(unmatched, plan.insert, base, resolve), list(plan.insert))
+                ins = new_rows(self.txn, self.lay, self._project(unmatched, clause.values, base, resolve), list(clause.values))
             if self.lay.cdf:
                 ins = ins.localCheckpoint()  # written twice (data, changes): the same rows both times
-            inserted = ins.count()
-            if inserted:
+            n = ins.count()
+            if n:
+                inserted += n
                 parts.append(ins)
                 if self.lay.cdf:
                     changes.append((INSERT, ins))

@@ -406,7 +406,7 @@ class Transaction(Lifecycle):
     def merge(self, source: Any, on: str, **clauses: Any) -> Any:
         """Stage a MERGE (same keywords as ``Table.merge``); without clause keywords, a
         :class:`~delta_occ.merge_builder.MergeBuilder` whose ``execute()`` stages it."""
-        if not any(clauses.get(k) for k in ("when_matched_update", "when_matched_delete", "when_not_matched_insert")):
+        if clauses.get("clauses") is None and not any(clauses.get(k) for k in ("when_matched_update", "when_matched_delete", "when_not_matched_insert")):
             def run(specs: List[ClauseSpec], mode: Optional[str], _options: Dict[str, Any]) -> None:
                 engine.merge(self, source, on, **dict(clauses, clauses=specs, schema_mode=mode or clauses.get("schema_mode")))
 

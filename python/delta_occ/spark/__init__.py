@@ -28,7 +28,9 @@ from .._write import Layout
 from ..exceptions import InvalidArgumentError
 from ..instant import Now
 from ..isolation import IsolationLevel
+from ..merge_builder import MergeBuilder
 from ..operations.bookkeeping import Lifecycle
+from ..operations.merge import ClauseSpec
 from ..snapshot import Snapshot
 from ..table import PathLike, Table, create_handle
 from ..time_travel import Instant
@@ -163,8 +165,17 @@ class SparkTransaction(Lifecycle):
     def update(self, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
         self._run(_dml.update, where, set)
 
-    def merge(self, source: DataFrame, on: str, **clauses: Any) -> None:
-        self._run(_dml.merge, check_frame(self.spark, source, "source"), on, **clauses)
+    def merge(self, source: DataFrame, on: str, **clauses: Any) -> Any:
+        """Stage a MERGE (the keywords of ``Table.merge``); without clause keywords, a
+        :class:`~delta_occ.merge_builder.MergeBuilder` whose ``execute()`` stages it."""
+        source = check_frame(self.spark, source, "source")
+        if clauses.get("clauses") is None and not any(clauses.get(k) for k in ("when_matched_update", "when_matched_delete", "when_not_matched_insert")):
+            def run(specs: List[ClauseSpec], mode: Optional[str], _options: Dict[str, Any]) -> None:
+                self._run(_dml.merge, source, on, **dict(clauses, clauses=specs, schema_mode=mode))
+
+            return MergeBuilder(run, options=False)
+        self._run(_dml.merge, source, on, **clauses)
+        return None
 
     def optimize(
         self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None, *, full: bool = False
@@ -424,15 +435,26 @@ class SparkTable:
         app_id: Optional[str] = None,
         app_version: Optional[int] = None,
         rerun_on_conflict: int = 0,
+    ) -> Any:
+        """MERGE INTO this table USING ``source`` ON ``on`` (the keywords of ``Table.merge``);
+        without clause keywords, a :class:`~delta_occ.merge_builder.MergeBuilder` whose
+        ``execute(...)`` takes the options and returns the ``CommitResult``."""
+        options: Dict[str, Any] = dict(isolation_level=isolation_level, row_level=row_level, max_attempts=max_attempts, app_id=app_id,
+                                       app_version=app_version, rerun_on_conflict=rerun_on_conflict)
+        aliases = dict(source_alias=source_alias, target_alias=target_alias)
+        if not (when_matched_update or when_matched_delete or when_not_matched_insert):
+            def run(specs: List[ClauseSpec], mode: Optional[str], given: Dict[str, Any]) -> CommitResult:
+                return self._merge(source, on, dict(aliases, clauses=specs, schema_mode=mode), **dict(options, **given))
+
+            return MergeBuilder(run)
+        clauses = dict(aliases, when_matched_update=when_matched_update, when_matched_delete=when_matched_delete,
+                       when_not_matched_insert=when_not_matched_insert)
+        return self._merge(source, on, clauses, **options)
+
+    def _merge(
+        self, source: DataFrame, on: str, clauses: Dict[str, Any], *, isolation_level: LevelLike = None, row_level: bool = True,
+        max_attempts: Optional[int] = None, app_id: Optional[str] = None, app_version: Optional[int] = None, rerun_on_conflict: int = 0,
     ) -> CommitResult:
-        """MERGE INTO this table USING ``source`` ON ``on`` (the keywords of ``Table.merge``)."""
-        clauses = dict(
-            source_alias=source_alias,
-            target_alias=target_alias,
-            when_matched_update=when_matched_update,
-            when_matched_delete=when_matched_delete,
-            when_not_matched_insert=when_not_matched_insert,
-        )
         app = one_call.app_args(app_id, app_version)
         return self._one("merge", (source, on), clauses, isolation_level, row_level, max_attempts, name="MERGE", app=app, rerun_on_conflict=rerun_on_conflict)
 

@@ -575,7 +575,10 @@ impl Compiler<'_> {
         let refuse = || {
             self.error(
                 at,
-                format!("a NOT MATCHED clause cannot reference target column {shown}"),
+                format!(
+                    "this MERGE clause cannot reference {shown}: a NOT MATCHED clause reads only \
+                     source columns, a NOT MATCHED BY SOURCE clause only target columns"
+                ),
             )
         };
         let names = || {

@@ -114,3 +114,26 @@ def test_driver_gets_no_row_per_touched_row(spark, dv_table, collected, op):
     # DVs, not rewrites: both base files stay, with 25,000 rows each in their DV.
     files = docc.Table(dv_table).snapshot().files()
     assert sorted(c for c in files.column("dv_cardinality").to_pylist() if c) == [N // 4] * FILES
+
+
+def test_add_constraint_is_checked_by_the_executors(spark, dv_table, monkeypatch):
+    """Issue 43: the existing rows are checked by one Spark aggregation, not on the driver (the
+    embedded check and the embedded column read are made to fail). Expected from the data: v = id
+    over range(N) in FILES files, so `v < 50000` breaks for ids 50,000..99,999, the first of them
+    in scan order id 50,000."""
+    from delta_occ import engine
+    from delta_occ import exceptions as exc
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the embedded engine read the table")
+
+    monkeypatch.setattr(engine, "check_rules", not_here)
+    monkeypatch.setattr(engine.ArrowWholeTable, "bounds", not_here)
+    st = spark_mod.SparkTable(spark, dv_table)
+    st.delete("id % 10 = 0")  # deleted rows must not count
+    with pytest.raises(exc.ConstraintViolationError) as info:
+        st.add_constraint("small", "v < 50000")
+    assert (info.value.rows, info.value.row) == (N // 2 - N // 20, {"v": 50_001})
+    assert docc.Table(dv_table).snapshot().properties.get("delta.constraints.small") is None
+    st.add_constraint("non_negative", "v >= 0")
+    assert docc.Table(dv_table).snapshot().properties["delta.constraints.non_negative"] == "v >= 0"

@@ -15,7 +15,7 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -547,6 +547,34 @@ def merge(txn: Staging, source: Any, on: str, **clauses: Any) -> None:
     _merge.merge(ArrowEngine(txn), source, on, **clauses)
 
 
+class WholeTable(Protocol):
+    """Reads of every live row a transaction must make (``Transaction.whole_table``)."""
+
+    def check_rules(self, rules: Sequence[Rule]) -> None:
+        """Record a read of the whole table; ConstraintViolationError for a live row a rule is
+        not TRUE on."""
+        ...
+
+    def bounds(self, column: str) -> Tuple[Any, Any]:
+        """(min, max) of a column over the live rows (None, None without a value)."""
+        ...
+
+
+class ArrowWholeTable:
+    """``WholeTable`` on the embedded engine (the rows come to this process)."""
+
+    def __init__(self, txn: Any) -> None:
+        self.txn = txn
+
+    def check_rules(self, rules: Sequence[Rule]) -> None:
+        check_rules(self.txn, rules)
+
+    def bounds(self, column: str) -> Tuple[Any, Any]:
+        values = self.txn.snapshot.to_pyarrow(columns=[column]).column(column)
+        mm = pc.min_max(values)
+        return mm["min"].as_py(), mm["max"].as_py()
+
+
 def check_rules(txn: Staging, rules: Sequence[Rule]) -> None:
     """Record a read of the whole table and raise ConstraintViolationError for the first live
     row a rule is not TRUE on (PredicateError for a rule the core cannot compile: it could never
@@ -577,4 +605,4 @@ def purge(txn: Staging) -> int:
     return _optimize.purge(ArrowEngine(txn))
 
 
-__all__ = ["ArrowEngine", "append", "overwrite", "delete", "update", "merge", "optimize", "purge", "check_rules"]
+__all__ = ["ArrowEngine", "WholeTable", "ArrowWholeTable", "append", "overwrite", "delete", "update", "merge", "optimize", "purge", "check_rules"]

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import pyarrow as pa
 
-from . import _core, change_feed, constraints, one_call, time_travel
+from . import _core, change_feed, constraints, engine, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
@@ -87,6 +87,9 @@ class Table:
     #: ``commit()`` (at 1M files that replay is 0.04-0.4 s, and a process that only commits never
     #: needs it; a failure to read it is not the commit's failure).
     _behind = False
+    #: Who reads every live row for this table's transactions where they must (a new CHECK
+    #: constraint, SYNC IDENTITY): the embedded engine; a ``SparkTable`` puts Spark here.
+    whole_table: Callable[[Transaction], "engine.WholeTable"] = engine.ArrowWholeTable
 
     def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
         self._h = _core.TableHandle.open(table_location(path), storage_options_arg(storage_options))

@@ -7,7 +7,6 @@ import json
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import _arrow, _core, engine, identity
 from ._args import int_arg
@@ -117,6 +116,9 @@ class Transaction(Lifecycle):
         #: The operations engines staged here and the files they wrote for it (removed again when
         #: it does not commit).
         self.bookkeeping = Bookkeeping()
+        #: Who reads every live row where this transaction must (a new CHECK constraint, SYNC
+        #: IDENTITY): the embedded engine, or Spark's executors on a Spark transaction.
+        self.whole_table: engine.WholeTable = table.whole_table(self) if table is not None else engine.ArrowWholeTable(self)
 
     def __repr__(self) -> str:
         return f"Transaction(read_version={self.read_version}, state={self.state!r}, isolation_level={self.isolation_level.value})"
@@ -279,7 +281,7 @@ class Transaction(Lifecycle):
                     f"adding {rules[0].describe()} checks the existing rows, which needs a Serializable transaction "
                     f"(this one is {self.isolation_level.value}): begin(isolation_level='Serializable')"
                 )
-            engine.check_rules(self, rules)
+            self.whole_table.check_rules(rules)
         self._h.set_properties(props)
 
     def add_constraint(self, name: str, expr: str) -> None:
@@ -343,10 +345,8 @@ class Transaction(Lifecycle):
             raise InvalidArgumentError(f"sync_identity: {column!r} is not an identity column (identity columns: {sorted(columns)})")
         c = columns[column]
         self.read_whole_table()
-        values = self.snapshot.to_pyarrow(columns=[column]).column(column)
-        bounds = pc.min_max(values)
-        extreme = (bounds["max"] if c.step > 0 else bounds["min"]).as_py()
-        mark = identity.synced_mark(c, extreme)
+        low, high = self.whole_table.bounds(column)
+        mark = identity.synced_mark(c, high if c.step > 0 else low)
         if mark is not None and mark != c.high_water_mark:
             self.set_column_metadata(column, {identity.HIGH_WATER_MARK: mark})
         return mark

@@ -14,6 +14,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError("delta_occ.spark needs pyspark: pip install 'delta-occ[spark]'") from e
 
 import contextlib
+import functools
 import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
@@ -41,6 +42,7 @@ from ._columns import logical_schema
 from ._rowexpr import ansi, compile_where, evaluating
 from ._scan import ScanPlan, check_columns, files_for, read_plan
 from ._session import Session, check_frame, check_session, using
+from ._whole_table import SparkWholeTable
 from ._write import Job
 
 
@@ -224,6 +226,7 @@ class SparkTable:
         Connect, the server's executors, and this process too (it reads the log and footers)."""
         self.spark = check_session(spark)
         self.table = Table(path, storage_options)
+        self.table.whole_table = functools.partial(SparkWholeTable, self.spark)
         #: As given (the location's credentials: kept for :meth:`foreach_batch_sink`).
         self.storage_options: Optional[Mapping[str, str]] = storage_options
 
@@ -249,6 +252,7 @@ class SparkTable:
         st = cls.__new__(cls)
         st.spark = spark
         st.table = Table.from_handle(create_handle(path, schema_json, partition_by, properties, name, storage_options, cluster_by))
+        st.table.whole_table = functools.partial(SparkWholeTable, st.spark)
         st.storage_options = storage_options
         return st
 
@@ -483,7 +487,8 @@ class SparkTable:
         return self.table.set_clustering(columns, max_attempts=max_attempts)
 
     def sync_identity(self, column: str, *, max_attempts: Optional[int] = None) -> CommitResult:
-        """``Table.sync_identity`` (the column's extreme is read on the driver)."""
+        """``Table.sync_identity``: the column's extreme is found by Spark's executors (one row to
+        the driver)."""
         return self.table.sync_identity(column, max_attempts=max_attempts)
 
     def drop_feature(self, name: str, *, max_attempts: Optional[int] = None) -> CommitResult:
@@ -498,8 +503,9 @@ class SparkTable:
         return self.table.drop_feature(name, max_attempts=max_attempts, cleanup=cleanup)
 
     def add_constraint(self, name: str, expr: str, *, max_attempts: Optional[int] = None) -> CommitResult:
-        """``Table.add_constraint``: the existing rows are checked on the driver (the embedded
-        engine reads the columns the constraint uses); Spark's writes enforce it afterwards."""
+        """``Table.add_constraint``: the existing rows are checked by Spark's executors (one
+        aggregation: how many rows break it and the first in scan order); Spark's writes enforce
+        it afterwards."""
         return self.table.add_constraint(name, expr, max_attempts=max_attempts)
 
     def drop_constraint(self, name: str, *, if_exists: bool = False, max_attempts: Optional[int] = None) -> CommitResult:

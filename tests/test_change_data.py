@@ -242,6 +242,12 @@ def test_spark_feed_matches_the_model(spark, tmp_path, dv, partitioned):
     assert sorted(r["_change_type"] for r in df.collect()) == sorted(
         k for c in changes[1:3] for k, rows in c.items() for _ in rows
     )
+    # The whole feed read by the executors equals the embedded reader's (checked against the
+    # model above), commit by commit.
+    def key(r):
+        return (r["id"], r["v"], r["p"], r["_change_type"], r["_commit_version"])
+    assert collections.Counter(key(r) for r in st.read_change_feed(1).collect()) == collections.Counter(key(r) for r in t.read_change_feed(1).to_pylist())
+    assert st.read_change_feed(1, columns=["id"]).columns == ["id", "_change_type", "_commit_version", "_commit_timestamp"]
 
 
 def test_spark_append_then_change_in_one_transaction_is_refused(spark, tmp_path):

@@ -7,6 +7,7 @@ What writers record is ``change_data``'s."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
 from urllib.parse import unquote
@@ -36,11 +37,44 @@ class FeedSource(Protocol):
     def snapshot(self, version: Optional[int] = None) -> Snapshot: ...
 
 
-def read(table: FeedSource, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
-    """The feed of commits ``starting_version`` .. ``ending_version`` (the latest when None),
-    in version order, as one Arrow table of the end version's columns (or ``columns``) plus
-    ``_change_type``, ``_commit_version``, ``_commit_timestamp``. A version in the range whose
-    table did not have the feed on is an InvalidArgumentError, as is an empty range."""
+@dataclasses.dataclass
+class CommitChanges:
+    """Where one commit's changes are: its change-data files (``cdc``: their actions, read with
+    ``layout``), or else its data files: ``removed`` paths (rows as of the version before, with
+    ``before``), of which ``readded`` are the same file with a larger DV (only the rows the new
+    DV hides are deletes), and ``added`` paths (inserts, with ``layout``)."""
+
+    version: int
+    timestamp_ms: int
+    layout: Layout
+    cdc: List[Mapping[str, Any]]
+    before: Optional[Layout] = None
+    removed: List[str] = dataclasses.field(default_factory=list)
+    readded: List[str] = dataclasses.field(default_factory=list)
+    added: List[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class FeedPlan:
+    """The commits of a feed read that changed rows, in version order, and the columns the
+    feed's rows have (the end version's, or those asked for)."""
+
+    schema: pa.Schema
+    commits: List[CommitChanges]
+    #: The end version's schema as Delta JSON (its Spark types: ``delta_occ.spark``).
+    schema_json: str
+
+    @property
+    def result_schema(self) -> pa.Schema:
+        return self.schema.append(pa.field(CHANGE_TYPE, pa.string())).append(pa.field(COMMIT_VERSION, pa.int64())).append(
+            pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC"))
+        )
+
+
+def plan(table: FeedSource, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> FeedPlan:
+    """Which files hold the feed of commits ``starting_version`` .. ``ending_version`` (the
+    latest when None). A version in the range whose table did not have the feed on is an
+    InvalidArgumentError, as is an empty range. Every engine reads the feed from this plan."""
     latest = table.refresh()
     end = latest if ending_version is None else _version_arg("ending_version", ending_version)
     start = _version_arg("starting_version", starting_version)
@@ -66,28 +100,41 @@ def read(table: FeedSource, starting_version: int, ending_version: Optional[int]
                 )
         return layouts[version]
 
-    parts: List[pa.Table] = []
+    commits: List[CommitChanges] = []
     for version in range(start, end + 1):
         summary = table.handle.commit_summary(version)
         if summary is None:
             raise VersionNotFoundError(f"commit {version} of {table.path} is not in the log (cleaned up?)", table=table.path, version=version)
-        changes = _commit_changes(summary, version, layout)
-        if not changes:
-            continue
+        cdc = summary.get("cdc") or []
         ts = _commit_timestamp(summary)
-        for kind, rows in changes:
+        if cdc:
+            commits.append(CommitChanges(version, ts, layout(version), list(cdc)))
+            continue
+        removed = sorted({r["path"] for r in summary["removed"] if r["data_change"]})
+        added = {a["path"] for a in summary["added"] if a["data_change"]}
+        if not removed and not added:
+            continue
+        commits.append(CommitChanges(version, ts, layout(version), [], layout(version - 1) if removed else None, removed,
+                                     [p for p in removed if p in added], sorted(added - set(removed))))
+    return FeedPlan(out_schema, commits, table.snapshot(end).handle.schema_json)
+
+
+def read(table: FeedSource, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
+    """The feed (see ``plan``) read by this process, in version order, as one Arrow table of the
+    plan's columns plus ``_change_type``, ``_commit_version``, ``_commit_timestamp``."""
+    feed = plan(table, starting_version, ending_version, columns)
+    parts: List[pa.Table] = []
+    for commit in feed.commits:
+        for kind, rows in _commit_changes(commit):
             if not rows.num_rows:
                 continue
-            rows = _as(rows, out_schema)
+            rows = _as(rows, feed.schema)
             n = rows.num_rows
             rows = rows.append_column(pa.field(CHANGE_TYPE, pa.string()), pa.repeat(pa.scalar(kind), n))
-            rows = rows.append_column(pa.field(COMMIT_VERSION, pa.int64()), pa.repeat(pa.scalar(version, pa.int64()), n))
-            rows = rows.append_column(pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC")), pa.repeat(pa.scalar(ts * 1000, pa.timestamp("us", "UTC")), n))
+            rows = rows.append_column(pa.field(COMMIT_VERSION, pa.int64()), pa.repeat(pa.scalar(commit.version, pa.int64()), n))
+            rows = rows.append_column(pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC")), pa.repeat(pa.scalar(commit.timestamp_ms * 1000, pa.timestamp("us", "UTC")), n))
             parts.append(rows)
-    result_schema = out_schema.append(pa.field(CHANGE_TYPE, pa.string())).append(pa.field(COMMIT_VERSION, pa.int64())).append(
-        pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC"))
-    )
-    return pa.concat_tables(parts) if parts else result_schema.empty_table()
+    return pa.concat_tables(parts) if parts else feed.result_schema.empty_table()
 
 
 def _version_arg(name: str, v: Any) -> int:
@@ -108,35 +155,35 @@ def _as(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _commit_changes(summary: Mapping[str, Any], version: int, layout: Any) -> Changes:
+def _commit_changes(commit: CommitChanges) -> Changes:
     """One commit's changes, by kind (see the module's doc)."""
-    cdc = summary.get("cdc") or []
-    data_adds = [a for a in summary["added"] if a["data_change"]]
-    data_removes = [r for r in summary["removed"] if r["data_change"]]
-    if cdc:
-        lay = layout(version)
+    if commit.cdc:
+        lay = commit.layout
         # Partition values typed by the core, as a live file's are (one row per cdc file).
-        values = _arrow.table([lay.snapshot.handle.typed_partition_values([list((c["partition_values"] or {}).items()) for c in cdc])])
-        tables = each(list(range(len(cdc))), lambda i: _read_cdc(lay, cdc[i], values.slice(i, 1)))
+        values = cdc_partition_values(commit)
+        tables = each(list(range(len(commit.cdc))), lambda i: _read_cdc(lay, commit.cdc[i], values.slice(i, 1)))
         rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         kinds = rows.column(CHANGE_TYPE)
         rows = rows.drop_columns([CHANGE_TYPE])
         return [(k, rows.filter(pc.equal(kinds, k))) for k in KINDS]
-    if not data_adds and not data_removes:
-        return []
     out: Changes = []
-    removed = {r["path"] for r in data_removes}
-    added = {a["path"] for a in data_adds}
-    if data_removes:
-        before, paths = layout(version - 1), sorted(removed)
-        for path, rows in zip(paths, before.read_many(paths)):
-            if path in added:  # the same file with a larger DV: its rows the new DV hides
-                still = layout(version).read_rows(path, columns=[], positions=True).column(ROW)
+    if commit.removed:
+        assert commit.before is not None
+        for path, rows in zip(commit.removed, commit.before.read_many(commit.removed)):
+            if path in commit.readded:  # the same file with a larger DV: its rows the new DV hides
+                still = commit.layout.read_rows(path, columns=[], positions=True).column(ROW)
                 rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW), value_set=still.combine_chunks())))
             out.append((DELETE, rows.drop_columns([ROW])))
-    if data_adds:
-        out += [(INSERT, rows) for rows in layout(version).read_many(sorted(added - removed), positions=False)]
+    if commit.added:
+        out += [(INSERT, rows) for rows in commit.layout.read_many(commit.added, positions=False)]
     return out
+
+
+def cdc_partition_values(commit: CommitChanges) -> pa.Table:
+    """The partition values of the commit's change-data files, typed by the core (one row per
+    file, a column per partition column)."""
+    handle = commit.layout.snapshot.handle
+    return _arrow.table([handle.typed_partition_values([list((c["partition_values"] or {}).items()) for c in commit.cdc])])
 
 
 def _read_cdc(lay: Any, cdc: Mapping[str, Any], partition_values: pa.Table) -> pa.Table:
@@ -158,4 +205,4 @@ def _read_cdc(lay: Any, cdc: Mapping[str, Any], partition_values: pa.Table) -> p
     return pa.Table.from_arrays(arrays, schema=lay.schema.append(pa.field(CHANGE_TYPE, pa.string())))
 
 
-__all__ = ["FeedSource", "read"]
+__all__ = ["FeedSource", "CommitChanges", "FeedPlan", "plan", "read", "cdc_partition_values"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -571,6 +571,15 @@ class Table:
         version current at it (the commit times time travel uses). Needs
         ``delta.enableChangeDataFeed=true`` at every version of the range (InvalidArgumentError
         otherwise); see ``delta_occ.change_feed``."""
+        start, end = self.feed_range(starting_version, ending_version, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp)
+        return change_feed.read(self, start, end, columns)
+
+    def feed_range(
+        self, starting_version: Optional[int] = None, ending_version: Optional[int] = None, *,
+        starting_timestamp: Optional[Instant] = None, ending_timestamp: Optional[Instant] = None,
+    ) -> Tuple[int, Optional[int]]:
+        """The versions a change-feed read covers (``read_change_feed``'s arguments; the end None
+        for the latest)."""
         time_travel.one_of(starting_version, starting_timestamp, "read_change_feed (start)")
         time_travel.one_of(ending_version, ending_timestamp, "read_change_feed (end)")
         if starting_timestamp is not None:
@@ -579,7 +588,7 @@ class Table:
             raise InvalidArgumentError("read_change_feed: give starting_version or starting_timestamp")
         if ending_timestamp is not None:
             ending_version = self.version_at(ending_timestamp)
-        return change_feed.read(self, starting_version, ending_version, columns)
+        return starting_version, ending_version
 
     def changes(self, from_version: int) -> Iterator[Dict[str, Any]]:
         """Follow the log from ``from_version`` to the latest version known at each step: one

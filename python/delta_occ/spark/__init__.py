@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from .. import one_call
+from .. import change_feed, one_call
 from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
@@ -38,6 +38,7 @@ from ..time_travel import Instant
 from ..transaction import CommitResult, Transaction, stop_using
 from ..vacuum import VacuumResult
 from . import _dml
+from ._change_feed import read_feed
 from ._columns import logical_schema
 from ._rowexpr import ansi, compile_where, evaluating
 from ._scan import ScanPlan, check_columns, files_for, read_plan
@@ -293,12 +294,12 @@ class SparkTable:
         self, starting_version: Optional[int] = None, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None, *,
         starting_timestamp: Optional[Instant] = None, ending_timestamp: Optional[Instant] = None,
     ) -> DataFrame:
-        """:meth:`delta_occ.Table.read_change_feed` as a DataFrame (the feed is gathered on the
-        driver, from the change-data files and the log)."""
-        feed = self.table.read_change_feed(
-            starting_version, ending_version, columns, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp
-        )
-        return self.spark.createDataFrame(feed)
+        """:meth:`delta_occ.Table.read_change_feed` as a DataFrame: the driver plans which
+        commits and files hold the feed (``delta_occ.change_feed.plan``), the executors read
+        their rows."""
+        start, end = self.table.feed_range(starting_version, ending_version, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp)
+        with using(self.spark):
+            return read_feed(self.spark, change_feed.plan(self.table, start, end, columns))
 
     def begin(
         self,

@@ -43,6 +43,9 @@ def main() -> None:
         source = None
         if op == "merge":
             source = spark.range(rows).selectExpr("id", "CAST(id AS DOUBLE) * 2 AS x").where(f"(id * 37) % 100 < {percent}")
+        if op == "change_feed":  # the feed of an UPDATE of PERCENT% of the rows (made before the measurement)
+            st.table.set_properties({"delta.enableChangeDataFeed": "true"})
+            st.update(touched, {"x": "x + 1"})
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset VmHWM to the current RSS
         rss0 = _status("VmRSS")
@@ -53,6 +56,13 @@ def main() -> None:
             st.update(touched, {"x": "x + 1"})
         elif op == "merge":
             st.merge(source, "t.id = s.id", when_matched_update={"x": "s.x"})
+        elif op == "zorder":  # the whole table (PERCENT ignored)
+            st.optimize(zorder_by=["g", "x"])
+        elif op == "add_constraint":  # every row checked (PERCENT ignored)
+            st.add_constraint("non_negative", "x >= 0")
+        elif op == "change_feed":
+            n = st.read_change_feed(st.version).count()
+            assert n == 2 * (rows // 100) * percent, n  # pre- and post-image of each updated row
         else:
             raise SystemExit(f"unknown op {op}")
         wall = time.perf_counter() - t0

@@ -6,7 +6,10 @@ Workload: an unpartitioned DV table of ``DELTA_OCC_BENCH_SPARK_SCALE_ROWS`` rows
 37 % 100``: ``g < P`` is P% of the rows, scattered over every file) and ``x``, written by the
 embedded engine. The cases run in one fresh process (``_spark_scale_case.py``: local[2], 4 GB driver
 heap; the kernel's peak-RSS mark reset before each case), each on a fresh copy of the table: DELETE, UPDATE (``x = x + 1``) and MERGE (update of the matched
-rows from a source of exactly the touched ids) of P = 1, 10, 50 and 100 percent (smoke: 1 and 100).
+rows from a source of exactly the touched ids) of P = 1, 10, 50 and 100 percent (smoke: 1 and 100);
+then once each: OPTIMIZE ZORDER BY (g, x) of the whole table, ``add_constraint`` (every row
+checked) and ``read_change_feed`` of a 50% UPDATE (``.count()``; the UPDATE itself is not
+measured).
 
 Reported per case: wall seconds and the growth of the Python driver's peak RSS during the
 operation; and per operation the 100% case's growth over the 1% case's (target: within 1.5x and
@@ -38,6 +41,8 @@ FULL = os.environ.get("DELTA_OCC_BENCH_SPARK_SCALE") == "full"
 ROWS = int(os.environ.get("DELTA_OCC_BENCH_SPARK_SCALE_ROWS", 8_000_000 if FULL else 200_000))
 FILES = int(os.environ.get("DELTA_OCC_BENCH_SPARK_SCALE_FILES", 100 if FULL else 4))
 OPS = os.environ.get("DELTA_OCC_BENCH_SPARK_SCALE_OPS", "delete,update,merge").split(",")
+#: Whole-table work, once each (at 50%: the change feed of a 50% UPDATE).
+ONCE = os.environ.get("DELTA_OCC_BENCH_SPARK_SCALE_ONCE", "zorder,add_constraint,change_feed").split(",")
 PERCENTS = [int(p) for p in os.environ.get("DELTA_OCC_BENCH_SPARK_SCALE_PERCENTS", "1,10,50,100" if FULL else "1,100").split(",")]
 CASE = pathlib.Path(__file__).resolve().parent / "_spark_scale_case.py"
 
@@ -71,6 +76,10 @@ def test_spark_driver_memory_follows_files(base, tmp_path):
             dst = tmp_path / f"{op}-{percent}"
             shutil.copytree(base, dst)
             cases.append(f"{dst}:{op}:{percent}")
+    for op in [o for o in ONCE if o]:
+        dst = tmp_path / op
+        shutil.copytree(base, dst)
+        cases.append(f"{dst}:{op}:50")
     out = subprocess.run([sys.executable, str(CASE), str(ROWS), *cases], capture_output=True, text=True, timeout=7200)
     assert out.returncode == 0, out.stderr[-3000:]
     results: List[Dict[str, Any]] = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -84,6 +93,9 @@ def test_spark_driver_memory_follows_files(base, tmp_path):
               f"driver peak RSS +{r['rss_growth_mb']:.1f} MB", end="")
     summary = {}
     print()
+    for op in [o for o in ONCE if o]:
+        r = next(r for r in results if r["op"] == op)
+        summary[op] = {"growth_mb": r["rss_growth_mb"], "wall_s": r["wall_s"]}
     for op in OPS:
         mine = {r["percent"]: r for r in results if r["op"] == op}
         lo, hi = mine[min(PERCENTS)], mine[max(PERCENTS)]

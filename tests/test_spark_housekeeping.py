@@ -51,17 +51,30 @@ def test_restore_and_drop_deletion_vectors_on_spark(spark, tmp_path):
     assert ids(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == model
 
 
-def test_spark_zorder_writes_the_files_the_embedded_engine_writes(spark, tmp_path):
-    """Both engines order rows by the core's curve and cut files at the same row counts: on a
-    grid where every (x, y) is distinct (no ties) the files must hold the same rows in the same
-    order."""
+ZORDER_CASES = {
+    # (schema of the Z-order columns, value of column c for row i, Z-order columns)
+    "grid-no-ties": ([("x", pa.int64()), ("y", pa.int64())], {"x": lambda i: i % 40, "y": lambda i: i // 40}, ["x", "y"]),
+    "ties-and-nulls": ([("x", pa.int64()), ("y", pa.string())],
+                       {"x": lambda i: None if i % 11 == 0 else i % 7, "y": lambda i: None if i % 17 == 0 else f"s{i % 13}"}, ["x", "y"]),
+    "three-columns": ([("x", pa.int64()), ("y", pa.string()), ("z", pa.float64())],
+                      {"x": lambda i: i % 5, "y": lambda i: f"v{i % 9}", "z": lambda i: float(i % 4) - 1.5}, ["z", "x", "y"]),
+    "one-column": ([("x", pa.int64())], {"x": lambda i: (i * 7919) % 1000}, ["x"]),
+}
+
+
+@pytest.mark.parametrize("case", list(ZORDER_CASES))
+def test_spark_zorder_writes_the_files_the_embedded_engine_writes(spark, tmp_path, case):
+    """Both engines order rows by the core's curve (Spark computes it on the executors,
+    spark/_zorder.py) and cut files at the same row counts: the files must hold the same rows in
+    the same order, ties kept in input order (file, then position)."""
     import random
     import shutil
 
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("y", pa.int64())])
-    rows = [{"id": i, "x": i % 40, "y": i // 40} for i in range(1600)]
+    fields, values, by = ZORDER_CASES[case]
+    schema = pa.schema([("id", pa.int64())] + fields)
+    rows = [{"id": i, **{name: fn(i) for name, fn in values.items()}} for i in range(1600)]
     random.Random(3).shuffle(rows)
     a = tmp_path / "a"
     t = docc.Table.create(str(a), schema)
@@ -71,12 +84,12 @@ def test_spark_zorder_writes_the_files_the_embedded_engine_writes(spark, tmp_pat
     shutil.copytree(a, b)
     size = sum(f["size"] for f in t.snapshot().files().to_pylist())
     target = -(-400 * size // 1600)
-    t.optimize(target_file_size=target, zorder_by=["x", "y"])
-    SparkTable(spark, b).optimize(target_file_size=target, zorder_by=["x", "y"])
+    t.optimize(target_file_size=target, zorder_by=by)
+    SparkTable(spark, b).optimize(target_file_size=target, zorder_by=by)
 
     def files(root):
         snap = docc.Table(str(root)).snapshot()
         return sorted(tuple(pq.read_table(os.path.join(root, p)).column("id").to_pylist()) for p in snap.files().column("path").to_pylist())
 
     got_a, got_b = files(a), files(b)
-    assert len(got_a) == 4 and got_a == got_b
+    assert len(got_a) >= 3 and got_a == got_b

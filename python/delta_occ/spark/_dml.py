@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
 from .._write import Layout
@@ -33,8 +32,9 @@ from ._bits import FileHits, hits_per_file, summarise
 from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, read_plan
-from ._session import F
+from ._session import F, window
 from ._write import GROUP, conform, new_rows, write, write_changes, write_groups
+from ._zorder import KEYS, integer_div, with_curve_keys
 
 if TYPE_CHECKING:
     from . import SparkTransaction
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 _BIN_ORDER = "__delta_occ_order"
 _BIN = "__delta_occ_bin"
 _CURVE = "__delta_occ_curve"
+_PER = "__delta_occ_rows_per_file"
+_FIRST = "__delta_occ_first_group"
 _PAIRS = "__delta_occ_pairs"
 _ACT = "__delta_occ_clause"
 
@@ -356,40 +358,44 @@ class SparkEngine:
         return Compacted(rows_out, per_bin)
 
     def zorder(self, bins: List[List[BinFile]], columns: Sequence[str], rows_per_file: Sequence[int]) -> Compacted:
-        """The Z-order columns of every live row come to the driver, where the core orders each
-        bin on the same curve as the embedded engine; each row then goes to its output file
-        (bin, piece of ``rows_per_file``) and place by a join on (file, row)."""
+        """Each bin's rows ordered on the core's curve by the executors (``_zorder``) and cut into
+        files of ``rows_per_file`` rows; the driver only counts each bin's live rows (from the
+        log, or the footers) to number the output files."""
         ctx, lay = self.ctx, self.lay
         ctx.check_untouched([f["path"] for b in bins for f in b])
-        members = [(b, f) for b, fs in enumerate(bins) for f in fs]
-        plan = ScanPlan(ctx.snap_handle, [f["path"] for _, f in members])
-        rows = read_plan(self.spark, plan, positions=True, extra=pa.table({_BIN: pa.array([b for b, _ in members], pa.int32())}), ids=lay.row_id_columns)
-        keys = rows.select(_BIN, FILE, ROW, *[col(c) for c in columns]).toArrow()
-        placed: List[pa.Table] = []
+        members = [(b, k, f) for b, fs in enumerate(bins) for k, f in enumerate(fs)]
+        plan = ScanPlan(ctx.snap_handle, [f["path"] for _, _, f in members])
+        live = _live_rows(plan)
+        per_bin_rows = [0] * len(bins)
+        for (b, _, _), n in zip(members, live):
+            per_bin_rows[b] += n
         groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {}
         per_bin = [0] * len(bins)
+        first_group = [0] * len(bins)
         for b, fs in enumerate(bins):
-            mine = keys.filter(pc.equal(keys.column(_BIN), b))
-            n = mine.num_rows
-            if not n:
-                continue
-            ordered = mine.select([FILE, ROW]).take(_optimize.zorder_order(mine, columns))
-            per = rows_per_file[b]
-            pieces = -(-n // per)
-            first = len(groups)
+            pieces = -(-per_bin_rows[b] // rows_per_file[b]) if per_bin_rows[b] else 0
+            first_group[b] = len(groups)
             values = dict(fs[0]["partition_values"] or [])
-            for g in range(first, first + pieces):
+            for g in range(len(groups), len(groups) + pieces):
                 groups[g] = ({c: values.get(c) for c in lay.partition_columns}, None)
             per_bin[b] = pieces
-            place = pa.array(range(n), pa.int64())
-            group = pc.add(pc.divide(place, pa.scalar(per, pa.int64())), pa.scalar(first, pa.int64())).cast(pa.int32())
-            placed.append(ordered.append_column(GROUP, group).append_column(_CURVE, place))
-        if not placed:
+        if not groups:
             return Compacted(0, per_bin)
-        where = self.spark.createDataFrame(pa.concat_tables(placed))
-        out = rows.drop(_BIN).join(where, on=[FILE, ROW]).repartition(len(groups), F.col(GROUP)).sortWithinPartitions(GROUP, _CURVE).drop(FILE, ROW, _CURVE)
+        extra = pa.table({
+            _BIN: pa.array([b for b, _, _ in members], pa.int32()),
+            _BIN_ORDER: pa.array([k for _, k, _ in members], pa.int32()),
+            _PER: pa.array([rows_per_file[b] for b, _, _ in members], pa.int64()),
+            _FIRST: pa.array([first_group[b] for b, _, _ in members], pa.int64()),
+        })
+        rows = read_plan(self.spark, plan, positions=True, extra=extra, ids=lay.row_id_columns)
+        keyed = with_curve_keys(rows, columns, _BIN)
+        keys = [k for k in KEYS if k in keyed.columns]
+        order = window().partitionBy(F.col(_BIN)).orderBy(*[F.col(k) for k in keys], F.col(_BIN_ORDER), F.col(ROW))
+        placed = keyed.withColumn(_CURVE, (F.row_number().over(order) - 1).cast("long"))
+        placed = placed.withColumn(GROUP, (integer_div(F.col(_CURVE), F.col(_PER)) + F.col(_FIRST)).cast("int"))
+        out = placed.drop(_BIN, _BIN_ORDER, _PER, _FIRST, FILE, ROW, *keys).repartition(len(groups), F.col(GROUP)).sortWithinPartitions(GROUP, _CURVE).drop(_CURVE)
         write_groups(self.spark, lay, self.txn, ctx.job, out, GROUP, groups, data_change=False)
-        return Compacted(keys.num_rows, per_bin)
+        return Compacted(sum(per_bin_rows), per_bin)
 
     def remove_files(self, paths: Sequence[str]) -> None:
         self._remove_files(paths, data_change=False)

@@ -87,9 +87,20 @@ class _Functions:
         return _classic_functions
 
 
+def window() -> Any:
+    """``Window`` of the session in use (see ``using``): Spark Connect has its own."""
+    if _CONNECT.get():
+        from pyspark.sql.connect.window import Window as ConnectWindow
+
+        return ConnectWindow
+    from pyspark.sql.window import Window
+
+    return Window
+
+
 if TYPE_CHECKING:
     from pyspark.sql import functions as F
 else:
     F = _Functions()
 
-__all__ = ["F", "Session", "check_frame", "check_session", "is_connect", "using"]
+__all__ = ["F", "Session", "check_frame", "check_session", "is_connect", "using", "window"]

@@ -21,6 +21,7 @@ __all__ = [
     "parse_commit",
     "RowExpr",
     "conjuncts",
+    "unqualified",
     "zorder_permutation",
     "resolve_now",
     "referenced_columns",
@@ -421,6 +422,10 @@ def referenced_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optio
 def resolve_now(text: str, now_micros: int, time_zone: Optional[str] = None) -> str:
     """``text`` with current_date() / current_timestamp() replaced by literals of ``now_micros``
     (µs since the epoch; the date in ``time_zone``, default UTC); unchanged when it has none."""
+
+def unqualified(text: str, alias: str) -> str:
+    """``text`` with the columns qualified by ``alias`` named without it (PredicateError on bad text)."""
+    ...
 
 def conjuncts(text: str) -> List[str]:
     """The top-level AND conjuncts of a SQL condition as SQL texts (PredicateError on bad text)."""

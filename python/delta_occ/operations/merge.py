@@ -224,8 +224,8 @@ def merge(
     keys, target_only, residual = split_merge_condition(on, cols)
     check_merge_keys(keys, cols)
     src = engine.prepare_source(src, cols, keys, schema_mode)
-    read_where = narrowed_predicate([key_summary(engine, src, t, s) for t, s in keys], target_only)
-    read_where = widened_by_source(read_where, specs)
+    read_where = narrowed_predicate([key_summary(engine, src, t, s) for t, s in keys], [_core.unqualified(c, target_alias) for c in target_only])
+    read_where = widened_by_source(read_where, specs, target_alias)
     checked = [check_clause(engine, cols, c) for c in specs]
     plan = MergePlan(on, cols, keys, target_only, residual, read_where, checked)
     matched = engine.match(src, plan)
@@ -267,15 +267,15 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def widened_by_source(read_where: Optional[str], specs: Sequence[ClauseSpec]) -> Optional[str]:
+def widened_by_source(read_where: Optional[str], specs: Sequence[ClauseSpec], target_alias: str) -> Optional[str]:
     """MERGE's read with NOT MATCHED BY SOURCE clauses: also every target row a clause's
-    condition covers (the whole table when one has none)."""
+    condition covers (the whole table when one has none), over the table's own column names."""
     by_source = [c for c in specs if c.group == NOT_MATCHED_BY_SOURCE]
     if not by_source:
         return read_where
     if any(c.condition is None for c in by_source) or read_where is None:
         return None
-    return " OR ".join(f"({t})" for t in [read_where] + [str(c.condition) for c in by_source])
+    return " OR ".join(f"({t})" for t in [read_where] + [_core.unqualified(str(c.condition), target_alias) for c in by_source])
 
 
 def check_merge_clauses(on: Any, specs: Sequence[ClauseSpec]) -> None:

@@ -86,6 +86,13 @@ pub fn resolve_now(text: &str, now_micros: i64, time_zone: Option<&str>) -> PyRe
     delta_occ_core::rowexpr::resolve_now(text, now_micros, zone).py_err()
 }
 
+/// `text` with the columns qualified by `alias` named without it (a MERGE clause's target-side
+/// condition as a predicate over the table's columns).
+#[pyfunction]
+pub fn unqualified(text: &str, alias: &str) -> PyResult<String> {
+    delta_occ_core::rowexpr::unqualified(text, alias).py_err()
+}
+
 /// The top-level AND conjuncts of a SQL condition, as SQL texts.
 #[pyfunction]
 pub fn conjuncts(text: &str) -> PyResult<Vec<String>> {

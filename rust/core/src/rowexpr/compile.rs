@@ -57,6 +57,22 @@ pub fn compile(text: &str, schema: &Schema, scopes: &[Scope], zone: &str) -> Res
     })
 }
 
+/// `text` with every column qualified by `alias` (`t.id`, any case) named without it (`id`): a
+/// MERGE clause's target-side condition as a predicate over the table's own columns, which is
+/// how a read predicate is recorded and checked.
+pub fn unqualified(text: &str, alias: &str) -> Result<String> {
+    let mut ast = parse_sql(text)?;
+    let _ = sqlparser::ast::visit_expressions_mut(&mut ast, |e| {
+        if let ast::Expr::CompoundIdentifier(parts) = e {
+            if parts.len() == 2 && parts[0].value.eq_ignore_ascii_case(alias) {
+                *e = ast::Expr::Identifier(parts[1].clone());
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    Ok(ast.to_string())
+}
+
 /// The top-level AND conjuncts of a condition, each as SQL text.
 pub fn conjuncts(text: &str) -> Result<Vec<String>> {
     fn split<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {

@@ -22,7 +22,7 @@ use arrow_schema::{DataType, Schema};
 use crate::error::{Error, PredicateProblem, Result};
 use crate::predicate::CmpOp;
 
-pub use compile::{conjuncts, referenced_columns, Referenced, Scope};
+pub use compile::{conjuncts, referenced_columns, unqualified, Referenced, Scope};
 pub use now::resolve_now;
 
 /// A compiled expression: columns bound by name to the schema it was compiled against.

@@ -564,3 +564,18 @@ fn a_condition_skips_the_rows_spark_filters_out_by_inferred_not_null() {
         assert!(mask_error(&text).contains("division by zero"), "{text}");
     }
 }
+
+/// A MERGE clause's target-side condition recorded as a read over the table's columns.
+#[test]
+fn unqualified_names_the_aliased_columns_bare() {
+    assert_eq!(
+        super::unqualified("t.id >= 15 AND T.w = 'a' AND s.v > 1", "t").unwrap(),
+        "t.id >= 15 AND T.w = 'a' AND s.v > 1"
+            .replace("t.id", "id")
+            .replace("T.w", "w")
+    );
+    assert_eq!(
+        super::unqualified("`tgt`.`x y` IS NULL", "TGT").unwrap(),
+        "`x y` IS NULL"
+    );
+}

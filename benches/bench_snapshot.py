@@ -86,7 +86,7 @@ def _version(obj) -> int:
 def _check_delta_occ(t: BenchTable) -> None:
     snap = delta_occ.Table(t.path).snapshot()
     assert snap.version == t.version
-    assert snap._h.num_files() == t.num_files
+    assert snap.handle.num_files() == t.num_files
 
 
 def _check_deltalake(t: BenchTable) -> None:
@@ -219,7 +219,7 @@ _MEMORY_SCRIPT = textwrap.dedent(
     if reader == "delta_occ":
         obj = delta_occ.Table(path).snapshot()
         peak = peak_kib()
-        version, files = obj.version, obj._h.num_files()
+        version, files = obj.version, obj.handle.num_files()
         where = delta_occ.__file__
     else:
         obj = deltalake.DeltaTable(path)

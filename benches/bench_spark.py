@@ -142,7 +142,7 @@ def test_spark_to_df_vs_plain_scan(benchmark, spark, base, tmp_path):
     st = spark_mod.SparkTable(spark, dst)
     st.delete("g = 7")
     snap = docc.Table(dst).snapshot()
-    paths = ["file://" + p for p, _, _ in snap._h.data_files()]
+    paths = ["file://" + p for p, _, _ in snap.handle.data_files()]
     times: Dict[str, list] = {k: [] for k in ("to_df", "plain", "to_df_all", "plain_all")}
 
     def run():

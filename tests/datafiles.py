@@ -41,6 +41,6 @@ def rows(ids, x=None) -> pa.Table:
 def add(txn, table_path: str, data: pa.Table, partition: Optional[Dict[str, Any]] = None, data_change: bool = True) -> str:
     """Write a file into the transaction's table (through its storage: ``table_path`` names it for
     the reader of the test) and stage its add."""
-    kw = write_file(txn._h.storage, data, partition)
+    kw = write_file(txn.storage, data, partition)
     txn.add_file(data_change=data_change, **kw)
     return kw["path"]

@@ -82,7 +82,7 @@ def kernel_rows(table) -> pa.Table:
 
     import delta_kernel_rust_sharing_wrapper as dk
 
-    storage = table._h.storage
+    storage = table.handle.storage
     root = storage.local_path("")
     if root is None:
         root = tempfile.mkdtemp(prefix="delta-occ-kernel-")

@@ -150,7 +150,7 @@ def oracle_rows(t: docc.Table) -> List[Dict[str, Any]]:
     deltalake otherwise."""
     snap = t.snapshot()
     features = set(snap.protocol.get("reader_features") or [])
-    if {"deletionVectors", "columnMapping"} & features or not t._h.storage.is_local:
+    if {"deletionVectors", "columnMapping"} & features or not t.handle.storage.is_local:
         table = kernel_rows(t)  # (a table in an object store: a byte copy of it)
     else:
         import deltalake

@@ -35,7 +35,7 @@ def table_with_foreign_file(tmp_path, how: str) -> docc.Table:
     if how == "field id":
         props["delta.columnMapping.mode"] = "id"
     t = docc.Table.create(str(tmp_path / "t"), SCHEMA, properties=props)
-    fields = {f["name"]: f for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    fields = {f["name"]: f for f in json.loads(t.snapshot().handle.schema_json)["fields"]}
     schema = pa.schema([_file_field(n, fields[n], how) for n in ("id", "x")])
     data = pa.table([pa.array(range(10), pa.int64()), pa.array(range(100, 110), pa.int64())], schema=schema)
     pq.write_table(data, tmp_path / "t" / "part-0.parquet")

@@ -773,12 +773,12 @@ def test_compaction_bins_follow_the_reference_packing(tmp_path, seed):
     assert seed >= 4 or any(f["dv_cardinality"] for f in files)
     subset = sorted(rng.sample(range(len(files)), len(files) // 2))
     for target in [sizes[0], sizes[len(sizes) // 2], sizes[-1] + 1, sum(sizes)]:
-        got = [[files[i]["path"] for i in b] for b in snap._h.compaction_bins(None, target)]
+        got = [[files[i]["path"] for i in b] for b in snap.handle.compaction_bins(None, target)]
         assert got == _reference_bins(files, target), target
-        got = [[files[i]["path"] for i in b] for b in snap._h.compaction_bins(subset, target)]
+        got = [[files[i]["path"] for i in b] for b in snap.handle.compaction_bins(subset, target)]
         assert got == _reference_bins([files[i] for i in subset], target), target
     with pytest.raises(exc.InvalidArgumentError, match=f"index {len(files)} is out of range"):
-        snap._h.compaction_bins([0, len(files)], 10)
+        snap.handle.compaction_bins([0, len(files)], 10)
 
 
 @pytest.mark.parametrize("layout", ["p", "p-dv"])

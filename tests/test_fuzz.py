@@ -146,7 +146,7 @@ def prune_handle(tmp_path_factory):
 
     t = docc.Table.create(tmp_path_factory.mktemp("fz") / "t", pa.schema([("id", pa.int64()), ("s", pa.string()), ("d", pa.date32()), ("x", pa.float64())]), partition_by=["s"])
     t.append(pa.table({"id": [1, 2], "s": ["a", None], "d": pa.array([0, 1], pa.date32()), "x": [1.0, float("nan")]}))
-    return t.snapshot()._h
+    return t.snapshot().handle
 
 
 @FUZZ

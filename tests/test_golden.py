@@ -177,7 +177,7 @@ def test_dv_cardinalities_match_bitmaps_and_rows(g):
     import pyarrow.parquet as pq
 
     physical = 0
-    for f, (abs_path, _, _) in zip(files, snap._h.data_files()):
+    for f, (abs_path, _, _) in zip(files, snap.handle.data_files()):
         deleted = snap.deleted_rows(f["path"])
         assert len(deleted) == f["dv_cardinality"]
         assert deleted.to_pylist() == sorted(set(deleted.to_pylist()))

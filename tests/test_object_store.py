@@ -207,7 +207,7 @@ def test_secrets_never_appear(loc, s3):
     secret = opts["AWS_SECRET_ACCESS_KEY"]
     t = docc.Table.create(uri, SCHEMA, storage_options=opts)
     t.append(rows([1]))
-    texts = [repr(t), repr(t.snapshot()), json.dumps(t.history()), t.path, repr(t._h.storage)]
+    texts = [repr(t), repr(t.snapshot()), json.dumps(t.history()), t.path, repr(t.handle.storage)]
     wrong = dict(opts, AWS_SECRET_ACCESS_KEY="wrong-" + secret)
     with pytest.raises(ex.StorageError) as info:
         docc.Table(uri, storage_options=wrong)

@@ -37,23 +37,23 @@ READABLE = _readable(golden_index.load())
 
 
 def _data_fields(snap: docc.Snapshot) -> list:
-    schema = json.loads(snap._h.schema_json)
-    parts = set(snap._h.partition_columns)
+    schema = json.loads(snap.handle.schema_json)
+    parts = set(snap.handle.partition_columns)
     return [f for f in schema["fields"] if f["name"] not in parts]
 
 
 @pytest.mark.skipif(not READABLE, reason=GOLDEN_REASON)
 @pytest.mark.parametrize("rel,snap", READABLE, ids=[r for r, _ in READABLE])
 def test_core_reader_equals_pyarrow_on_golden_files(rel, snap):
-    fields, mode = _data_fields(snap), snap._h.column_mapping_mode
+    fields, mode = _data_fields(snap), snap.handle.column_mapping_mode
     columns = _read.data_columns(fields, mode)
-    for abs_path, _, _ in snap._h.data_files():
+    for abs_path, _, _ in snap.handle.data_files():
         if not os.path.exists(abs_path):  # log-only golden tables: the reader refuses the file
             with pytest.raises(docc.exceptions.CorruptLogError, match="does not exist"):
-                _read.read_file(snap._h.storage, abs_path, columns)
+                _read.read_file(snap.handle.storage, abs_path, columns)
             continue
         expected = _read.read_file_pyarrow(abs_path, columns)
-        got = _read.read_file(snap._h.storage, abs_path, columns)
+        got = _read.read_file(snap.handle.storage, abs_path, columns)
         assert got[1] == expected[1], abs_path
         for f in fields:
             a, b = got[0][f["name"]], expected[0][f["name"]]
@@ -194,15 +194,15 @@ def test_filtered_read_lists_only_the_files_it_may_read(tmp_path):
     snap = t.snapshot()
     files = snap.files(["path", "partition_values"]).to_pylist()
     picked = [i for i, f in enumerate(files) if dict(f["partition_values"])["p"] != "b"][::-1]
-    listed = snap._h.data_files(picked)
+    listed = snap.handle.data_files(picked)
     assert [log_path for _, log_path, _ in listed] == [files[i]["path"] for i in picked]
-    parts = _arrow.batch(snap._h.partition_values(picked)).column(0).to_pylist()
+    parts = _arrow.batch(snap.handle.partition_values(picked)).column(0).to_pylist()
     assert parts == [dict(files[i]["partition_values"])["p"] for i in picked]
-    assert len(snap._h.data_files()) == len(files) == 3
+    assert len(snap.handle.data_files()) == len(files) == 3
     # The rows themselves are the reference: what each append wrote.
     got = snap.to_pyarrow(where="p <> 'b' AND x > 1").sort_by("x").to_pylist()
     assert got == [{"p": "a", "x": 2}, {"p": "c", "x": 4}, {"p": "c", "x": 5}]
     with pytest.raises(docc.exceptions.InvalidArgumentError, match="index 3 is out of range.* 3 live files"):
-        snap._h.data_files([0, 3])
+        snap.handle.data_files([0, 3])
     with pytest.raises(docc.exceptions.InvalidArgumentError, match="index 7 is out of range"):
-        snap._h.partition_values([7])
+        snap.handle.partition_values([7])

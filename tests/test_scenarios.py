@@ -238,7 +238,7 @@ def s21(env, with_commit_info=True):
     # A third-party writer whose commitInfo has no isBlindAppend (or no commitInfo at all).
     from datafiles import write_file
 
-    storage = env.table._h.storage
+    storage = env.table.handle.storage
     kw = write_file(storage, rows([101]), {"p": 1})
     version = env.table.refresh() + 1
     lines = []

@@ -72,7 +72,7 @@ PROPS = {"delta.enableDeletionVectors": "true"}
 def _foreign_file(t: docc.Table, root: str) -> None:
     """Add ROWS as a parquet file whose columns are named `renamed_<field id>`: only the field id
     ties a column to the table's (as in tests/test_column_resolution.py)."""
-    fields = {f["name"]: f for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    fields = {f["name"]: f for f in json.loads(t.snapshot().handle.schema_json)["fields"]}
     file_fields = []
     for f in SCHEMA:
         fid = fields[f.name]["metadata"]["delta.columnMapping.id"]

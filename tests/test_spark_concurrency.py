@@ -114,7 +114,7 @@ def test_cross_engine(spark, tmp_path, name, props, partitioned, stage_spark, st
     # Nothing of a failed Spark attempt stays referenced, and every file referenced exists.
     ids(path)  # delta_occ and delta-kernel-rs read the same rows
     snap = docc.Table(path).snapshot()
-    for abs_path, _, _ in snap._h.data_files():
+    for abs_path, _, _ in snap.handle.data_files():
         assert pathlib.Path(abs_path).exists()
 
 

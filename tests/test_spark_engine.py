@@ -325,7 +325,7 @@ def test_optimize(spark, pair):
 def _ids_in_file(snap, path):
     import pyarrow.parquet as pq
 
-    h = snap._h
+    h = snap.handle
     abs_path = {log: p for p, log, _ in h.data_files()}[path]
     table = pq.read_table(abs_path)
     return table.column(0).to_pylist()  # id is the first column (physical name under column mapping)

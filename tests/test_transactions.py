@@ -224,9 +224,9 @@ def test_set_properties_upgrades_protocol_for_dvs_and_delete_rows_works(tmp_path
 def test_set_schema_keeps_column_mapping_ids(tmp_path):
     path = str(tmp_path / "t")
     t = docc.Table.create(path, SCHEMA, ["p"], {"delta.columnMapping.mode": "name"})
-    before = {f["name"]: f["metadata"] for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    before = {f["name"]: f["metadata"] for f in json.loads(t.snapshot().handle.schema_json)["fields"]}
     t.set_schema(SCHEMA.append(pa.field("extra", pa.float64())))
-    after = {f["name"]: f["metadata"] for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    after = {f["name"]: f["metadata"] for f in json.loads(t.snapshot().handle.schema_json)["fields"]}
     for name in before:
         assert after[name] == before[name]
     assert after["extra"]["delta.columnMapping.id"] > max(m["delta.columnMapping.id"] for m in before.values())
@@ -285,7 +285,7 @@ def test_set_schema_keeps_field_metadata(tmp_path):
         f.write("\n".join(json.dumps(x) for x in lines) + "\n")
     t = docc.Table(path)
     t.set_schema(SCHEMA.append(pa.field("extra", pa.float64())))
-    fields = {f["name"]: f["metadata"] for f in json.loads(t.snapshot()._h.schema_json)["fields"]}
+    fields = {f["name"]: f["metadata"] for f in json.loads(t.snapshot().handle.schema_json)["fields"]}
     assert fields["x"] == {"comment": "the x column"} and fields["extra"] == {}
 
 

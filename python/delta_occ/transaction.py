@@ -164,6 +164,12 @@ class Transaction(Lifecycle):
         self._h.record_files_read([str(p) for p in paths])
 
     @property
+    def storage(self) -> "_core.StorageHandle":
+        """Where the table's files are read and written (for an engine that writes its own
+        files: ``add_file`` then names them)."""
+        return self._h.storage
+
+    @property
     def schema_json(self) -> str:
         """The Delta schema (JSON) this transaction writes with, after any ``set_schema``."""
         return str(self._h.schema_json)

@@ -15,6 +15,7 @@ are unique where not NULL (a duplicate is the cardinality error, tested in test_
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 from typing import Any, Dict, List, Optional, Tuple
@@ -330,3 +331,25 @@ def test_the_recorded_read_names_table_columns(tmp_path):
     t.merge(SRC, "t.id = s.id AND t.v > 0").when_matched_update_all().when_not_matched_by_source_delete("t.w = 'a'").execute()
     read = docc.Table(tmp_path / "t").history(1)[0]["operationParameters"]["readPredicate"]
     assert "t." not in read and "(v > 0)" in read and "(w = 'a')" in read, read
+
+
+def test_commit_info_lists_the_clauses_as_delta_does_and_explain_names_them(tmp_path):
+    """Delta's MERGE commitInfo: matchedPredicates / notMatchedPredicates /
+    notMatchedBySourcePredicates (JSON lists of actionType and predicate) and per-group row
+    metrics. Expected from BASE and SRC by hand: 2 updated and 3 deleted (MATCHED), 1 updated
+    (NOT MATCHED BY SOURCE), 4 inserted."""
+    from delta_occ import explain
+
+    t = _fresh(tmp_path / "t")
+    r = t.merge(SRC, "t.id = s.id").when_matched_delete("s.v > 250").when_matched_update_all().when_not_matched_insert_all() \
+        .when_not_matched_by_source_update({"w": "'old'"}).execute()
+    info = docc.Table(tmp_path / "t").history(1)[0]
+    params = info["operationParameters"]
+    assert json.loads(params["matchedPredicates"]) == [{"actionType": "delete", "predicate": "s.v > 250"}, {"actionType": "update"}]
+    assert json.loads(params["notMatchedPredicates"]) == [{"actionType": "insert"}]
+    assert json.loads(params["notMatchedBySourcePredicates"]) == [{"actionType": "update"}]
+    m = {k: int(v) for k, v in r.metrics.items() if k.startswith("numTarget")}
+    assert m == {"numTargetRowsUpdated": 2, "numTargetRowsDeleted": 1, "numTargetRowsInserted": 1, "numTargetRowsMatchedUpdated": 1,
+                 "numTargetRowsMatchedDeleted": 1, "numTargetRowsNotMatchedBySourceUpdated": 1, "numTargetRowsNotMatchedBySourceDeleted": 0}
+    assert explain.commit(docc.Table(tmp_path / "t"), r.version)["clauses"] == [
+        "WHEN MATCHED AND s.v > 250 THEN DELETE", "WHEN MATCHED THEN UPDATE", "WHEN NOT MATCHED THEN INSERT", "WHEN NOT MATCHED BY SOURCE THEN UPDATE"]

@@ -1,8 +1,10 @@
 """The README's "Using it" blocks run as written, in order, in an empty directory (issue 18: the
 examples used a column the table did not have). The final rows are worked out by hand from the
 blocks: 1,2,3 | 7,11,12 appended; 20,21 replaced by 30; 3 and 7 deleted; 11 and 12 updated in
-place; the merge updates 1, deletes 2 (NULL source value) and inserts 40; the transaction deletes
-row 0 of the only 2024-01-01 file (id 1, written by the merge) and adds 50."""
+place; the merge updates 1, deletes 2 (NULL source value) and inserts 40; the builder MERGE with
+the same source updates 1 and 40 again and deletes 11 and 12 (date 2024-01-02, not matched by
+source); the transaction deletes row 0 of the only 2024-01-01 file (id 1, written by the merge)
+and adds 50."""
 
 from __future__ import annotations
 

@@ -226,6 +226,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     _out.print(f"[bold]v{result['version']}[/bold] {result['operation']} {json.dumps(result['parameters'])} "
                f"at {_when(result['timestamp'])} UTC, {result['isolation_level'] or 'isolation level not recorded'}"
                f"{', blind append' if result['blind_append'] else ''}")
+    for clause in result["clauses"]:
+        _out.print(f"  {clause}")
     _out.print(result["summary"])
     for c in result["checked"]:
         _out.print(f"  against v{c['version']} ({c['operation']}): [bold]{c['rule']}[/bold]")

@@ -276,7 +276,7 @@ class ArrowEngine:
             _merge.NOT_MATCHED_BY_SOURCE: (unmatched_t, _first_clause(unmatched_t, conds[_merge.NOT_MATCHED_BY_SOURCE])),
             _merge.NOT_MATCHED: (unmatched_s, _first_clause(unmatched_s, conds[_merge.NOT_MATCHED])),
         }
-        counts = {_merge.UPDATE: 0, _merge.DELETE: 0}
+        counts = {(g, a): 0 for g in _merge.GROUPS for a in (_merge.UPDATE, _merge.DELETE)}
         repeated = 0
         for g in (_merge.MATCHED, _merge.NOT_MATCHED_BY_SOURCE):
             rows, act = self._sides[g]
@@ -285,8 +285,9 @@ class ArrowEngine:
             if g == _merge.MATCHED:
                 repeated = pc.sum(pc.greater(per_row.column("count_all"), 1)).as_py() or 0
             for k, clause in enumerate(plan.group(g)):
-                counts[clause.action] += pc.sum(pc.equal(per_row.column("act_min"), k)).as_py() or 0
-        return Matched(counts[_merge.UPDATE], counts[_merge.DELETE], repeated)
+                counts[(g, clause.action)] += pc.sum(pc.equal(per_row.column("act_min"), k)).as_py() or 0
+        m, b = _merge.MATCHED, _merge.NOT_MATCHED_BY_SOURCE
+        return Matched(counts[(m, _merge.UPDATE)], counts[(m, _merge.DELETE)], repeated, counts[(b, _merge.UPDATE)], counts[(b, _merge.DELETE)])
 
     def write_merge(self, source: pa.Table, plan: MergePlan[_core.RowExpr]) -> int:
         lay = self.lay

@@ -93,10 +93,33 @@ def commit(table: Any, version: int) -> Dict[str, Any]:
     }
 
 
+#: A MERGE commitInfo's clause lists (Delta's operationParameters), by group.
+_CLAUSE_GROUPS = (("matchedPredicates", "WHEN MATCHED"), ("notMatchedPredicates", "WHEN NOT MATCHED"),
+                  ("notMatchedBySourcePredicates", "WHEN NOT MATCHED BY SOURCE"))
+
+
+def merge_clauses(parameters: Dict[str, Any]) -> List[str]:
+    """A MERGE's clauses as SQL (``WHEN MATCHED AND s.v > 1 THEN UPDATE``), in group and call
+    order, from the ``*Predicates`` parameters delta-occ and Delta record (empty for others)."""
+    out: List[str] = []
+    for key, group in _CLAUSE_GROUPS:
+        raw = parameters.get(key)
+        try:
+            items = json.loads(raw) if isinstance(raw, str) else (raw or [])
+        except ValueError:
+            continue
+        for c in items if isinstance(items, list) else []:
+            if isinstance(c, dict):
+                cond = f" AND {c['predicate']}" if c.get("predicate") else ""
+                out.append(f"{group}{cond} THEN {str(c.get('actionType', '?')).upper()}")
+    return out
+
+
 def commit_fields(info: Dict[str, Any], version: int) -> Dict[str, Any]:
     """What a commitInfo says about how its commit was made (for `explain` and `history`)."""
     occ = info.get("deltaOcc") or {}
     return {
+        "clauses": merge_clauses(info.get("operationParameters") or {}),
         "version": version,
         "timestamp": info.get("inCommitTimestamp", info.get("timestamp")),
         "operation": info.get("operation"),

@@ -4,7 +4,7 @@ as Delta names them (the same for every engine, so that their commits read the s
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 
 class OperationRecord(NamedTuple):
@@ -36,11 +36,30 @@ def update(where: Optional[str], set_: Mapping[str, str], updated: int) -> Opera
     return OperationRecord("UPDATE", {"predicate": _predicate(where), "set": dict(set_)}, {"numUpdatedRows": updated})
 
 
-def merge(on: str, read_where: Optional[str], updated: int, deleted: int, inserted: int) -> OperationRecord:
+def merge(
+    on: str, read_where: Optional[str], counts: Mapping[str, int], inserted: int, clauses: Sequence[Tuple[str, str, Optional[str]]] = (),
+) -> OperationRecord:
+    """Delta's MERGE record: the clauses of each group as ``matchedPredicates``,
+    ``notMatchedPredicates`` and ``notMatchedBySourcePredicates`` (JSON lists of ``actionType``
+    and, where given, ``predicate``), and the rows per group. ``counts``: ``matched_updated``,
+    ``matched_deleted``, ``by_source_updated``, ``by_source_deleted``; ``clauses``: (group key,
+    action, condition) in call order, group keys ``matched`` / ``notMatched`` / ``notMatchedBySource``."""
+    params: Dict[str, Any] = {"predicate": on, "readPredicate": _predicate(read_where)}
+    for key in ("matched", "notMatched", "notMatchedBySource"):
+        mine = [{"actionType": action.lower(), **({"predicate": cond} if cond is not None else {})} for group, action, cond in clauses if group == key]
+        params[f"{key}Predicates"] = json.dumps(mine)
     return OperationRecord(
         "MERGE",
-        {"predicate": on, "readPredicate": _predicate(read_where)},
-        {"numTargetRowsUpdated": updated, "numTargetRowsDeleted": deleted, "numTargetRowsInserted": inserted},
+        params,
+        {
+            "numTargetRowsUpdated": counts["matched_updated"] + counts["by_source_updated"],
+            "numTargetRowsDeleted": counts["matched_deleted"] + counts["by_source_deleted"],
+            "numTargetRowsInserted": inserted,
+            "numTargetRowsMatchedUpdated": counts["matched_updated"],
+            "numTargetRowsMatchedDeleted": counts["matched_deleted"],
+            "numTargetRowsNotMatchedBySourceUpdated": counts["by_source_updated"],
+            "numTargetRowsNotMatchedBySourceDeleted": counts["by_source_deleted"],
+        },
     )
 
 

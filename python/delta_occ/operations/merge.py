@@ -133,12 +133,18 @@ class MergePlan(Generic[Expr]):
 @dataclasses.dataclass
 class Matched:
     """What MERGE's join found, counted by the engine (no row reaches the caller): target rows
-    updated and deleted (by MATCHED and NOT MATCHED BY SOURCE clauses), and target rows that
-    more than one source row would change (MATCHED clauses)."""
+    updated and deleted by the MATCHED and by the NOT MATCHED BY SOURCE clauses, and target rows
+    that more than one source row would change (MATCHED clauses)."""
 
-    updated: int
-    deleted: int
+    matched_updated: int
+    matched_deleted: int
     repeated: int
+    by_source_updated: int = 0
+    by_source_deleted: int = 0
+
+    def counts(self) -> Dict[str, int]:
+        return {"matched_updated": self.matched_updated, "matched_deleted": self.matched_deleted,
+                "by_source_updated": self.by_source_updated, "by_source_deleted": self.by_source_deleted}
 
 
 class Merger(Engine, Protocol[Source, Expr]):
@@ -231,7 +237,8 @@ def merge(
     matched = engine.match(src, plan)
     check_one_source_row(matched, plan)
     inserted = engine.write_merge(src, plan)
-    engine.record(commit_info.merge(on, read_where, matched.updated, matched.deleted, inserted))
+    group_keys = {MATCHED: "matched", NOT_MATCHED: "notMatched", NOT_MATCHED_BY_SOURCE: "notMatchedBySource"}
+    engine.record(commit_info.merge(on, read_where, matched.counts(), inserted, [(group_keys[c.group], c.action, c.condition) for c in checked]))
 
 
 def check_clause(engine: Merger[Source, Expr], cols: MergeColumns, spec: ClauseSpec) -> Clause[Expr]:

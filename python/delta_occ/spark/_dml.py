@@ -259,18 +259,21 @@ class SparkEngine:
             per_row = per_row.unionByName(by_source.select(
                 self._tq(FILE).alias(FILE), self._tq(ROW).alias(ROW), F.when(F.col(_ACT).isNotNull(), 1).otherwise(0).alias(_PAIRS), F.col(_ACT)))
         numbered = plan.group(_merge.MATCHED) + plan.group(_merge.NOT_MATCHED_BY_SOURCE)
-        updates = [k for k, c in enumerate(numbered) if c.action == _merge.UPDATE]
-        deletes = [k for k, c in enumerate(numbered) if c.action == _merge.DELETE]
+
+        def rows_of(action: str, by_source: bool) -> Column:
+            ks = [k for k, c in enumerate(numbered) if c.action == action and (k >= matched_n) == by_source]
+            return F.when(F.col(_ACT).isin(*ks), 1).otherwise(0) if ks else F.lit(0)
+
         totals = {
-            "updated": F.when(F.col(_ACT).isin(*updates), 1).otherwise(0) if updates else F.lit(0),
-            "deleted": F.when(F.col(_ACT).isin(*deletes), 1).otherwise(0) if deletes else F.lit(0),
+            "matched_updated": rows_of(_merge.UPDATE, False), "matched_deleted": rows_of(_merge.DELETE, False),
+            "by_source_updated": rows_of(_merge.UPDATE, True), "by_source_deleted": rows_of(_merge.DELETE, True),
             "repeated": F.when(F.col(_PAIRS) > 1, 1).otherwise(0),
         }
         touched = F.col(_ACT).isNotNull()
         with self.ctx.timed("spark"):
             self._hits, sums = summarise(per_row, self.lay.dv_enabled, touched, totals)
         self._touched_rows = per_row.filter(touched).select(FILE, ROW)
-        return Matched(sums["updated"], sums["deleted"], sums["repeated"])
+        return Matched(sums["matched_updated"], sums["matched_deleted"], sums["repeated"], sums["by_source_updated"], sums["by_source_deleted"])
 
     def _tq(self, name: str) -> Column:
         """A target column of the joined rows."""

@@ -32,6 +32,12 @@ Every rule cites where Spark documents it:
 [LIT]   Literals, https://spark.apache.org/docs/latest/sql-ref-literals.html: DATE 'yyyy-mm-dd',
         TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.us]' (read here as UTC, against a UTC timestamp column),
         `1.5E0` is a DOUBLE, `12.34` a DECIMAL, `12` an INT (promoted to BIGINT next to a bigint).
+[INFER] In a filter, Spark's optimizer adds `IS NOT NULL` of every column that a top-level conjunct
+        reaches through null-intolerant operators only (catalyst's InferFiltersFromConstraints
+        with the NullIntolerant trait: comparisons other than `<=>`, arithmetic, unary minus,
+        NOT, LIKE, casts; BETWEEN is parsed as two comparisons joined by AND), and applies it
+        first: such a row cannot be selected, and the condition is never evaluated on it, so it
+        raises no error there (`evaluate_filter`).
 [ORDER] Scalar UDFs, "Evaluation order and null checking",
         https://spark.apache.org/docs/latest/sql-ref-functions-udf-scalar.html: Spark does not
         guarantee the order of evaluation of subexpressions, and AND/OR do not short-circuit
@@ -449,6 +455,37 @@ def evaluate(node: Node, rows: Sequence[Row]) -> Expected:
     if any(v is ERROR for v, _ in outs):
         return Expected(error=True)
     return Expected(error=False, values=[v for v, _ in outs], may_fail=any(s for _, s in outs))
+
+
+def guard_columns(node: Node) -> List[str]:
+    """[INFER] The columns a filter on ``node`` requires to be non-NULL before evaluating it."""
+    if isinstance(node, And):
+        return guard_columns(node.left) + guard_columns(node.right)
+    if isinstance(node, Between) and not node.negated:
+        return _null_intolerant(Cmp(">=", node.arg, node.low)) + _null_intolerant(Cmp("<=", node.arg, node.high))
+    return _null_intolerant(node)
+
+
+def _null_intolerant(node: Node) -> List[str]:
+    if isinstance(node, Col):
+        return [node.name]
+    if isinstance(node, (Not, Neg, Like)):
+        return _null_intolerant(node.arg)
+    if isinstance(node, Cmp) and node.op != "<=>" or isinstance(node, Arith):
+        return _null_intolerant(node.left) + _null_intolerant(node.right)  # type: ignore[attr-defined]
+    return []
+
+
+def evaluate_filter(node: Node, rows: Sequence[Row]) -> Expected:
+    """A filter on ``node``: rows [INFER] drops first are not selected (None) and raise nothing;
+    the others as ``evaluate``."""
+    guard = guard_columns(node)
+    passes = [all(r[c] is not None for c in guard) for r in rows]
+    inner = evaluate(node, [r for r, p in zip(rows, passes) if p])
+    if inner.error:
+        return inner
+    values = iter(inner.values or [])
+    return Expected(error=False, values=[next(values) if p else None for p in passes], may_fail=inner.may_fail)
 
 
 def same_value(want: Any, got: Any) -> bool:

@@ -316,7 +316,8 @@ def check(cols: Dict[str, list], node: m.Node) -> None:
         problems.append(f"values: {d}")
     if node.type == "boolean":
         got_mask = run(core_mask, table, text)
-        d = disagreement(want, got_mask, [v is True for v in want.values or []], lambda w, g: g is w)
+        want_filter = m.evaluate_filter(node, rows)  # a mask is a filter: [INFER] applies
+        d = disagreement(want_filter, got_mask, [v is True for v in want_filter.values or []], lambda w, g: g is w)
         if d:
             problems.append(f"mask: {d}")
     if problems:

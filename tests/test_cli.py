@@ -63,13 +63,25 @@ def test_history_json_golden(golden, capsys):
     assert rc == 0 and [e["version"] for e in out] == [12, 11]
 
 
+def test_history_prints_what_it_can_read_and_names_the_corrupt_commit(corrupt, capsys):
+    """Issue 47 item 6: the fixture's commits are 0 (create), 1 (cut short: corrupt) and 2 (an
+    append); history shows 2 and 0 and names version 1, exit code 1."""
+    rc, out, err = run(capsys, "history", str(corrupt))
+    assert rc == 1 and "CorruptLogError" in err and "version 1 cannot be read" in err, err
+    assert "cannot be read" in out and "WRITE" in out
+    rc, doc = run_json(capsys, "history", str(corrupt))
+    assert rc == 1 and [e["version"] for e in doc] == [2, 1, 0]
+    assert "unreadable" in doc[1] and doc[0]["operation"] == "WRITE" and doc[2]["operation"] in ("CREATE TABLE", "WRITE")
+    with pytest.raises(docc.exceptions.CorruptLogError):  # the Python API opens the table: it still refuses
+        docc.Table(corrupt)
+
+
 @pytest.mark.parametrize("argv", [
     ["snapshot", "{missing}"],
     ["history", "{missing}"],
     ["explain", "{missing}", "0"],
     ["check", "{missing}", "--first", "DELETE", "--second", "DELETE"],
     ["snapshot", "{corrupt}"],
-    ["history", "{corrupt}"],
     ["explain", "{corrupt}", "1"],
     ["check", "{corrupt}", "--first", "DELETE", "--second", "OPTIMIZE"],
 ])

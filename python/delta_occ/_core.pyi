@@ -22,6 +22,7 @@ __all__ = [
     "RowExpr",
     "conjuncts",
     "unqualified",
+    "history_report",
     "zorder_permutation",
     "resolve_now",
     "referenced_columns",
@@ -422,6 +423,13 @@ def referenced_columns(text: str, schema: Any, scopes: Optional[List[Tuple[Optio
 def resolve_now(text: str, now_micros: int, time_zone: Optional[str] = None) -> str:
     """``text`` with current_date() / current_timestamp() replaced by literals of ``now_micros``
     (µs since the epoch; the date in ``time_zone``, default UTC); unchanged when it has none."""
+
+def history_report(
+    location: str, storage_options: Optional[Dict[str, str]] = None, limit: Optional[int] = None
+) -> List[Tuple[int, Optional[str], Optional[str]]]:
+    """The log's history without loading a snapshot; a commit that cannot be read is
+    ``(version, None, message)`` (TableNotFoundError without any commit)."""
+    ...
 
 def unqualified(text: str, alias: str) -> str:
     """``text`` with the columns qualified by ``alias`` named without it (PredicateError on bad text)."""

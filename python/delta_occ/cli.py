@@ -18,7 +18,7 @@ from rich.table import Table as Grid
 from . import explain, matrix, predict
 from ._core import __version__
 from .exceptions import DeltaOccError
-from .table import Table
+from .table import Table, history_report
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDING, EXIT_CONFLICT = 0, 1, 2, 3, 4
 
@@ -75,6 +75,11 @@ def _history(t: Table, limit: Optional[int]) -> List[Dict[str, Any]]:
     return [explain.commit_fields(e, e["version"]) for e in t.history(limit)]
 
 
+def _history_entries(entries: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """``history_report`` entries as ``history`` prints them (an unreadable commit as it is)."""
+    return [e if "unreadable" in e else explain.commit_fields(e, e["version"]) for e in entries]
+
+
 def _print_pairs(obj: Dict[str, Any]) -> None:
     g = Grid(show_header=False, box=None)
     g.add_column(style="bold", justify="right")
@@ -90,6 +95,9 @@ def _print_history(entries: List[Dict[str, Any]]) -> None:
         g.add_column(col, no_wrap=True)
     g.add_column("parameters", overflow="fold")
     for e in entries:
+        if "unreadable" in e:
+            g.add_row(str(e["version"]), "", "[bold red]cannot be read[/bold red]", "", "", "", "", e["unreadable"])
+            continue
         g.add_row(
             str(e["version"]), _when(e["timestamp"]), str(e["operation"]),
             "" if e["read_version"] is None else str(e["read_version"]), e["isolation_level"] or "",
@@ -201,12 +209,16 @@ def _table(args: argparse.Namespace) -> Table:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    entries = _history(_table(args), args.limit)
+    # Read without loading a snapshot: a corrupt commit is shown in its place, the rest printed.
+    entries = _history_entries(history_report(args.path, args.storage_options, args.limit))
+    unreadable = [e for e in entries if "unreadable" in e]
     if args.json:
         _emit(entries)
     else:
         _print_history(entries)
-    return EXIT_OK
+        for e in unreadable:
+            _err.print(f"[bold red]CorruptLogError[/bold red]: version {e['version']} cannot be read: {e['unreadable']}")
+    return EXIT_ERROR if unreadable else EXIT_OK
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

@@ -60,6 +60,23 @@ def storage_options_arg(options: Optional[Mapping[str, Any]]) -> Optional[Dict[s
     return out
 
 
+def history_report(path: PathLike, storage_options: Optional[Mapping[str, str]] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    """The commits of the log at ``path``, newest first (as ``Table.history``), read without
+    loading a snapshot: a commit that cannot be read (a corrupt one, say) is ``{"version": v,
+    "unreadable": message}`` in its place instead of an error for the whole history."""
+    if limit is not None:
+        limit = int_arg("limit", limit, 0)
+    out: List[Dict[str, Any]] = []
+    for version, info, problem in _core.history_report(table_location(path), storage_options_arg(storage_options), limit):
+        if problem is not None:
+            out.append({"version": version, "unreadable": problem})
+            continue
+        entry = json.loads(info) if info is not None else {}
+        entry["version"] = version
+        out.append(entry)
+    return out
+
+
 def create_handle(
     path: PathLike,
     schema_json: str,

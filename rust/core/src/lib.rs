@@ -70,7 +70,7 @@ pub use storage::{Entry, FileReader, Location, Storage};
 pub use isolation::IsolationLevel;
 pub use schema::ColumnMappingMode;
 pub use snapshot::Snapshot;
-pub use table::{begin_create, Table};
+pub use table::{begin_create, history_of, Table};
 
 // The log: actions, commit files, and a commit as a concurrent writer sees it.
 pub use conflict::WinningCommit;

@@ -78,49 +78,14 @@ impl Table {
         crate::time_travel::version_at(&self.latest, ts_ms)
     }
 
-    /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`.
-    pub fn history(&self, limit: Option<usize>) -> Result<Vec<(i64, Option<String>)>> {
+    /// commitInfo of recent commits, newest first: `(version, commitInfo JSON or None)`; a
+    /// commit that cannot be read (corrupt JSON, a failed read) is its own error in its place, so
+    /// that the commits around it are still shown.
+    pub fn history(&self, limit: Option<usize>) -> Result<Vec<(i64, Result<Option<String>>)>> {
         // With a limit, only the newest commits are listed (an object store lists from there);
         // the table may have moved past the version this handle knows, which is still listed.
         let start = limit.map_or(0, |l| (self.latest.version() + 1 - l as i64).max(0));
-        let mut listing = segment::list(&self.root, start)?;
-        // A hole between listed commits is looked for again (Listing::confirm) before history
-        // stops at it as cleaned up.
-        listing.confirm_listed(&self.root, None)?;
-        let mut versions: Vec<_> = listing.commits.values().rev().cloned().collect();
-        // Stop at the first gap: older commits were cleaned up.
-        let mut expected = versions.first().map(|f| f.version);
-        versions.retain(|f| {
-            let keep = Some(f.version) == expected;
-            if keep {
-                expected = Some(f.version - 1);
-            }
-            keep
-        });
-        if let Some(l) = limit {
-            versions.truncate(l);
-        }
-        let infos = if versions.iter().all(|f| f.path.is_local()) {
-            parallel::map(&versions, |f| {
-                json_log::read_commit_info(&f.path, f.version)
-            })
-        } else {
-            // From an object store: fetched concurrently, then only the commitInfo line parsed.
-            let locations: Vec<&Location> = versions.iter().map(|f| &f.path).collect();
-            Location::read_many(&locations)
-                .into_iter()
-                .zip(&versions)
-                .map(|(bytes, f)| {
-                    let bytes = bytes.map_err(|e| Error::io(&f.path, e))?;
-                    json_log::commit_info_of(&bytes, &f.path, f.version)
-                })
-                .collect()
-        };
-        versions
-            .iter()
-            .zip(infos)
-            .map(|(f, i)| Ok((f.version, i?)))
-            .collect()
+        log_history(&self.root, start, limit)
     }
 
     /// Create a table: commit version 0 with commitInfo, protocol and metaData.
@@ -285,6 +250,72 @@ fn prepare_schema(
         );
     }
     Ok((schema, props))
+}
+
+/// The history of the log at `location` without loading a snapshot (its newest commit may be the
+/// one that cannot be read): as [`Table::history`], the whole log listed. No commit at all is a
+/// `TableNotFound`.
+pub fn history_of(
+    location: &str,
+    storage_options: &BTreeMap<String, String>,
+    limit: Option<usize>,
+) -> Result<Vec<(i64, Result<Option<String>>)>> {
+    let root = Location::parse(location, storage_options)?;
+    let entries = log_history(&root, 0, limit)?;
+    if entries.is_empty() {
+        return Err(Error::TableNotFound {
+            path: root.to_string(),
+            reason: "no commit in its _delta_log".into(),
+        });
+    }
+    Ok(entries)
+}
+
+/// commitInfo of the commits from `start` on, newest first, at most `limit`, stopping at the
+/// first gap (older commits were cleaned up); each commit read on its own.
+fn log_history(
+    root: &Location,
+    start: i64,
+    limit: Option<usize>,
+) -> Result<Vec<(i64, Result<Option<String>>)>> {
+    let mut listing = segment::list(root, start)?;
+    // A hole between listed commits is looked for again (Listing::confirm) before history
+    // stops at it as cleaned up.
+    listing.confirm_listed(root, None)?;
+    let mut versions: Vec<_> = listing.commits.values().rev().cloned().collect();
+    // Stop at the first gap: older commits were cleaned up.
+    let mut expected = versions.first().map(|f| f.version);
+    versions.retain(|f| {
+        let keep = Some(f.version) == expected;
+        if keep {
+            expected = Some(f.version - 1);
+        }
+        keep
+    });
+    if let Some(l) = limit {
+        versions.truncate(l);
+    }
+    let infos = if versions.iter().all(|f| f.path.is_local()) {
+        parallel::map(&versions, |f| {
+            json_log::read_commit_info(&f.path, f.version)
+        })
+    } else {
+        // From an object store: fetched concurrently, then only the commitInfo line parsed.
+        let locations: Vec<&Location> = versions.iter().map(|f| &f.path).collect();
+        Location::read_many(&locations)
+            .into_iter()
+            .zip(&versions)
+            .map(|(bytes, f)| {
+                let bytes = bytes.map_err(|e| Error::io(&f.path, e))?;
+                json_log::commit_info_of(&bytes, &f.path, f.version)
+            })
+            .collect()
+    };
+    Ok(versions
+        .iter()
+        .zip(infos)
+        .map(|(f, i)| (f.version, i))
+        .collect())
 }
 
 #[cfg(test)]

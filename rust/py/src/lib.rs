@@ -181,6 +181,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rowexpr::PyRowExpr>()?;
     m.add_function(wrap_pyfunction!(rowexpr::conjuncts, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::unqualified, m)?)?;
+    m.add_function(wrap_pyfunction!(table::history_report, m)?)?;
     m.add_function(wrap_pyfunction!(zorder_permutation, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::resolve_now, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::referenced_columns, m)?)?;

@@ -124,7 +124,11 @@ impl TableHandle {
         py: Python<'_>,
         limit: Option<usize>,
     ) -> PyResult<Vec<(i64, Option<String>)>> {
-        py.detach(|| self.table().history(limit)).py_err()
+        let entries = py.detach(|| self.table().history(limit)).py_err()?;
+        entries
+            .into_iter()
+            .map(|(v, info)| Ok((v, info.py_err()?)))
+            .collect()
     }
 
     /// Refresh, then pin the latest snapshot in a new transaction.
@@ -261,4 +265,31 @@ impl TableHandle {
         )?;
         Ok(Some(d))
     }
+}
+
+/// One commit of `history_report`: version, commitInfo JSON (or None), the problem reading it.
+type HistoryEntry = (i64, Option<String>, Option<String>);
+
+/// The history of the log at `location` without loading a snapshot: `(version, commitInfo JSON
+/// or None, None)`, or `(version, None, message)` for a commit that cannot be read, newest first
+/// (`delta-occ history` prints what it can read and names the rest).
+#[pyfunction]
+#[pyo3(signature = (location, storage_options=None, limit=None))]
+pub fn history_report(
+    py: Python<'_>,
+    location: String,
+    storage_options: Option<BTreeMap<String, String>>,
+    limit: Option<usize>,
+) -> PyResult<Vec<HistoryEntry>> {
+    let options = storage_options.unwrap_or_default();
+    let entries = py
+        .detach(|| delta_occ_core::history_of(&location, &options, limit))
+        .py_err()?;
+    Ok(entries
+        .into_iter()
+        .map(|(v, info)| match info {
+            Ok(i) => (v, i, None),
+            Err(e) => (v, None, Some(e.to_string())),
+        })
+        .collect())
 }

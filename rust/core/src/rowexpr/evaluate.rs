@@ -46,25 +46,7 @@ pub fn evaluate_condition(node: &Node, inputs: &[ArrayRef], rows: usize) -> R<Ar
     if guarded.is_empty() || keep.true_count() == rows {
         return Err(first_error);
     }
-    let sub: Vec<ArrayRef> = inputs
-        .iter()
-        .map(|x| filter(x.as_ref(), &keep))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| (node.at, message(e)))?;
-    let part = evaluate(node, &sub, keep.true_count())?;
-    let none = arrow_array::new_null_array(part.data_type(), 1);
-    let mut j = 0;
-    let pick: Vec<(usize, usize)> = (0..rows)
-        .map(|i| {
-            if keep.value(i) {
-                j += 1;
-                (0, j - 1)
-            } else {
-                (1, 0)
-            }
-        })
-        .collect();
-    interleave(&[part.as_ref(), none.as_ref()], &pick).map_err(|e| (node.at, message(e)))
+    on_rows(node, inputs, &keep, None)
 }
 
 /// The columns Spark infers `IS NOT NULL` for from a condition: per top-level conjunct, those
@@ -353,27 +335,49 @@ fn decided_elsewhere(
                 scalar: true,
             });
         }
-        let sub: Vec<ArrayRef> = inputs
-            .iter()
-            .map(|x| filter(x.as_ref(), &needed))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| (b.at, message(e)))?;
-        let part = evaluate(b, &sub, needed.true_count())?;
-        let mut j = 0;
-        let pick: Vec<(usize, usize)> = (0..rows)
-            .map(|i| {
-                if needed.value(i) {
-                    j += 1;
-                    (0, j - 1)
-                } else {
-                    (1, 0)
-                }
-            })
-            .collect();
-        let out =
-            interleave(&[part.as_ref(), filler.as_ref()], &pick).map_err(|e| (b.at, message(e)))?;
-        Ok(Val::array(out))
+        Ok(Val::array(on_rows(
+            b,
+            inputs,
+            &needed,
+            Some(filler.as_ref()),
+        )?))
     })())
+}
+
+/// `node` evaluated only on the rows where `keep` is TRUE, `filler` (one value; None: NULL of the
+/// value's type) on the others.
+fn on_rows(
+    node: &Node,
+    inputs: &[ArrayRef],
+    keep: &BooleanArray,
+    filler: Option<&dyn Array>,
+) -> R<ArrayRef> {
+    let sub: Vec<ArrayRef> = inputs
+        .iter()
+        .map(|x| filter(x.as_ref(), keep))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| (node.at, message(e)))?;
+    let part = evaluate(node, &sub, keep.true_count())?;
+    let none;
+    let filler = match filler {
+        Some(f) => f,
+        None => {
+            none = arrow_array::new_null_array(part.data_type(), 1);
+            none.as_ref()
+        }
+    };
+    let mut j = 0;
+    let pick: Vec<(usize, usize)> = (0..keep.len())
+        .map(|i| {
+            if keep.value(i) {
+                j += 1;
+                (0, j - 1)
+            } else {
+                (1, 0)
+            }
+        })
+        .collect();
+    interleave(&[part.as_ref(), filler], &pick).map_err(|e| (node.at, message(e)))
 }
 
 fn case(whens: &[(Node, Node)], otherwise: &Node, inputs: &[ArrayRef], rows: usize) -> R<Val> {

@@ -304,15 +304,13 @@ class ArrowEngine:
                 if not mine.num_rows:
                     continue
                 touched.append(pa.table({"file": mine.column("__file"), "row": mine.column(ROW)}))
-                if clause.action == _merge.DELETE:
-                    if lay.cdf:
-                        changes.append((DELETE, _target_side(mine, lay.schema)))
-                    continue
-                assert isinstance(clause.values, dict)
-                changed = row_tracking.updated(lay.conform(_apply(mine, lay.schema, clause.values, base)), mine)
-                new_rows.append(changed)
+                changed = None
+                if clause.action == _merge.UPDATE:
+                    assert isinstance(clause.values, dict)
+                    changed = row_tracking.updated(lay.conform(_apply(mine, lay.schema, clause.values, base)), mine)
+                    new_rows.append(changed)
                 if lay.cdf:
-                    changes += [(PREIMAGE, _target_side(mine, lay.schema)), (POSTIMAGE, changed)]
+                    changes += _merge.recorded(clause, _target_side(mine, lay.schema), changed)
         hits = pa.concat_tables(touched) if touched else pa.table({"file": pa.array([], pa.int32()), "row": pa.array([], pa.uint64())})
         for i, path in enumerate(self._files):
             in_file = hits.filter(pc.equal(hits.column("file"), i))
@@ -336,7 +334,7 @@ class ArrowEngine:
                 new_rows.append(self._new_rows(lay.conform(_apply(mine, lay.schema, clause.values, {}, "INSERT value")), list(clause.values)))
             inserted += mine.num_rows
             if lay.cdf:
-                changes.append((INSERT, new_rows[-1]))
+                changes += _merge.recorded(clause, None, new_rows[-1])
         lay.write(self.txn, concat(new_rows, lay.schema))
         lay.write_changes(self.txn, changes)
         return inserted

@@ -17,7 +17,7 @@ from typing import Any, Dict, Generic, List, Mapping, Optional, Protocol, Sequen
 
 import pyarrow as pa
 
-from .. import _arrow, _core, _rows
+from .. import _arrow, _core, _rows, change_data
 from .._schema import arrow_widens, type_name
 from ..exceptions import InvalidArgumentError, MergeCardinalityError, SchemaMismatchError
 from ..instant import Now
@@ -89,6 +89,22 @@ class MergeColumns:
     def readable(self, group: str) -> Tuple[bool, bool]:
         """(target readable, source readable) in a clause of ``group``."""
         return (group != NOT_MATCHED, group != NOT_MATCHED_BY_SOURCE)
+
+
+#: What a clause records in the change data feed: the kind of the target rows it takes and the
+#: kind of the rows it writes (``delta_occ.change_data``); the engines only produce the rows.
+RECORDED_AS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
+    DELETE: (change_data.DELETE, None),
+    UPDATE: (change_data.PREIMAGE, change_data.POSTIMAGE),
+    INSERT: (None, change_data.INSERT),
+}
+
+
+def recorded(clause: "Clause[Any]", taken: Any, written: Any) -> List[Tuple[str, Any]]:
+    """The change-feed entries of one clause's rows: ``taken`` (target rows it deletes or
+    updates) and ``written`` (rows it writes), each under the kind ``RECORDED_AS`` gives."""
+    taken_as, written_as = RECORDED_AS[clause.action]
+    return ([(taken_as, taken)] if taken_as is not None else []) + ([(written_as, written)] if written_as is not None else [])
 
 
 @dataclasses.dataclass
@@ -373,6 +389,6 @@ def check_one_source_row(matched: Matched, plan: MergePlan[Any]) -> None:
 
 __all__ = [
     "MERGE_IN_LIST_LIMIT", "MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "GROUPS", "UPDATE", "DELETE", "INSERT", "ClauseSpec",
-    "Clause", "MergeColumns", "MergePlan", "Matched", "Merger", "keyword_clauses", "merge", "check_clause", "widened_by_source",
+    "Clause", "RECORDED_AS", "recorded", "MergeColumns", "MergePlan", "Matched", "Merger", "keyword_clauses", "merge", "check_clause", "widened_by_source",
     "check_merge_clauses", "split_merge_condition", "check_merge_keys", "key_summary", "narrowed_predicate", "check_one_source_row",
 ]

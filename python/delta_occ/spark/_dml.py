@@ -295,14 +295,13 @@ class SparkEngine:
         numbered = [(self._joined, c) for c in plan.group(_merge.MATCHED)] + [(self._by_source, c) for c in plan.group(_merge.NOT_MATCHED_BY_SOURCE)]
         for k, (rows, clause) in enumerate(numbered):
             mine = rows.filter(F.col(_ACT) == k)
-            if clause.action == _merge.DELETE:
-                if self.lay.cdf:
-                    changes.append((DELETE, mine.select(*[self._tq(c).alias(c) for c in names])))
-                continue
-            assert isinstance(clause.values, dict)
-            parts.append(self._project(mine, clause.values, {c: self._tq(c) for c in names}, resolve, ids=ids))
+            written = None
+            if clause.action == _merge.UPDATE:
+                assert isinstance(clause.values, dict)
+                written = self._project(mine, clause.values, {c: self._tq(c) for c in names}, resolve, ids=ids)
+                parts.append(written)
             if self.lay.cdf:
-                changes += [(PREIMAGE, mine.select(*[self._tq(c).alias(c) for c in names])), (POSTIMAGE, parts[-1])]
+                changes += _merge.recorded(clause, mine.select(*[self._tq(c).alias(c) for c in names]), written)
         if rewrite:  # the rewritten files' untouched rows, found on the executors
             parts.append(target.filter(_in_files(rewrite)).join(self._touched_rows, on=[FILE, ROW], how="left_anti").drop(FILE, ROW))
         inserted = 0
@@ -322,7 +321,7 @@ class SparkEngine:
                 inserted += n
                 parts.append(ins)
                 if self.lay.cdf:
-                    changes.append((INSERT, ins))
+                    changes += _merge.recorded(clause, None, ins)
         if parts:
             out = parts[0]
             for p in parts[1:]:

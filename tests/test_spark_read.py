@@ -226,12 +226,18 @@ def test_dvs_of_files_with_equal_sizes_stay_apart(spark, tmp_path, both):
 
 @pytest.mark.parametrize("layout", [n for n, (_, props) in LAYOUTS.items() if "delta.enableDeletionVectors" in props])
 @pytest.mark.parametrize("where", [None, "x > 1", "p IS NULL", "id BETWEEN 10 AND 40"])
-def test_huge_dvs_fall_back_to_a_position_join(spark, tables, layout, where, monkeypatch):
-    """Above BITMAP_WORDS the DVs are applied as (file, row) positions: the same rows."""
+@pytest.mark.parametrize("join", ["words", "positions"])
+def test_huge_dvs_fall_back_to_a_shuffle_join(spark, tables, layout, where, join, monkeypatch):
+    """Above BITMAP_WORDS the DVs are applied by a shuffle join: on (file, word) with the bit
+    tested where the words are fewer bytes than the positions, else on (file, row) positions
+    (each forced here by the sizes it is chosen by): the same rows either way (the embedded
+    engine's, checked against the oracles elsewhere)."""
     monkeypatch.setattr(spark_mod._scan, "BITMAP_WORDS", 0)
+    monkeypatch.setattr(spark_mod._scan, "_POSITION_BYTES" if join == "words" else "_WORD_BYTES", 10**9)
     expected = canon(docc.Table(tables[layout]).snapshot().to_pyarrow(where=where))
     df = SparkTable(spark, tables[layout]).to_df(where=where)
-    assert "__delta_occ_dv_words" not in _plan_text(df)
+    text = _plan_text(df)
+    assert ("__delta_occ_dv_word" in text) == (join == "words"), text
     assert canon(df.toArrow()) == expected
 
 
@@ -244,3 +250,18 @@ def test_bitmaps_cover_only_files_with_dvs(spark, tmp_path):
     df = SparkTable(spark, tmp_path / "t").to_df()
     assert sorted(df.toArrow().column("id").to_pylist()) == [i for i in range(3000) if i not in (1003, 1064, 1065)]
     assert "__delta_occ_dv_words" in _plan_text(df) and "Union" in _plan_text(df)
+
+
+def test_word_join_finds_bits_in_every_word_of_every_file(spark, tmp_path, monkeypatch):
+    """The (file, word) join: deleted positions in several words of two files (word 0, 1, 3 of
+    the second file, word 15 of the third); the expected ids are the ones not deleted."""
+    monkeypatch.setattr(spark_mod._scan, "BITMAP_WORDS", 0)
+    monkeypatch.setattr(spark_mod._scan, "_POSITION_BYTES", 10**9)
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64())]), properties={"delta.enableDeletionVectors": "true"})
+    for lo in (0, 1000, 2000):
+        t.append(pa.table({"id": pa.array(range(lo, lo + 1000), pa.int64())}))
+    gone = {1003, 1064, 1065, 1200, 2999}
+    t.delete(f"id IN ({', '.join(map(str, sorted(gone)))})")
+    df = SparkTable(spark, tmp_path / "t").to_df()
+    assert "__delta_occ_dv_word" in _plan_text(df)
+    assert sorted(df.toArrow().column("id").to_pylist()) == [i for i in range(3000) if i not in gone]

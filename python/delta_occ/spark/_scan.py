@@ -1,8 +1,9 @@
 """Reading live files with Spark: the core decides which files (partition pruning, statistics)
 and hands over a scan plan as Arrow; Spark reads exactly those files with the physical schema;
 partition values come from the plan, never from directory names; deletion vectors are applied by
-a broadcast anti-join against one dense bitmap per file (or, for huge DVs, on (file, row
-position)), so no Python runs on executors."""
+a broadcast anti-join against one dense bitmap per file (for DVs above 32 MB in all, by a shuffle
+join on (file, 64-bit word) with the bit tested, or on (file, row position) where the positions
+are fewer bytes), so no Python runs on executors."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ BITMAP_WORDS = 4_000_000
 #: DV positions up to this many are broadcast to every task (16 bytes each plus the path key);
 #: more go through a shuffle join (broadcasting 5M pairs took 10 s and 4.3 GB of JVM memory).
 _BROADCAST_POSITIONS = 2_000_000
+#: Above BITMAP_WORDS, a DV's words travel as rows (a file number, an index, the word: about 20
+#: bytes of each 64 rows) where that is smaller than its positions (16 bytes a deleted row).
+_WORD_BYTES, _POSITION_BYTES = 20, 16
+_WORD = "__delta_occ_dv_word"
 #: Spark lists explicitly given paths with a job above this many; a driver-side plan needs none.
 _DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _GLOB = str.maketrans({c: "\\" + c for c in "\\*?[]{}"})
@@ -100,10 +105,28 @@ class ScanPlan:
         baseRowId, ``_DEFAULT_VERSION``: its defaultRowCommitVersion; protocol-notes §6)."""
         return pa.table({_BASE: self.table.column("base_row_id"), _DEFAULT_VERSION: self.table.column("default_row_commit_version")})
 
-    def dv_bitmaps(self) -> Optional[pa.Table]:
-        """The DVs as dense bitmaps (``file``, ``words``), or None above ``BITMAP_WORDS``."""
-        capsules = self.handle.dv_bitmaps(self.paths, BITMAP_WORDS)
+    def dv_bitmaps(self, max_words: Optional[int] = None) -> Optional[pa.Table]:
+        """The DVs as dense bitmaps (``file``, ``words``), or None above ``max_words`` words in
+        all (default ``BITMAP_WORDS``)."""
+        capsules = self.handle.dv_bitmaps(self.paths, BITMAP_WORDS if max_words is None else max_words)
         return None if capsules is None else _arrow.table([capsules])
+
+    def dv_words(self) -> Optional[pa.Table]:
+        """Above ``BITMAP_WORDS``: the DVs as one row per non-zero 64-bit word (``FILE``,
+        ``_WORD``: its index, ``_DV_WORDS``: its bits), when that is smaller than one row per
+        deleted position (dense DVs); None otherwise. Built in Arrow, no Python value per word."""
+        deleted = int(pc.sum(self.table.column("dv_cardinality")).as_py() or 0)
+        limit = deleted * _POSITION_BYTES // _WORD_BYTES
+        bitmaps = self.dv_bitmaps(limit) if limit >= 1 else None
+        if bitmaps is None:
+            return None
+        words = bitmaps.column("words").combine_chunks()
+        flat = pc.list_flatten(words)
+        parents = pc.list_parent_indices(words)
+        offsets = words.offsets.slice(0, len(words))  # each list's first index into `flat`
+        index = pc.subtract(_arrow_range(len(flat)), pc.take(offsets, parents).cast(pa.int64()))
+        out = pa.table({FILE: pc.take(bitmaps.column("file"), parents), _WORD: index, _DV_WORDS: flat})
+        return out.filter(pc.not_equal(out.column(_DV_WORDS), 0))
 
 
 def read_plan(
@@ -140,6 +163,12 @@ def read_plan(
         df = _with_plan_columns(spark, plan, _scan(spark, plan, range(len(plan)), read_fields, _KEY), extra)
         if bitmaps is not None:
             df = _drop_deleted(spark, df, FILE, bitmaps.column("file"), bitmaps.column("words"))
+        elif plan.has_dvs and (words := plan.dv_words()) is not None:
+            # One row per non-zero word of each DV: a shuffle join on (file, word), the bit tested.
+            dv = spark.createDataFrame(words.rename_columns([_DV_KEY, _WORD, _DV_WORDS]))
+            hit = (F.col(FILE) == F.col(_DV_KEY)) & (F.shiftright(F.col(ROW), 6) == F.col(_WORD))
+            deleted_bit = F.expr(f"bit_get({_DV_WORDS}, CAST({ROW} & 63 AS INT)) = 1")
+            df = df.join(dv, on=hit & deleted_bit, how="left_anti")
         elif plan.has_dvs:
             deleted = plan.dv_positions()
             dv = spark.createDataFrame(deleted.rename_columns([FILE, ROW]))
@@ -236,6 +265,11 @@ def _read_unjoined(spark: Session, plan: ScanPlan, read_fields: List[Any], bitma
     if clean:
         df = df.unionByName(_scan(spark, plan, clean, read_fields, None))
     return df
+
+
+def _arrow_range(n: int) -> pa.Array:
+    """0 .. n-1 as int64, built in Arrow."""
+    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1) if n else pa.array([], pa.int64())
 
 
 def _stored_size(storage: Any, path: str) -> Optional[int]:

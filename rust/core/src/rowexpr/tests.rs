@@ -46,12 +46,27 @@ fn values(text: &str) -> ArrayRef {
         .unwrap()
 }
 
-fn error(text: &str) -> String {
+/// The error of compiling `text` or evaluating it on `batch()` (as values, or with `as_mask` as
+/// a condition).
+fn failure(text: &str, as_mask: bool) -> String {
     let b = batch();
-    match RowExpr::compile(text, &b.schema(), &[]).and_then(|e| e.evaluate(&b)) {
-        Ok(v) => panic!("{text}: expected an error, got {v:?}"),
+    let e = match RowExpr::compile(text, &b.schema(), &[]) {
+        Ok(e) => e,
+        Err(e) => return e.to_string(), // refused when compiled
+    };
+    let got = if as_mask {
+        e.mask(&b).map(|m| format!("{m:?}"))
+    } else {
+        e.evaluate(&b).map(|v| format!("{v:?}"))
+    };
+    match got {
+        Ok(v) => panic!("{text}: expected an error, got {v}"),
         Err(e) => e.to_string(),
     }
+}
+
+fn error(text: &str) -> String {
+    failure(text, false)
 }
 
 #[test]
@@ -527,11 +542,7 @@ fn and_or_do_not_evaluate_what_the_left_side_decides() {
 }
 
 fn mask_error(text: &str) -> String {
-    let b = batch();
-    match RowExpr::compile(text, &b.schema(), &[]).and_then(|e| e.mask(&b)) {
-        Ok(v) => panic!("{text}: expected an error, got {v:?}"),
-        Err(e) => e.to_string(),
-    }
+    failure(text, true)
 }
 
 /// Spark infers `IS NOT NULL` filters from NULL-intolerant conjuncts and applies them first, so

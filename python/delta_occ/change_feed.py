@@ -82,7 +82,8 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
         raise InvalidArgumentError(f"starting_version {start} is after ending_version {end}")
     if end > latest:
         raise VersionNotFoundError(f"version {end} of {table.path} does not exist yet (latest is {latest})", table=table.path, version=end)
-    out_schema = table.snapshot(end).schema
+    end_snapshot = table.snapshot(end)
+    out_schema = end_snapshot.schema
     if columns is not None:
         unknown = [c for c in columns if c not in out_schema.names]
         if unknown or not columns:
@@ -116,7 +117,7 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
             continue
         commits.append(CommitChanges(version, ts, layout(version), [], layout(version - 1) if removed else None, removed,
                                      [p for p in removed if p in added], sorted(added - set(removed))))
-    return FeedPlan(out_schema, commits, table.snapshot(end).handle.schema_json)
+    return FeedPlan(out_schema, commits, end_snapshot.handle.schema_json)
 
 
 def read(table: FeedSource, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:

@@ -244,10 +244,7 @@ class ArrowEngine:
         lay, cols = self.lay, plan.columns
         target_conds = [cols.target_only(sql) for sql in plan.target_only]
         residual_conds = [cols.joined(sql) for sql in plan.residual]
-        # Compiled before any row is read: a bad condition reads nothing.
-        conds = {g: [None if c.condition is None else self.merge_expression(cols, c.condition, target_readable=cols.readable(g)[0],
-                                                                            source_readable=cols.readable(g)[1]) for c in plan.group(g)]
-                 for g in _merge.GROUPS}
+        conds = {g: [c.when for c in plan.group(g)] for g in _merge.GROUPS}  # compiled by the operation
         self._files = self.txn.scan(plan.read_where, ["path"]).column("path").to_pylist()
         self._file_rows = lay.read_many(self._files, ids=True)
         every, on_side = [], []

@@ -68,13 +68,15 @@ def history_report(path: PathLike, storage_options: Optional[Mapping[str, str]] 
         limit = int_arg("limit", limit, 0)
     out: List[Dict[str, Any]] = []
     for version, info, problem in _core.history_report(table_location(path), storage_options_arg(storage_options), limit):
-        if problem is not None:
-            out.append({"version": version, "unreadable": problem})
-            continue
-        entry = json.loads(info) if info is not None else {}
-        entry["version"] = version
-        out.append(entry)
+        out.append({"version": version, "unreadable": problem} if problem is not None else history_entry(version, info))
     return out
+
+
+def history_entry(version: int, info: Optional[str]) -> Dict[str, Any]:
+    """One commit of a history: its commitInfo (JSON text, or None) with ``version`` added."""
+    entry = json.loads(info) if info is not None else {}
+    entry["version"] = version
+    return entry
 
 
 def create_handle(
@@ -201,12 +203,7 @@ class Table:
         """commitInfo of each commit, newest first, with ``version`` added."""
         if limit is not None:
             limit = int_arg("limit", limit, 0)
-        out = []
-        for version, info in self._h.history(limit):
-            entry = json.loads(info) if info is not None else {}
-            entry["version"] = version
-            out.append(entry)
-        return out
+        return [history_entry(version, info) for version, info in self._h.history(limit)]
 
     # -- transactions --------------------------------------------------------------------------
 

@@ -78,10 +78,6 @@ class MergeColumns:
     def joined(self, text: str) -> _core.RowExpr:
         return _rows.compile(text, self.joined_schema(), self.scopes())
 
-    def source_only(self, text: str) -> _core.RowExpr:
-        """A NOT MATCHED clause: reading a target column is an error."""
-        return _rows.compile(text, self.joined_schema(), self.scopes(target_readable=False))
-
     def target_only(self, text: str) -> _core.RowExpr:
         """A conjunct on target rows alone (named as in the table)."""
         return _rows.compile(text, self.target, [(self.ta, "", True)])
@@ -118,6 +114,8 @@ class Clause(Generic[Expr]):
     condition: Optional[str]
     values: Union[None, bool, Dict[str, Expr]]
     text: str
+    #: ``condition`` compiled by the engine (None: always), once, before any row is read.
+    when: Optional[Expr] = None
 
 
 @dataclasses.dataclass
@@ -261,8 +259,9 @@ def check_clause(engine: Merger[Source, Expr], cols: MergeColumns, spec: ClauseS
     """A clause's condition compiled where its group may read (errors before any row is read)
     and its values resolved against the table."""
     target_readable, source_readable = cols.readable(spec.group)
+    when = None
     if spec.condition is not None:
-        engine.merge_expression(cols, spec.condition, target_readable=target_readable, source_readable=source_readable)
+        when = engine.merge_expression(cols, spec.condition, target_readable=target_readable, source_readable=source_readable)
     values: Union[None, bool, Dict[str, Expr]] = None
     argument = f"{spec.group} THEN {spec.action}"
 
@@ -283,7 +282,7 @@ def check_clause(engine: Merger[Source, Expr], cols: MergeColumns, spec: ClauseS
             if not set_:
                 raise InvalidArgumentError(f"{argument} *: the source has none of the table's columns {engine.schema.names}")
         values = assignments.resolve(engine.schema, set_, argument, check, identity=engine.identity)
-    return Clause(spec.group, spec.action, spec.condition, values, spec.describe())
+    return Clause(spec.group, spec.action, spec.condition, values, spec.describe(), when)
 
 
 def _quoted(name: str) -> str:

@@ -222,12 +222,9 @@ class SparkEngine:
         """The number (``offset`` + place in the group) of the first clause of ``group`` whose
         condition holds, NULL where none does: a CASE WHEN, so a condition is evaluated only on
         the rows no earlier clause took (as the embedded engine does)."""
-        cols = plan.columns
-        target_readable, source_readable = cols.readable(group)
         out: Optional[Column] = None
         for k, clause in enumerate(plan.group(group)):
-            cond = F.lit(True) if clause.condition is None else self.merge_expression(
-                cols, clause.condition, target_readable=target_readable, source_readable=source_readable).condition(resolve)
+            cond = F.lit(True) if clause.when is None else clause.when.condition(resolve)
             out = F.when(cond, F.lit(offset + k)) if out is None else out.when(cond, F.lit(offset + k))
         return F.lit(None).cast("int") if out is None else out
 
@@ -235,10 +232,6 @@ class SparkEngine:
         cols = plan.columns
         resolve = self._joined_column(cols)
         on = Compiled(plan.on, cols.joined_schema(), cols.scopes())  # compiled before any row is read
-        for clause in plan.clauses:
-            if clause.condition is not None:
-                self.merge_expression(cols, clause.condition, target_readable=cols.readable(clause.group)[0],
-                                      source_readable=cols.readable(clause.group)[1])
         self._target_alias = cols.ta
         self._plan = self._scan(plan.read_where)
         # (an empty plan gives an empty frame)

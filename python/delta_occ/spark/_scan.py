@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
 from .. import _arrow
+from .._write import arange
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
 from ..scan_plan import scan_plan
@@ -124,7 +125,7 @@ class ScanPlan:
         flat = pc.list_flatten(words)
         parents = pc.list_parent_indices(words)
         offsets = words.offsets.slice(0, len(words))  # each list's first index into `flat`
-        index = pc.subtract(_arrow_range(len(flat)), pc.take(offsets, parents).cast(pa.int64()))
+        index = pc.subtract(arange(len(flat), pa.int64()), pc.take(offsets, parents).cast(pa.int64()))
         out = pa.table({FILE: pc.take(bitmaps.column("file"), parents), _WORD: index, _DV_WORDS: flat})
         return out.filter(pc.not_equal(out.column(_DV_WORDS), 0))
 
@@ -265,11 +266,6 @@ def _read_unjoined(spark: Session, plan: ScanPlan, read_fields: List[Any], bitma
     if clean:
         df = df.unionByName(_scan(spark, plan, clean, read_fields, None))
     return df
-
-
-def _arrow_range(n: int) -> pa.Array:
-    """0 .. n-1 as int64, built in Arrow."""
-    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1) if n else pa.array([], pa.int64())
 
 
 def _stored_size(storage: Any, path: str) -> Optional[int]:

@@ -530,10 +530,12 @@ def overwrite(
 
 
 def delete(txn: Staging, where: Optional[str] = None) -> None:
+    """Stage a DELETE of the rows ``where`` selects (every row when None) on ``txn``."""
     _delete.delete(ArrowEngine(txn), where)
 
 
 def update(txn: Staging, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
+    """Stage an UPDATE on ``txn``: ``set`` maps columns to SQL expressions, for the rows ``where`` selects."""
     _update.update(ArrowEngine(txn), where, set)
 
 

@@ -259,6 +259,7 @@ class Transaction(Lifecycle):
         return {k: int(v) for k, v in self._h.restore(target.handle).items()}
 
     def set_app_version(self, app_id: str, version: int) -> None:
+        """Record that ``app_id`` has committed up to ``version`` (a ``txn`` action, idempotent writes)."""
         if not isinstance(app_id, str) or not app_id:
             raise InvalidArgumentError(f"set_app_version: app_id must be a non-empty string, got {app_id!r}")
         self._h.set_app_version(app_id, int_arg("set_app_version: version", version, 0))
@@ -318,9 +319,11 @@ class Transaction(Lifecycle):
         self.stage_operation("DROP CONSTRAINT", {"constraintName": name, "expr": props[key]})
 
     def unset_properties(self, keys: Sequence[str]) -> None:
+        """Remove these table properties in this commit (a metadata change); absent keys are ignored."""
         self._h.unset_properties([str(k) for k in keys])
 
     def set_isolation_level(self, level: Union[str, IsolationLevel]) -> None:
+        """Set the table's ``delta.isolationLevel`` (Serializable or WriteSerializable) in this commit."""
         lvl = IsolationLevel.parse(level)
         if lvl is IsolationLevel.SNAPSHOT_ISOLATION:
             raise InvalidArgumentError("SnapshotIsolation is not a table level: use Serializable or WriteSerializable")

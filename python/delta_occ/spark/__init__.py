@@ -16,7 +16,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 import contextlib
 import functools
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -43,6 +43,11 @@ from ._columns import logical_schema
 from ._rowexpr import ansi, compile_where, evaluating
 from ._scan import ScanPlan, check_columns, files_for, read_plan
 from ._session import Session, check_frame, check_session, using
+
+if TYPE_CHECKING:
+    # `Session` names the Connect class as a forward reference (importing it costs half a
+    # second); tools that resolve this module's annotations (pdoc) find it here.
+    from pyspark.sql.connect.session import SparkSession as ConnectSession  # noqa: F401
 from ._whole_table import SparkWholeTable
 from ._write import Job
 
@@ -157,15 +162,19 @@ class SparkTransaction(Lifecycle):
         return _read(self.spark, self.txn.snapshot, where, columns, paths)
 
     def append(self, df: DataFrame) -> None:
+        """Stage an append of ``df`` (written by the executors)."""
         self._run(_dml.append, check_frame(self.spark, df))
 
     def overwrite(self, df: DataFrame, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
+        """Stage an overwrite with ``df``: of the whole table, of the rows ``replace_where`` selects, or (``dynamic_partitions``) of the partitions ``df`` writes."""
         self._run(_dml.overwrite, check_frame(self.spark, df), replace_where, bool(dynamic_partitions))
 
     def delete(self, where: Optional[str] = None) -> None:
+        """Stage a DELETE of the rows ``where`` selects (every row when None)."""
         self._run(_dml.delete, where)
 
     def update(self, where: Optional[str], set: Mapping[str, str]) -> None:  # noqa: A002 - api.md name
+        """Stage an UPDATE: ``set`` maps columns to SQL expressions, for the rows ``where`` selects."""
         self._run(_dml.update, where, set)
 
     def merge(self, source: DataFrame, on: str, **clauses: Any) -> Any:
@@ -183,6 +192,7 @@ class SparkTransaction(Lifecycle):
     def optimize(
         self, target_file_size: Optional[int] = None, where: Optional[str] = None, zorder_by: Optional[Sequence[str]] = None, *, full: bool = False
     ) -> int:
+        """Stage an OPTIMIZE (compaction, or Z-order with ``zorder_by``); returns the number of bins staged (0: nothing to compact)."""
         return int(self._run(_dml.optimize, target_file_size, where, zorder_by, full))
 
     def purge_deletion_vectors(self) -> int:
@@ -269,9 +279,11 @@ class SparkTable:
         return self.table.version
 
     def refresh(self) -> int:
+        """Load the newest version (as :meth:`delta_occ.Table.refresh`); returns it."""
         return self.table.refresh()
 
     def snapshot(self, version: Optional[int] = None, timestamp: Optional[Instant] = None) -> Snapshot:
+        """The table at its latest known version, at ``version`` or at ``timestamp`` (as :meth:`delta_occ.Table.snapshot`)."""
         return self.table.snapshot(version, timestamp)
 
     def restore(self, version: Optional[int] = None, timestamp: Optional[Instant] = None, *, max_attempts: Optional[int] = None) -> CommitResult:
@@ -279,6 +291,7 @@ class SparkTable:
         return self.table.restore(version, timestamp, max_attempts=max_attempts)
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The commits, newest first (as :meth:`delta_occ.Table.history`)."""
         return self.table.history(limit)
 
     def to_df(self, version: Optional[int] = None, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
@@ -410,6 +423,7 @@ class SparkTable:
         max_attempts: Optional[int] = None,
         rerun_on_conflict: int = 0,
     ) -> CommitResult:
+        """DELETE the rows ``where`` selects (every row when None) in one commit, run by the executors; with DVs the rows are marked deleted, else their files are rewritten."""
         return self._one("delete", (where,), {}, isolation_level, row_level, max_attempts, name="DELETE", rerun_on_conflict=rerun_on_conflict)
 
     def update(
@@ -422,6 +436,7 @@ class SparkTable:
         max_attempts: Optional[int] = None,
         rerun_on_conflict: int = 0,
     ) -> CommitResult:
+        """UPDATE the rows ``where`` selects: ``set`` maps columns to Spark SQL expressions; one commit, run by the executors."""
         return self._one("update", (where, set), {}, isolation_level, row_level, max_attempts, name="UPDATE", rerun_on_conflict=rerun_on_conflict)
 
     def merge(
@@ -510,6 +525,7 @@ class SparkTable:
         return self.table.add_constraint(name, expr, max_attempts=max_attempts)
 
     def drop_constraint(self, name: str, *, if_exists: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.drop_constraint` of this table (a metadata commit made on the driver)."""
         return self.table.drop_constraint(name, if_exists=if_exists, max_attempts=max_attempts)
 
 

@@ -9,12 +9,14 @@ stages that file's DV."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
+from ..operations.protocols import Staging
+from ..operations.removal import Removal, choose
 from ._scan import FILE, ROW
 from ._session import F
 
@@ -80,4 +82,23 @@ def summarise(
     return out, sums
 
 
-__all__ = ["BUCKET_SHIFT", "FileHits", "hits_per_file", "summarise"]
+def stage(txn: Staging, paths: Sequence[str], live: Sequence[int], hits: Dict[int, FileHits], dv_enabled: bool) -> Tuple[List[int], List[str]]:
+    """Stage the removal of the hit rows of each plan file (``paths``, ``live`` rows each) as
+    ``removal.choose`` says: a DV built from the file's bits, one file at a time, or the file
+    removed. Returns the plan numbers of removed files whose other rows must be written again, and
+    the paths touched."""
+    rewrite: List[int] = []
+    touched: List[str] = []
+    for i in sorted(hits):
+        how = choose(hits[i].count, live[i], dv_enabled)
+        touched.append(paths[i])
+        if how is Removal.DELETION_VECTOR:
+            txn.delete_rows(paths[i], hits[i].positions())
+            continue
+        txn.remove_file(paths[i], data_change=True)
+        if how is Removal.REWRITE:
+            rewrite.append(i)
+    return rewrite, touched
+
+
+__all__ = ["BUCKET_SHIFT", "FileHits", "hits_per_file", "stage", "summarise"]

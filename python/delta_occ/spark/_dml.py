@@ -26,12 +26,11 @@ from ..operations.conform import find_column
 from ..operations.merge import Matched, MergeColumns, MergePlan
 from ..operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from ..operations.protocols import Staging, Written
-from ..operations.removal import Removal, choose
 from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
-from ._bits import FileHits, hits_per_file, summarise
+from ._bits import FileHits, hits_per_file, stage, summarise
 from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
-from ._scan import FILE, ROW, ScanPlan, read_plan
+from ._scan import FILE, ROW, ScanPlan, Selection, read_plan
 from ._session import F, window
 from ._write import GROUP, conform, new_rows, write, write_changes, write_groups
 from ._zorder import KEYS, integer_div, with_curve_keys
@@ -119,13 +118,18 @@ class SparkEngine:
             self._changes([(INSERT, rows)])
         return removed, written
 
-    def _changes(self, changes: List[Tuple[str, DataFrame]]) -> None:
-        """Record an operation's changed rows in the change feed (``delta_occ.change_data``)."""
-        if self.ctx.appended_unrecorded:
+    def _may_record_changes(self) -> None:
+        """Refuse, before anything is staged, an operation whose change-feed rows could not be
+        recorded (a commit with change-data files is read from them alone)."""
+        if self.lay.cdf and self.ctx.appended_unrecorded:
             raise InvalidArgumentError(
                 f"{self.lay.root} has the change data feed on: this transaction appended rows before an operation that changes rows, "
                 "and a commit with change-data files is read from them alone; commit the append first (or append after the change)"
             )
+
+    def _changes(self, changes: List[Tuple[str, DataFrame]]) -> None:
+        """Record an operation's changed rows in the change feed (``delta_occ.change_data``)."""
+        self._may_record_changes()
         self.ctx.changes_recorded = True
         with self.ctx.timed("spark"):
             write_changes(self.spark, self.lay, self.txn, self.ctx.job, changes)
@@ -133,48 +137,48 @@ class SparkEngine:
     # -- delete / update ---------------------------------------------------------------------
 
     def remove_matching(self, where: Optional[str]) -> int:
+        # In order: the selection (``_scan``), the hits' bits and the DVs staged from them
+        # (``_bits``), the removed files' other rows and the change feed written (``_write``).
         ctx = self.ctx
         plan, where_expr = self._scan_where(where)
         if not len(plan):
             return 0
+        self._may_record_changes()
         if where_expr is None:  # every row goes: no need to read any (but the change feed's)
+            self._remove_files(plan.paths)
             if self.lay.cdf:
                 self._changes([(DELETE, read_plan(self.spark, plan))])
-            self._remove_files(plan.paths)
-            return sum(_live_rows(plan))
-        cond = where_expr.condition()
-        if self.lay.cdf:
-            self._changes([(DELETE, read_plan(self.spark, plan).filter(cond))])
-        rows = read_plan(self.spark, plan, where_expr.columns, positions=True)
+            return sum(plan.exact_live_rows())
+        sel = Selection(self.spark, plan, where_expr.filter(), where_expr.condition(), where_expr.columns, self.lay.row_id_columns)
         with ctx.timed("spark"):
-            hits = hits_per_file(rows.filter(where_expr.filter()), self.lay.dv_enabled)
+            hits = hits_per_file(sel.hit, self.lay.dv_enabled)
         with ctx.timed("driver"):
-            rewrite = self._stage_hits(plan, hits)
+            rewrite = self._stage(plan.paths, sel.live, hits)
         if rewrite:
-            keep = read_plan(self.spark, plan, positions=True, ids=self.lay.row_id_columns).filter(_in_files(rewrite) & ~cond).drop(FILE, ROW)
-            write(self.spark, self.lay, self.txn, ctx.job, keep, rewrite=True)
+            write(self.spark, self.lay, self.txn, ctx.job, sel.kept(rewrite), rewrite=True)
+        if self.lay.cdf:
+            self._changes([(DELETE, sel.matching())])
         return sum(h.count for h in hits.values())
 
     def expression(self, text: str) -> Compiled:
         return Compiled(text, self.schema)  # the embedded engine's compile: the same errors
 
     def update_matching(self, where: Optional[str], assign: Dict[str, Compiled]) -> int:
+        # The order of ``remove_matching``; the changed rows are written with the kept ones.
         plan, where_expr = self._scan_where(where)
         if not len(plan):
             return 0
+        self._may_record_changes()
         cond = _holds(where_expr)
-        rows = read_plan(self.spark, plan, positions=True, ids=self.lay.row_id_columns)
+        sel = Selection(self.spark, plan, cond, cond, None, self.lay.row_id_columns)
         names = [f.name for f in plan.logical.fields]
-        changed = self._project(rows.filter(cond), assign, {c: col(c) for c in names}, col, ids=_ids_of(rows, col))
-        hits = hits_per_file(rows.filter(cond), self.lay.dv_enabled)
-        if self.lay.cdf and hits:
-            self._changes([(PREIMAGE, rows.filter(cond).drop(FILE, ROW)), (POSTIMAGE, changed)])
-        rewrite = self._stage_hits(plan, hits)
-        out = changed
-        if rewrite:
-            out = out.unionByName(rows.filter(_in_files(rewrite) & ~cond).drop(FILE, ROW))
+        changed = self._project(sel.hit, assign, {c: col(c) for c in names}, col, ids=_ids_of(sel.rows, col))
+        hits = hits_per_file(sel.hit, self.lay.dv_enabled)
+        rewrite = self._stage(plan.paths, sel.live, hits)
         if hits:
-            write(self.spark, self.lay, self.txn, self.ctx.job, out)
+            write(self.spark, self.lay, self.txn, self.ctx.job, changed.unionByName(sel.kept(rewrite)) if rewrite else changed)
+        if self.lay.cdf and hits:
+            self._changes([(PREIMAGE, sel.hit.drop(FILE, ROW)), (POSTIMAGE, changed)])
         return sum(h.count for h in hits.values())
 
     # -- merge -------------------------------------------------------------------------------
@@ -280,7 +284,7 @@ class SparkEngine:
         target = self._target
         resolve = self._joined_column(cols)
         with self.ctx.timed("driver"):
-            rewrite = self._stage_hits(self._plan, self._hits)
+            rewrite = self._stage(self._plan.paths, self._plan.exact_live_rows(), self._hits)
         parts: List[DataFrame] = []
         names = [f.name for f in self.schema]
         changes: List[Tuple[str, DataFrame]] = []
@@ -333,7 +337,7 @@ class SparkEngine:
         ctx.check_untouched([f["path"] for b in bins for f in b])
         members = [(b, k, f) for b, fs in enumerate(bins) for k, f in enumerate(fs)]
         plan = ScanPlan(ctx.snap_handle, [f["path"] for _, _, f in members])
-        live = _live_rows(plan)
+        live = plan.exact_live_rows()
         extra = pa.table({GROUP: pa.array([b for b, _, _ in members], pa.int32()), _BIN_ORDER: pa.array([k for _, k, _ in members], pa.int32())})
         groups: Dict[int, Tuple[Dict[str, Optional[str]], Optional[Dict[str, str]]]] = {}
         rows_out = 0
@@ -360,7 +364,7 @@ class SparkEngine:
         ctx.check_untouched([f["path"] for b in bins for f in b])
         members = [(b, k, f) for b, fs in enumerate(bins) for k, f in enumerate(fs)]
         plan = ScanPlan(ctx.snap_handle, [f["path"] for _, _, f in members])
-        live = _live_rows(plan)
+        live = plan.exact_live_rows()
         per_bin_rows = [0] * len(bins)
         for (b, _, _), n in zip(members, live):
             per_bin_rows[b] += n
@@ -414,23 +418,11 @@ class SparkEngine:
             self.txn.remove_file(p, data_change=data_change)
             self.ctx.touched.add(p)
 
-    def _stage_hits(self, plan: ScanPlan, hits: Dict[int, FileHits]) -> List[int]:
-        """Stage the removal of the hit rows of each plan file as ``removal.choose`` says (a DV
-        built from the file's bits, one file at a time). Returns the plan numbers of files whose
-        other rows must be written again."""
-        if not hits:
-            return []
-        live = _live_rows(plan)
-        rewrite = []
-        for i in sorted(hits):
-            how = choose(hits[i].count, live[i], self.lay.dv_enabled)
-            if how is Removal.DELETION_VECTOR:
-                self.txn.delete_rows(plan.paths[i], hits[i].positions())
-                self.ctx.touched.add(plan.paths[i])
-                continue
-            self._remove_files([plan.paths[i]])
-            if how is Removal.REWRITE:
-                rewrite.append(i)
+    def _stage(self, paths: List[str], live: List[int], hits: Dict[int, FileHits]) -> List[int]:
+        """``_bits.stage`` on this transaction; the paths it touched noted. Returns the plan
+        numbers of files to write again."""
+        rewrite, touched = stage(self.txn, paths, live, hits, self.lay.dv_enabled)
+        self.ctx.touched.update(touched)
         return rewrite
 
     def _project(
@@ -448,15 +440,6 @@ class SparkEngine:
         projected = df.select(*out)
         _ = projected.schema  # Spark Connect analyses lazily: make a bad SET fail here, as on classic
         return projected
-
-
-def _live_rows(plan: ScanPlan) -> List[int]:
-    """Exact live rows per plan file (numRecords, or the footer when the stats lack it)."""
-    out = []
-    storage = plan.handle.storage
-    for n, d, p in zip(plan.live_rows(), plan.table.column("dv_cardinality").to_pylist(), plan.table.column("abs_path").to_pylist()):
-        out.append(n if n is not None else storage.footer_stats(p)[1] - d)
-    return out
 
 
 def _ids_of(rows: DataFrame, column: Resolver) -> Optional[Column]:

@@ -98,6 +98,14 @@ class ScanPlan:
             for n, d in zip(self.table.column("num_records").to_pylist(), self.table.column("dv_cardinality").to_pylist())
         ]
 
+    def exact_live_rows(self) -> List[int]:
+        """Rows each file holds after its DV: numRecords, or the footer where the stats lack it."""
+        storage = self.handle.storage
+        return [
+            n if n is not None else storage.footer_stats(p)[1] - d
+            for n, d, p in zip(self.live_rows(), self.table.column("dv_cardinality").to_pylist(), self.table.column("abs_path").to_pylist())
+        ]
+
     def dv_positions(self) -> pa.Table:
         return _arrow.table([self.handle.dv_positions(self.paths)])
 
@@ -196,6 +204,36 @@ def read_plan(
     if ids is not None:
         out += _kept_ids(plan, ids)
     return df.select(*out)
+
+
+class Selection:
+    """The rows a condition selects from a plan's files, as lazy DataFrames (nothing runs here):
+    the first step of a DELETE or UPDATE, before the hits are summed up (``_bits``) and the files'
+    other rows written again (``_write``)."""
+
+    def __init__(
+        self, spark: Session, plan: ScanPlan, hit: Column, holds: Column, columns: Optional[Sequence[str]], ids: Optional[Tuple[str, str]]
+    ) -> None:
+        self.plan = plan
+        #: Live rows per plan file, exact (what ``removal.choose`` weighs the hits against).
+        self.live = plan.exact_live_rows()
+        self._names = [f.name for f in plan.logical.fields]
+        #: Every live row, all columns, with ``FILE``, ``ROW`` (and the row ids, with ``ids``).
+        self.rows = read_plan(spark, plan, positions=True, ids=ids)
+        self._holds = holds
+        #: The selected rows with ``FILE`` and ``ROW``: only the ``columns`` the condition reads
+        #: when given (all columns otherwise).
+        self.hit = (self.rows if columns is None else read_plan(spark, plan, columns, positions=True)).filter(hit)
+
+    def matching(self) -> DataFrame:
+        """The selected rows, the table's columns only (for the change feed)."""
+        return self.rows.filter(self._holds).select(*[col(n) for n in self._names])
+
+    def kept(self, files: Sequence[int]) -> DataFrame:
+        """The rows of these plan files the condition does not select, to be written again (row
+        ids kept, positions dropped)."""
+        in_files = F.col(FILE).isin(*files) if files else F.lit(False)
+        return self.rows.filter(in_files & ~self._holds).drop(FILE, ROW)
 
 
 def _kept_ids(plan: ScanPlan, ids: Tuple[str, str]) -> List[Column]:
@@ -325,4 +363,4 @@ def files_for(snap_handle: Any, where: Optional[str]) -> Optional[List[int]]:
     return list(selected)
 
 
-__all__ = ["ScanPlan", "read_plan", "session_conf", "files_for", "FILE", "ROW", "quote"]
+__all__ = ["ScanPlan", "Selection", "read_plan", "session_conf", "files_for", "FILE", "ROW", "quote"]

@@ -201,7 +201,7 @@ impl Rule {
 /// carries the file-level rule of its exception.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fallback {
-    /// The read predicate cannot be decided on rows (not deterministic, nested values, subquery).
+    /// The read predicate cannot be decided on rows (not deterministic, nested values).
     Predicate,
     /// A DV or data file needed for the decision could not be read (or located).
     Unreadable,

@@ -6,66 +6,7 @@ use std::cmp::Ordering;
 use crate::partition::Scalar;
 use crate::schema::DataType;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    /// `<=>`: null-safe equality (true when both are null).
-    NullSafeEq,
-}
-
-impl CmpOp {
-    /// `NOT (a op b)` for non-null operands. Null-safe equality has no such form.
-    pub fn negate(self) -> Option<CmpOp> {
-        Some(match self {
-            CmpOp::Eq => CmpOp::Ne,
-            CmpOp::Ne => CmpOp::Eq,
-            CmpOp::Lt => CmpOp::Ge,
-            CmpOp::Le => CmpOp::Gt,
-            CmpOp::Gt => CmpOp::Le,
-            CmpOp::Ge => CmpOp::Lt,
-            CmpOp::NullSafeEq => return None,
-        })
-    }
-
-    /// The operator with its operands swapped (`5 < a` is `a > 5`).
-    pub fn flip(self) -> CmpOp {
-        match self {
-            CmpOp::Lt => CmpOp::Gt,
-            CmpOp::Le => CmpOp::Ge,
-            CmpOp::Gt => CmpOp::Lt,
-            CmpOp::Ge => CmpOp::Le,
-            other => other,
-        }
-    }
-
-    pub fn holds(self, ord: Ordering) -> bool {
-        match self {
-            CmpOp::Eq | CmpOp::NullSafeEq => ord == Ordering::Equal,
-            CmpOp::Ne => ord != Ordering::Equal,
-            CmpOp::Lt => ord == Ordering::Less,
-            CmpOp::Le => ord != Ordering::Greater,
-            CmpOp::Gt => ord == Ordering::Greater,
-            CmpOp::Ge => ord != Ordering::Less,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "=",
-            CmpOp::Ne => "!=",
-            CmpOp::Lt => "<",
-            CmpOp::Le => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::Ge => ">=",
-            CmpOp::NullSafeEq => "<=>",
-        }
-    }
-}
+pub use crate::rowexpr::CmpOp;
 
 /// A column the predicate references (top-level columns only).
 #[derive(Debug, Clone, PartialEq)]
@@ -260,77 +201,7 @@ fn rescale(v: i128, from: i8, to: i8) -> i128 {
     v.saturating_mul(10i128.saturating_pow(d))
 }
 
-/// SQL LIKE with `%` and `_` and backslash escapes.
-pub fn like(text: &str, pattern: &str, case_insensitive: bool) -> bool {
-    let (t, p): (Vec<char>, Vec<char>) = if case_insensitive {
-        (
-            text.to_lowercase().chars().collect(),
-            pattern.to_lowercase().chars().collect(),
-        )
-    } else {
-        (text.chars().collect(), pattern.chars().collect())
-    };
-    like_chars(&t, &p)
-}
-
-fn like_chars(t: &[char], p: &[char]) -> bool {
-    // Iterative matcher with backtracking to the last `%`.
-    let (mut ti, mut pi) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() {
-            match p[pi] {
-                '%' => {
-                    star = Some((pi, ti));
-                    pi += 1;
-                    continue;
-                }
-                '_' => {
-                    ti += 1;
-                    pi += 1;
-                    continue;
-                }
-                '\\' if pi + 1 < p.len() && p[pi + 1] == t[ti] => {
-                    ti += 1;
-                    pi += 2;
-                    continue;
-                }
-                c if c != '\\' && c == t[ti] => {
-                    ti += 1;
-                    pi += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match star {
-            Some((sp, st)) => {
-                pi = sp + 1;
-                ti = st + 1;
-                star = Some((sp, st + 1));
-            }
-            None => return false,
-        }
-    }
-    p[pi..].iter().all(|&c| c == '%')
-}
-
-/// The fixed prefix of a LIKE pattern (before the first wildcard), for range pruning.
-pub fn like_prefix(pattern: &str) -> String {
-    let mut out = String::new();
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '%' | '_' => break,
-            '\\' => match chars.next() {
-                Some(n) => out.push(n),
-                None => break,
-            },
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::rowexpr::{like, like_prefix};
 
 #[cfg(test)]
 mod tests {

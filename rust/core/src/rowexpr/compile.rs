@@ -1,6 +1,8 @@
 //! SQL text → typed [`Node`] tree: columns resolved against an Arrow schema through scopes,
 //! literals read in the type of what they meet, implicit widening made explicit as casts.
 
+use std::cell::Cell;
+
 use arrow_schema::{DataType, Schema, TimeUnit};
 use sqlparser::ast::{self, BinaryOperator, Spanned, UnaryOperator, Value as SqlValue};
 
@@ -9,10 +11,10 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Int32Array, Int64Array};
 
+use super::parse::{offset, parse_sql};
+use super::CmpOp;
 use super::{evaluate, Arith, Func, Kind, Node, RowExpr, TruncUnit};
 use crate::error::{Error, PredicateProblem, Result};
-use crate::predicate::parse::{offset, parse_sql};
-use crate::predicate::CmpOp;
 
 /// Where names are looked up. A column `c` of a scope is the schema field `prefix + c` (letter
 /// case ignored when there is no exact match); `alias.c` looks in the scope named `alias` only, a
@@ -46,6 +48,7 @@ pub fn compile(text: &str, schema: &Schema, scopes: &[Scope], zone: &str) -> Res
         columns: Vec::new(),
         column_types: Vec::new(),
         zone: zone.to_string(),
+        lacking: Cell::new(None),
     };
     let node = c.node(&ast, None)?;
     Ok(RowExpr {
@@ -75,34 +78,129 @@ pub fn unqualified(text: &str, alias: &str) -> Result<String> {
 
 /// The top-level AND conjuncts of a condition, each as SQL text.
 pub fn conjuncts(text: &str) -> Result<Vec<String>> {
-    fn split<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
-        match e {
-            ast::Expr::BinaryOp {
-                left,
-                op: BinaryOperator::And,
-                right,
-            } => {
-                split(left, out);
-                split(right, out);
-            }
-            ast::Expr::Nested(inner)
-                if matches!(
-                    **inner,
-                    ast::Expr::BinaryOp {
-                        op: BinaryOperator::And,
-                        ..
-                    }
-                ) =>
-            {
-                split(inner, out)
-            }
-            other => out.push(other),
-        }
-    }
     let ast = parse_sql(text)?;
     let mut parts = Vec::new();
-    split(&ast, &mut parts);
+    split_and(&ast, &mut parts);
     Ok(parts.into_iter().map(|e| e.to_string()).collect())
+}
+
+fn split_and<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            split_and(left, out);
+            split_and(right, out);
+        }
+        ast::Expr::Nested(inner)
+            if matches!(
+                **inner,
+                ast::Expr::BinaryOp {
+                    op: BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
+            split_and(inner, out)
+        }
+        other => out.push(other),
+    }
+}
+
+/// One top-level AND conjunct of a condition ([`compile_conjuncts`]).
+#[derive(Debug, Clone)]
+pub enum Conjunct {
+    /// Compiled as a boolean condition.
+    Compiled(RowExpr),
+    /// Valid, but it uses a construct the evaluator lacks (a function, an expression kind, a
+    /// cast): its text, whether it is deterministic, and why it could not be compiled.
+    Lacking {
+        sql: String,
+        deterministic: bool,
+        reason: String,
+    },
+}
+
+/// Functions whose result may differ between evaluations (a conjunct that calls one is not
+/// deterministic).
+const NON_DETERMINISTIC: &[&str] = &[
+    "rand",
+    "random",
+    "randn",
+    "uuid",
+    "shuffle",
+    "monotonically_increasing_id",
+];
+
+/// A condition parsed once and compiled conjunct by conjunct against `schema` in `zone`: what
+/// file skipping derives its predicate from. A conjunct that names an unknown column, has
+/// mistyped operands or is no condition is an error, as for [`compile`]; one that uses a
+/// construct the evaluator lacks is [`Conjunct::Lacking`] (its columns still must exist).
+pub fn compile_conjuncts(text: &str, schema: &Schema, zone: &str) -> Result<Vec<Conjunct>> {
+    let ast = parse_sql(text)?;
+    let mut parts = Vec::new();
+    split_and(&ast, &mut parts);
+    let default = [Scope::table(None)];
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        let mut c = Compiler {
+            text,
+            schema,
+            scopes: &default,
+            columns: Vec::new(),
+            column_types: Vec::new(),
+            zone: zone.to_string(),
+            lacking: Cell::new(None),
+        };
+        match c.condition(part) {
+            Ok(node) => out.push(Conjunct::Compiled(RowExpr {
+                text: part.to_string(),
+                node,
+                columns: c.columns,
+                column_types: c.column_types,
+                time_zone: zone.to_string(),
+            })),
+            Err(e) => {
+                let Some(deterministic) = c.lacking.get() else {
+                    return Err(e);
+                };
+                // Its columns must exist all the same.
+                let mut unknown = None;
+                let _ = sqlparser::ast::visit_expressions(part, |e| {
+                    let parts: Vec<&str> = match e {
+                        ast::Expr::Identifier(i) => vec![i.value.as_str()],
+                        ast::Expr::CompoundIdentifier(p) => {
+                            p.iter().map(|i| i.value.as_str()).collect()
+                        }
+                        _ => return std::ops::ControlFlow::Continue(()),
+                    };
+                    match c.resolve_path(&parts, c.at(e)) {
+                        Ok(_) => std::ops::ControlFlow::Continue(()),
+                        Err(err) => {
+                            unknown = Some(err);
+                            std::ops::ControlFlow::Break(())
+                        }
+                    }
+                });
+                if let Some(err) = unknown {
+                    return Err(err);
+                }
+                let sql = part.to_string();
+                let calls = sql.to_ascii_lowercase();
+                out.push(Conjunct::Lacking {
+                    deterministic: deterministic
+                        && !NON_DETERMINISTIC
+                            .iter()
+                            .any(|f| calls.contains(&format!("{f}("))),
+                    sql,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A condition's columns, found through `scopes` but not typed (an engine that evaluates the
@@ -198,6 +296,7 @@ pub fn referenced_columns(text: &str, schema: &Schema, scopes: &[Scope]) -> Resu
         columns: Vec::new(),
         column_types: Vec::new(),
         zone: super::zone::DEFAULT.to_string(),
+        lacking: Cell::new(None),
     };
     let name = |e: &ast::Expr| -> Result<String> {
         let parts = ident(e).expect("walk collects identifiers only");
@@ -232,6 +331,9 @@ struct Compiler<'a> {
     column_types: Vec<DataType>,
     /// The SQL session time zone.
     zone: String,
+    /// Set when compiling failed because the evaluator lacks a construct the text uses (a
+    /// function, an expression kind, a cast): whether that construct is deterministic.
+    lacking: Cell<Option<bool>>,
 }
 
 const FUNCTIONS: &[(&str, Func)] = &[
@@ -300,6 +402,12 @@ impl Compiler<'_> {
         Error::predicate(self.text, at, reason)
     }
 
+    /// The error for a construct the evaluator lacks (see [`Conjunct::Lacking`]).
+    fn lacks(&self, at: usize, reason: impl Into<String>, deterministic: bool) -> Error {
+        self.lacking.set(Some(deterministic));
+        self.error(at, reason)
+    }
+
     fn node(&mut self, e: &ast::Expr, hint: Option<&DataType>) -> Result<Node> {
         use ast::Expr as E;
         let at = self.at(e);
@@ -352,7 +460,7 @@ impl Compiler<'_> {
                     let x = self.condition(expr)?;
                     boolean(Kind::Not(Box::new(x)), at)
                 }
-                other => return Err(self.error(at, format!("unsupported operator {other}"))),
+                other => return Err(self.lacks(at, format!("unsupported operator {other}"), true)),
             },
             E::BinaryOp { left, op, right } => self.binary(left, op, right, at)?,
             E::IsNull(x) => boolean(Kind::IsNull(Box::new(self.node(x, None)?), false), at),
@@ -460,7 +568,7 @@ impl Compiler<'_> {
             E::Subquery(_) | E::Exists { .. } | E::InSubquery { .. } => {
                 return Err(self.error(at, "subqueries are not supported"))
             }
-            other => return Err(self.error(at, format!("unsupported expression {other}"))),
+            other => return Err(self.lacks(at, format!("unsupported expression {other}"), true)),
         })
     }
 
@@ -879,7 +987,7 @@ impl Compiler<'_> {
                 let (a, b) = self.pair(l, r)?;
                 self.arith(arith, a, b, op, at)
             }
-            other => Err(self.error(at, format!("unsupported operator {other}"))),
+            other => Err(self.lacks(at, format!("unsupported operator {other}"), true)),
         }
     }
 
@@ -1059,19 +1167,21 @@ impl Compiler<'_> {
                 }
                 DataType::Decimal128(p as u8, s as i8)
             }
-            other => return Err(self.error(at, format!("CAST to {other} is not supported"))),
+            other => return Err(self.lacks(at, format!("CAST to {other} is not supported"), true)),
         })
     }
 
     fn function(&mut self, f: &ast::Function, at: usize) -> Result<Node> {
         let name = f.name.to_string().to_ascii_lowercase();
         if super::now::NOW_FUNCTIONS.contains(&name.as_str()) {
-            return Err(self.error(
+            // Fixed once per operation: deterministic within it.
+            return Err(self.lacks(
                 at,
                 format!(
                     "{name}() must be fixed once per operation before compiling \
                      (rowexpr::resolve_now replaces it by a literal)"
                 ),
+                true,
             ));
         }
         if DATE_FUNCTIONS.contains(&name.as_str()) {
@@ -1082,12 +1192,13 @@ impl Compiler<'_> {
             let mut supported: Vec<&str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
             supported.extend(DATE_FUNCTIONS);
             supported.sort_unstable();
-            return Err(self.error(
+            return Err(self.lacks(
                 at,
                 format!(
                     "function {name}() is not supported (supported: {})",
                     supported.join(", ")
                 ),
+                !NON_DETERMINISTIC.contains(&name.as_str()),
             ));
         };
         let list = match &f.args {
@@ -1359,10 +1470,11 @@ impl Compiler<'_> {
             }
             "to_date" => {
                 if args.len() == 2 {
-                    return Err(self.error(
+                    return Err(self.lacks(
                         at,
                         "to_date(text, format) is not supported: Java date patterns are not \
                          evaluated by delta-occ; use to_date(text) or CAST(text AS DATE)",
+                        true,
                     ));
                 }
                 want(1, 1)?;
@@ -1495,7 +1607,9 @@ impl Compiler<'_> {
             "SECOND" => 1_000_000,
             "MILLISECOND" => 1_000,
             "MICROSECOND" => 1,
-            other => return Err(self.error(at, format!("INTERVAL unit {other} is not supported"))),
+            other => {
+                return Err(self.lacks(at, format!("INTERVAL unit {other} is not supported"), true))
+            }
         };
         n.checked_mul(per)
             .map(Interval::Micros)
@@ -1562,10 +1676,11 @@ impl Compiler<'_> {
                 let n = lit(Arc::new(Int64Array::from(vec![sign * us])), at);
                 Ok(node(Kind::Func(Func::AddMicros, vec![x, n]), ts, at))
             }
-            (DataType::Timestamp(..), Interval::Months(_)) => Err(self.error(
+            (DataType::Timestamp(..), Interval::Months(_)) => Err(self.lacks(
                 at,
                 "INTERVAL of years or months on a timestamp is not supported \
                  (add_months on a date is)",
+                true,
             )),
             (t, _) => Err(self.error(at, format!("cannot add an INTERVAL to a {}", type_name(t)))),
         }

@@ -14,8 +14,8 @@ use arrow_schema::{ArrowError, DataType};
 use arrow_select::{filter::filter, interleave::interleave};
 
 use super::value::Val;
+use super::CmpOp;
 use super::{functions, types, Arith, Kind, Node};
-use crate::predicate::CmpOp;
 
 /// A failure at a position of the text (1-based character), with its reason.
 pub type EvalError = (usize, String);

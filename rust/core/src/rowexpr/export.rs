@@ -9,7 +9,7 @@
 //!
 //! - `{"col": name}`: a column, by its name in the compile schema.
 //! - `{"lit": V, "kind": K}`: a literal, encoded as the file-skipping predicate's literals
-//!   (`predicate::scalar_json`, decoded by `spark/_columns.py::_literal`); the literal's type is
+//!   (`scalar_json`, decoded by `spark/_columns.py::_literal`); the literal's type is
 //!   `"type"` (a `long` of type `int` is an INT literal):
 //!   - `null`: V is null (the type says of what);
 //!   - `boolean`: V true/false;
@@ -55,7 +55,7 @@ use serde_json::{json, Value};
 
 use super::{Arith, Func, Kind, Node, RowExpr};
 use crate::arrow_values::scalar_at;
-use crate::predicate::scalar_json;
+use crate::partition::Scalar;
 
 impl RowExpr {
     /// The compiled tree as JSON text (format in the module documentation).
@@ -200,5 +200,23 @@ fn literal_json(a: &dyn arrow_array::Array) -> Value {
         Ok(s) => scalar_json(&s),
         // A type scalar_at has no Delta scalar for: say so in the tree rather than guess.
         Err(e) => json!({"lit": null, "kind": "unsupported", "reason": e.to_string()}),
+    }
+}
+
+pub fn scalar_json(v: &Scalar) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        Scalar::Null => json!({"lit": null, "kind": "null"}),
+        Scalar::String(s) => json!({"lit": s, "kind": "string"}),
+        Scalar::Long(n) => json!({"lit": n, "kind": "long"}),
+        // JSON has no NaN or infinities: those travel as the strings Python's float() reads.
+        Scalar::Double(f) if !f.is_finite() => json!({"lit": f.to_string(), "kind": "double"}),
+        Scalar::Double(f) => json!({"lit": f, "kind": "double"}),
+        Scalar::Boolean(b) => json!({"lit": b, "kind": "boolean"}),
+        Scalar::Date(d) => json!({"lit": d, "kind": "date"}),
+        Scalar::Timestamp(t) => json!({"lit": t, "kind": "timestamp"}),
+        Scalar::TimestampNtz(t) => json!({"lit": t, "kind": "timestamp_ntz"}),
+        Scalar::Decimal(u, s) => json!({"lit": u.to_string(), "kind": "decimal", "scale": s}),
+        Scalar::Binary(b) => json!({"lit": String::from_utf8_lossy(b), "kind": "binary"}),
     }
 }

@@ -19,10 +19,10 @@ use arrow_select::zip::zip;
 use arrow_string::regexp::regexp_is_match_scalar;
 use chrono::Datelike;
 
+use super::pattern::like as like_one;
 use super::value::Val;
 use super::zone::Zone;
 use super::{types, Func, TruncUnit};
-use crate::predicate::expr::like as like_one;
 
 type R<T> = std::result::Result<T, String>;
 

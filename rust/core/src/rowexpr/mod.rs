@@ -6,11 +6,14 @@
 //! It serves reads (`to_pyarrow(where=)`), DML conditions and SET values, MERGE conditions and
 //! the row-level conflict checker, so every one of them selects the same rows.
 
+mod cmp;
 mod compile;
 mod evaluate;
 mod export;
 mod functions;
 mod now;
+mod parse;
+mod pattern;
 mod regex_java;
 pub mod types;
 mod value;
@@ -20,10 +23,15 @@ use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Schema};
 
 use crate::error::{Error, PredicateProblem, Result};
-use crate::predicate::CmpOp;
 
-pub use compile::{conjuncts, referenced_columns, unqualified, Referenced, Scope};
+pub use cmp::CmpOp;
+pub use compile::{
+    compile_conjuncts, conjuncts, referenced_columns, unqualified, Conjunct, Referenced, Scope,
+};
+pub use export::scalar_json;
 pub use now::resolve_now;
+pub use parse::{offset, parse_sql};
+pub use pattern::{like, like_prefix};
 
 /// A compiled expression: columns bound by name to the schema it was compiled against.
 #[derive(Debug, Clone)]
@@ -44,6 +52,49 @@ pub(crate) struct Node {
     ty: DataType,
     /// 1-based character position of the expression in the text (for messages).
     at: usize,
+}
+
+impl Node {
+    pub(crate) fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    pub(crate) fn data_type(&self) -> &DataType {
+        &self.ty
+    }
+
+    /// The node's one value when it reads no column; None when it reads one, or when evaluating
+    /// it fails (the rows will raise that error).
+    pub(crate) fn constant(&self) -> Option<ArrayRef> {
+        if self.reads_columns() {
+            return None;
+        }
+        evaluate::evaluate(self, &[], 1).ok()
+    }
+
+    fn reads_columns(&self) -> bool {
+        match &self.kind {
+            Kind::Column(_) => true,
+            Kind::Literal(_) => false,
+            Kind::Not(x)
+            | Kind::Neg(x)
+            | Kind::IsNull(x, _)
+            | Kind::Cast(x, _)
+            | Kind::Field(x, _) => x.reads_columns(),
+            Kind::Like { expr, .. } | Kind::RLike { expr, .. } => expr.reads_columns(),
+            Kind::DateTrunc { arg, .. } => arg.reads_columns(),
+            Kind::And(a, b) | Kind::Or(a, b) | Kind::Cmp(_, a, b) | Kind::Arith(_, a, b) => {
+                a.reads_columns() || b.reads_columns()
+            }
+            Kind::Case { whens, otherwise } => {
+                otherwise.reads_columns()
+                    || whens
+                        .iter()
+                        .any(|(w, v)| w.reads_columns() || v.reads_columns())
+            }
+            Kind::Func(_, args) => args.iter().any(Node::reads_columns),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +260,11 @@ impl RowExpr {
             Some(n) if n.null_count() > 0 => BooleanArray::new(b.values() & n.inner(), None),
             _ => b.clone(),
         })
+    }
+
+    /// The compiled tree (file skipping is derived from it: `predicate`).
+    pub(crate) fn tree(&self) -> &Node {
+        &self.node
     }
 
     fn inputs(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {

@@ -5,9 +5,9 @@
 use chrono::DateTime;
 use sqlparser::ast;
 
+use super::parse::parse_sql;
 use super::zone::Zone;
 use crate::error::{Error, Result};
-use crate::predicate::parse::parse_sql;
 
 /// Spark's names for "now" (`now()` is current_timestamp, `curdate()` current_date).
 pub const NOW_FUNCTIONS: &[&str] = &["current_date", "current_timestamp", "now", "curdate"];

@@ -344,6 +344,27 @@ def test_merge_and_update_set_value_types(table, assignment, allowed):
             run()
 
 
+@pytest.mark.parametrize("assignment, allowed", SETS)
+def test_spark_set_values_follow_the_same_rule(spark, tmp_path, assignment, allowed):
+    """The Spark engine applies the embedded engine's store rule (``_schema.check_stored``) before
+    Spark's own cast: a string into a double column is refused there too, not parsed by Spark."""
+    from delta_occ.spark import SparkTable
+
+    st = SparkTable.create(spark, str(tmp_path / "t"), SCHEMA)
+    st.append(spark.createDataFrame(_rows([1, 2])))
+    source = spark.createDataFrame([(1, 5, "5")], "id long, n long, txt string")
+    for run in (
+        lambda: st.merge(source, "t.id = s.id", when_matched_update=assignment),
+        lambda: st.update("id = 1", {k: v.replace("s.n", "5").replace("s.txt", "'5'") for k, v in assignment.items()}),
+    ):
+        if allowed:
+            assert run().committed
+            continue
+        column = next(iter(assignment))
+        with pytest.raises(exc.SchemaMismatchError, match=f"invalid SET expression for column {column}: its value is"):
+            run()
+
+
 # -- 3. predicate literal types --------------------------------------------------------------------
 
 #: (where, refused with): the core refuses `id = 'abc'` on a number column; a number against a

@@ -51,6 +51,12 @@ def values(table: pa.Table, expr: _core.RowExpr, what: Optional[str] = None) -> 
     return pa.chunked_array(chunks, type=chunks[0].type)
 
 
+def value_type(expr: _core.RowExpr, schema: pa.Schema) -> pa.DataType:
+    """The type of ``expr``'s values (compiled against ``schema``), from evaluating it on no rows."""
+    empty = pa.RecordBatch.from_pylist([], schema=pa.schema([schema.field(c) for c in expr.columns]))
+    return _arrow.array(expr.evaluate(empty)).type
+
+
 def evaluate(table: pa.Table, exprs: Dict[str, _core.RowExpr], what: Optional[str] = None) -> Dict[str, pa.ChunkedArray]:
     """Named expressions' values (evaluation errors name `what`, default their texts)."""
     what = what or "the value of " + ", ".join(repr(e.text) for e in exprs.values())

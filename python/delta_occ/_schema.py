@@ -92,6 +92,17 @@ def assignable(value: pa.DataType, column: pa.DataType) -> bool:
     return kinds in (("number", "number"), ("string", "datetime"))
 
 
+def check_stored(value: pa.DataType, column: pa.Field, what: str) -> None:
+    """Refuse a ``what`` (an UPDATE / MERGE SET value, an INSERT value) of type ``value`` that may
+    not be stored in ``column`` (``assignable``): the one rule both engines apply."""
+    if value != column.type and not assignable(value, column.type):
+        raise SchemaMismatchError(
+            f"invalid {what} for column {column.name}: its value is {type_name(value)} but the column is "
+            f"{type_name(column.type)} (convert it explicitly with CAST)",
+            column=column.name, table_type=type_name(column.type), data_type=type_name(value),
+        )
+
+
 def type_name(t: pa.DataType) -> str:
     """A type as users see it in messages: its Delta name, else pyarrow's."""
     d = delta_type_of(t)

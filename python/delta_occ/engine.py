@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core, _rows, identity
-from ._schema import arrow_widens, assignable, type_name
+from ._schema import arrow_widens, check_stored, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
 from .change_data import DELETE, INSERT, POSTIMAGE, PREIMAGE, Changes
 from .constraints import Compiled, Rule, compile_rule, first_broken
-from .exceptions import InvalidArgumentError, PredicateError, SchemaMismatchError
+from .exceptions import InvalidArgumentError, PredicateError
 from .operations import append as _append
 from .operations import delete as _delete
 from .operations import merge as _merge
@@ -469,12 +469,7 @@ def _stored(f: pa.Field, col: Any, what: str) -> Any:
     (overflow checked) or a string into a date/timestamp column; other changes are refused."""
     if col.type == f.type:
         return col
-    if not assignable(col.type, f.type):
-        raise SchemaMismatchError(
-            f"invalid {what} for column {f.name}: its value is {type_name(col.type)} but the column is "
-            f"{type_name(f.type)} (convert it explicitly with CAST)",
-            column=f.name, table_type=type_name(f.type), data_type=type_name(col.type),
-        )
+    check_stored(col.type, f, what)
     try:
         return col.cast(f.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 
+from .._schema import check_stored
 from .._write import Layout
 from ..change_data import DELETE, INSERT, POSTIMAGE, PREIMAGE
 from ..exceptions import InvalidArgumentError
@@ -432,6 +433,8 @@ class SparkEngine:
         found by ``resolve``), the rest from ``base``. ``ids``: the updated rows' ids, which they
         keep (their commit version becomes the update's: ``row_tracking.updated``)."""
         out = []
+        for name, e in assign.items():  # the embedded engine's type rule; Spark then casts
+            check_stored(e.value_type(), self.schema.field(name), "SET expression")
         for f in self.ctx.logical.fields:
             c = assign[f.name].value(resolve).cast(f.dataType) if f.name in assign else base[f.name]
             out.append(c.alias(f.name))

@@ -91,12 +91,17 @@ class Compiled:
     def __init__(self, text: str, schema: pa.Schema, scopes: Optional[Sequence[_rows.Scope]] = None) -> None:
         self.expr: _core.RowExpr = _rows.compile(text, schema, scopes)
         self.text = text
+        self._schema = schema
         self.tree: Dict[str, Any] = json.loads(self.expr.tree_json)
 
     @property
     def columns(self) -> List[str]:
         """The compile schema's columns it reads."""
         return list(self.expr.columns)
+
+    def value_type(self) -> pa.DataType:
+        """The Arrow type of its values (the embedded engine's)."""
+        return _rows.value_type(self.expr, self._schema)
 
     def value(self, resolve: Resolver = col) -> Column:
         return to_column(self.tree, resolve)

@@ -122,6 +122,19 @@ def test_zorder_refusals(tmp_path, zorder_by, match):
     assert t.refresh() == before
 
 
+@pytest.mark.parametrize("column", ["l", "st", "m"])
+def test_zorder_refuses_nested_columns(tmp_path, column):
+    """The guide ("Z-order and liquid clustering"): struct, array and map columns are refused
+    (an array column was once Z-ordered and committed), nothing committed."""
+    schema = pa.schema([("id", pa.int64()), ("l", pa.list_(pa.int64())), ("st", pa.struct([("a", pa.int64())])),
+                        ("m", pa.map_(pa.string(), pa.int64()))])
+    t = docc.Table.create(tmp_path / "t", schema)
+    t.append(pa.table({"id": [1], "l": [[1]], "st": [{"a": 1}], "m": [[("k", 1)]]}, schema=schema))
+    with pytest.raises(exc.InvalidArgumentError, match=f"zorder_by: '{column}' is a .* column"):
+        t.optimize(zorder_by=[column])
+    assert t.refresh() == 1
+
+
 def test_dml_racing_a_zorder_conflicts_at_file_level(tmp_path):
     """The rewritten files carry no row provenance (their rows come from many inputs), so a
     DELETE that read files the Z-order removed fails as concurrency.md §3 check 6 says."""

@@ -119,6 +119,10 @@ def zorder_columns(snap: Any, columns: Any) -> List[str]:
             raise InvalidArgumentError(f"zorder_by: {name!r} is a partition column; Z-order the data columns")
         if name in out:
             raise InvalidArgumentError(f"zorder_by: {name!r} given twice")
+        typ = snap.schema.field(name).type
+        if pa.types.is_nested(typ):
+            # delta-spark too: no statistics are kept for such columns, and their values have no order.
+            raise InvalidArgumentError(f"zorder_by: {name!r} is a {typ} column; Z-order needs columns of primitive values")
         out.append(name)
     return out
 

@@ -276,6 +276,17 @@ def test_store_without_conditional_writes_is_refused(s3):
     assert keys(s3, prefix) == [], "the probe leaves no object behind"
 
 
+def test_conditional_put_disabled_fails_every_commit(s3):
+    """Guide, options table: `AWS_CONDITIONAL_PUT=disabled` makes every commit fail (a store
+    without conditional creates is refused: there is no lock-table fallback), nothing written."""
+    opts = dict(s3.storage_options(), AWS_CONDITIONAL_PUT="disabled")
+    uri = f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+    with pytest.raises(ex.StorageError) as info:
+        docc.Table.create(uri, SCHEMA, storage_options=opts)
+    assert info.value.problem == "no_conditional_writes", str(info.value)
+    assert keys(s3, uri.split(f"{BUCKET}/", 1)[1]) == []
+
+
 # -- the commit protocol under faults --------------------------------------------------------------
 
 

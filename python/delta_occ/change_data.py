@@ -13,7 +13,7 @@ else commitInfo's ``timestamp``), the column names delta-spark and deltalake use
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 import pyarrow as pa
 
@@ -35,6 +35,17 @@ KINDS = (INSERT, DELETE, PREIMAGE, POSTIMAGE)
 
 #: One operation's changed rows, by kind (rows of the table schema).
 Changes = List[Tuple[str, Any]]
+
+
+#: The kinds an operation records its rows under: (rows it takes away, rows it writes); None:
+#: not recorded. Each operation names its own (``operations/*.RECORDED_AS``); engines only give rows.
+Kinds = Tuple[Optional[str], Optional[str]]
+
+
+def entries(kinds: Kinds, taken: Any = None, written: Any = None) -> Changes:
+    """The change-feed entries of an operation's rows under its ``kinds``."""
+    taken_as, written_as = kinds
+    return ([(taken_as, taken)] if taken_as is not None else []) + ([(written_as, written)] if written_as is not None else [])
 
 
 def enabled(properties: Mapping[str, str]) -> bool:

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from . import _core, _rows, identity
 from ._schema import arrow_widens, check_stored, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
-from .change_data import DELETE, INSERT, POSTIMAGE, PREIMAGE, Changes
+from .change_data import Changes
 from .constraints import Compiled, Rule, compile_rule, first_broken
 from .exceptions import InvalidArgumentError, PredicateError
 from .operations import append as _append
@@ -138,11 +138,11 @@ class ArrowEngine:
         for path, old, hit, n in self._matched(where, cond, _condition_columns(cond) if lay.dv_enabled and not lay.cdf else None, ids=not lay.dv_enabled):
             removed += n
             if lay.cdf:
-                changes.append((DELETE, old.filter(hit)))
+                changes += _delete.recorded(old.filter(hit))
             keep.append(self._remove_rows(path, old, hit))
         lay.write(self.txn, concat(keep + [rows], lay.schema))
         if lay.cdf:
-            lay.write_changes(self.txn, changes + [(INSERT, rows)])
+            lay.write_changes(self.txn, changes + _append.recorded(rows))
         return removed, rows.num_rows
 
     # -- delete / update ---------------------------------------------------------------------
@@ -157,7 +157,7 @@ class ArrowEngine:
             for path, rows, hit, n in self._matched(where, cond, None if lay.cdf else _condition_columns(cond)):
                 deleted += n
                 if lay.cdf:
-                    changes.append((DELETE, rows.filter(hit)))
+                    changes += _delete.recorded(rows.filter(hit))
                 self._remove_rows(path, rows, hit)  # marks the rows in a DV, or removes the file: nothing to write
             lay.write_changes(txn, changes)
             return deleted
@@ -176,7 +176,7 @@ class ArrowEngine:
             txn.remove_file(path)
             written.extend(files)
             if gone is not None:
-                changes.append((DELETE, gone))
+                changes += _delete.recorded(gone)
         lay.stage(txn, written)
         lay.write_changes(txn, changes)
         return deleted
@@ -197,7 +197,7 @@ class ArrowEngine:
             out.append(self._remove_rows(path, rows, hit))
             out.append(changed)
             if lay.cdf:
-                changes += [(PREIMAGE, before), (POSTIMAGE, changed)]
+                changes += _update.recorded(before, changed)
         lay.write(self.txn, concat(out, lay.schema))
         lay.write_changes(self.txn, changes)
         return updated

@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol, TypeVar
 
+from .. import change_data
 from . import commit_info
 from .protocols import Engine, Written
+
+#: Rows written by an append (or an overwrite) are recorded as inserts, where a change feed
+#: records them at all (a commit's adds are its inserts unless it also wrote change files).
+RECORDED_AS: change_data.Kinds = (None, change_data.INSERT)
+
+
+def recorded(written: Any) -> change_data.Changes:
+    """The change-feed entries of rows an append or overwrite writes."""
+    return change_data.entries(RECORDED_AS, written=written)
 
 #: An engine's rows (pa.Table, DataFrame).
 Rows = TypeVar("Rows")

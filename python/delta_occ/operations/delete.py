@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
+from .. import change_data
 from ..instant import Now
 from . import commit_info
 from .protocols import Engine
+
+#: A DELETE records the rows it removes as deletes.
+RECORDED_AS: change_data.Kinds = (change_data.DELETE, None)
+
+
+def recorded(removed: Any) -> change_data.Changes:
+    """The change-feed entries of rows a DELETE (or an overwrite's ``replace_where``) removes."""
+    return change_data.entries(RECORDED_AS, removed)
 
 
 class Remover(Engine, Protocol):

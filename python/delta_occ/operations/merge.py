@@ -21,7 +21,10 @@ from .. import _arrow, _core, _rows, change_data
 from .._schema import arrow_widens, type_name
 from ..exceptions import InvalidArgumentError, MergeCardinalityError, SchemaMismatchError
 from ..instant import Now
+from . import append as _append
 from . import assignments, commit_info
+from . import delete as _delete
+from . import update as _update
 from .protocols import Engine
 
 #: Above this many distinct source key values MERGE narrows its read by a key range, not a list.
@@ -89,18 +92,13 @@ class MergeColumns:
 
 #: What a clause records in the change data feed: the kind of the target rows it takes and the
 #: kind of the rows it writes (``delta_occ.change_data``); the engines only produce the rows.
-RECORDED_AS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
-    DELETE: (change_data.DELETE, None),
-    UPDATE: (change_data.PREIMAGE, change_data.POSTIMAGE),
-    INSERT: (None, change_data.INSERT),
-}
+RECORDED_AS: Dict[str, change_data.Kinds] = {DELETE: _delete.RECORDED_AS, UPDATE: _update.RECORDED_AS, INSERT: _append.RECORDED_AS}
 
 
 def recorded(clause: "Clause[Any]", taken: Any, written: Any) -> List[Tuple[str, Any]]:
     """The change-feed entries of one clause's rows: ``taken`` (target rows it deletes or
     updates) and ``written`` (rows it writes), each under the kind ``RECORDED_AS`` gives."""
-    taken_as, written_as = RECORDED_AS[clause.action]
-    return ([(taken_as, taken)] if taken_as is not None else []) + ([(written_as, written)] if written_as is not None else [])
+    return change_data.entries(RECORDED_AS[clause.action], taken, written)
 
 
 @dataclasses.dataclass

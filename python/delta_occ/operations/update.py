@@ -3,11 +3,20 @@ checked before any row is read)."""
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Protocol, TypeVar
+from typing import Any, Dict, Mapping, Optional, Protocol, TypeVar
 
+from .. import change_data
 from ..instant import Now
 from . import assignments, commit_info
 from .protocols import Engine
+
+#: An UPDATE records each changed row before (pre-image) and after (post-image).
+RECORDED_AS: change_data.Kinds = (change_data.PREIMAGE, change_data.POSTIMAGE)
+
+
+def recorded(before: Any, after: Any) -> change_data.Changes:
+    """The change-feed entries of the rows an UPDATE changed."""
+    return change_data.entries(RECORDED_AS, before, after)
 
 #: An engine's checked expression (a compiled RowExpr; on Spark, the RowExpr with its tree).
 Expr = TypeVar("Expr")

@@ -13,7 +13,6 @@ from pyspark.sql import Column, DataFrame
 
 from .._schema import check_stored
 from .._write import Layout
-from ..change_data import DELETE, INSERT, POSTIMAGE, PREIMAGE
 from ..exceptions import InvalidArgumentError
 from ..identity import IdentityColumn
 from ..operations import append as _append
@@ -92,7 +91,7 @@ class SparkEngine:
         if self.lay.cdf and self.ctx.changes_recorded:
             rows = rows.localCheckpoint()
             written = self._write_rows(rows)
-            self._changes([(INSERT, rows)])
+            self._changes(_append.recorded(rows))
             return written
         if self.lay.cdf:
             self.ctx.appended_unrecorded = True
@@ -116,7 +115,7 @@ class SparkEngine:
             rows = rows.localCheckpoint()  # written twice (data, changes): the same rows both times
         written = self._write_rows(rows).rows
         if self.lay.cdf:
-            self._changes([(INSERT, rows)])
+            self._changes(_append.recorded(rows))
         return removed, written
 
     def _may_record_changes(self) -> None:
@@ -148,7 +147,7 @@ class SparkEngine:
         if where_expr is None:  # every row goes: no need to read any (but the change feed's)
             self._remove_files(plan.paths)
             if self.lay.cdf:
-                self._changes([(DELETE, read_plan(self.spark, plan))])
+                self._changes(_delete.recorded(read_plan(self.spark, plan)))
             return sum(plan.exact_live_rows())
         sel = Selection(self.spark, plan, where_expr.filter(), where_expr.condition(), where_expr.columns, self.lay.row_id_columns)
         with ctx.timed("spark"):
@@ -158,7 +157,7 @@ class SparkEngine:
         if rewrite:
             write(self.spark, self.lay, self.txn, ctx.job, sel.kept(rewrite), rewrite=True)
         if self.lay.cdf:
-            self._changes([(DELETE, sel.matching())])
+            self._changes(_delete.recorded(sel.matching()))
         return sum(h.count for h in hits.values())
 
     def expression(self, text: str) -> Compiled:
@@ -179,7 +178,7 @@ class SparkEngine:
         if hits:
             write(self.spark, self.lay, self.txn, self.ctx.job, changed.unionByName(sel.kept(rewrite)) if rewrite else changed)
         if self.lay.cdf and hits:
-            self._changes([(PREIMAGE, sel.hit.drop(FILE, ROW)), (POSTIMAGE, changed)])
+            self._changes(_update.recorded(sel.hit.drop(FILE, ROW), changed))
         return sum(h.count for h in hits.values())
 
     # -- merge -------------------------------------------------------------------------------

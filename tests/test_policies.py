@@ -351,7 +351,7 @@ def test_spark_set_values_follow_the_same_rule(spark, tmp_path, assignment, allo
     from delta_occ.spark import SparkTable
 
     st = SparkTable.create(spark, str(tmp_path / "t"), SCHEMA)
-    st.append(spark.createDataFrame(_rows([1, 2])))
+    st.table.append(_rows([1, 2]))  # (the rows: Spark would read the zone-less timestamps as local ones)
     source = spark.createDataFrame([(1, 5, "5")], "id long, n long, txt string")
     for run in (
         lambda: st.merge(source, "t.id = s.id", when_matched_update=assignment),

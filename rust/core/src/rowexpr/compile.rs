@@ -910,8 +910,9 @@ impl Compiler<'_> {
                 _ => return Ok(()),
             }
         };
+        // At the literal: that is what does not fit.
         Err(self.error(
-            col.at,
+            self.at(lit),
             format!(
                 "cannot compare column {name} of type {} with {what}",
                 type_name(t)

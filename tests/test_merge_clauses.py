@@ -278,37 +278,53 @@ def _upsert(m):
     return m.when_matched_update({"v": "s.v"}).when_not_matched_insert_all()
 
 
+UPSERT = ["WHEN MATCHED THEN UPDATE", "WHEN NOT MATCHED THEN INSERT *"]
+
+# name: (clauses, level, winner, expected exception, the clauses it names). The clauses named
+# are those that change rows of the conflicting file (rules 1-2), or whose read may cover it
+# (rule 4): the join's read for MATCHED and NOT MATCHED, each BY SOURCE clause's condition.
 SCENARIOS = {
     # R = id IN (3, 50), C = {3}; the winner deletes 4: W ∩ C = W ∩ R = ∅ (rule 3).
-    "matched-vs-delete-other-row": (_upsert, "WriteSerializable", lambda t: t.delete("id = 4"), None),
+    "matched-vs-delete-other-row": (_upsert, "WriteSerializable", lambda t: t.delete("id = 4"), None, None),
     # The winner deletes 3, which our MATCHED clause changes: W ∩ C = {3} (rule 1).
-    "matched-vs-delete-same-row": (_upsert, "WriteSerializable", lambda t: t.delete("id = 3"), exc.ConcurrentDeleteDeleteException),
+    "matched-vs-delete-same-row": (_upsert, "WriteSerializable", lambda t: t.delete("id = 3"), exc.ConcurrentDeleteDeleteException,
+                                   ["WHEN MATCHED THEN UPDATE"]),
     # R = id IN (3, 50) OR id >= 15, C = {3, 15..19}; the winner deletes 12: outside both (rule 3).
     "by-source-vs-delete-outside": (lambda m: _upsert(m).when_not_matched_by_source_delete("t.id >= 15"), "WriteSerializable",
-                                    lambda t: t.delete("id = 12"), None),
+                                    lambda t: t.delete("id = 12"), None, None),
     # The winner deletes 16, which our NOT MATCHED BY SOURCE clause deletes too (rule 1).
     "by-source-vs-delete-inside": (lambda m: _upsert(m).when_not_matched_by_source_delete("t.id >= 15"), "WriteSerializable",
-                                   lambda t: t.delete("id = 16"), exc.ConcurrentDeleteDeleteException),
+                                   lambda t: t.delete("id = 16"), exc.ConcurrentDeleteDeleteException,
+                                   ["WHEN NOT MATCHED BY SOURCE AND t.id >= 15 THEN DELETE"]),
     # Without a condition the clause reads (and deletes) every unmatched row: 12 is in C (rule 1).
     "by-source-all-vs-delete": (lambda m: m.when_not_matched_by_source_delete(), "WriteSerializable",
-                                lambda t: t.delete("id = 12"), exc.ConcurrentDeleteDeleteException),
+                                lambda t: t.delete("id = 12"), exc.ConcurrentDeleteDeleteException,
+                                ["WHEN NOT MATCHED BY SOURCE THEN DELETE"]),
     # Serializable: the appended row 100 satisfies the read (id >= 15) (rule 4).
     "by-source-vs-append-serializable": (lambda m: m.when_not_matched_by_source_update({"w": "'old'"}, "t.id >= 15"), "Serializable",
-                                         lambda t: t.append(pa.table({"id": [100], "v": [1], "w": ["n"]}, schema=SCHEMA)), exc.ConcurrentAppendException),
+                                         lambda t: t.append(pa.table({"id": [100], "v": [1], "w": ["n"]}, schema=SCHEMA)), exc.ConcurrentAppendException,
+                                         ["WHEN NOT MATCHED BY SOURCE AND t.id >= 15 THEN UPDATE"]),
+    # The appended 3 is in the join's read id IN (3, 50), not in the BY SOURCE clause's id >= 15
+    # (the new file's statistics say so): the join's clauses are named, not the BY SOURCE one.
+    "upsert-and-by-source-vs-append-in-join-read": (
+        lambda m: _upsert(m).when_not_matched_by_source_update({"w": "'old'"}, "t.id >= 15"), "Serializable",
+        lambda t: t.append(pa.table({"id": [3], "v": [1], "w": ["n"]}, schema=SCHEMA)), exc.ConcurrentAppendException, UPSERT),
     # WriteSerializable: a blind append never conflicts (§2).
     "by-source-vs-append-write-serializable": (lambda m: m.when_not_matched_by_source_update({"w": "'old'"}, "t.id >= 15"), "WriteSerializable",
-                                               lambda t: t.append(pa.table({"id": [100], "v": [1], "w": ["n"]}, schema=SCHEMA)), None),
+                                               lambda t: t.append(pa.table({"id": [100], "v": [1], "w": ["n"]}, schema=SCHEMA)), None, None),
     # Serializable: the appended 50 matches the narrowed read id IN (3, 50) of an insert-only MERGE (rule 4).
     "insert-vs-append-same-key": (lambda m: m.when_not_matched_insert_all(), "Serializable",
-                                  lambda t: t.append(pa.table({"id": [50], "v": [5], "w": ["n"]}, schema=SCHEMA)), exc.ConcurrentAppendException),
+                                  lambda t: t.append(pa.table({"id": [50], "v": [5], "w": ["n"]}, schema=SCHEMA)), exc.ConcurrentAppendException,
+                                  ["WHEN NOT MATCHED THEN INSERT *"]),
     # A compaction never conflicts on a DV table (rule 5).
-    "matched-vs-optimize": (_upsert, "WriteSerializable", lambda t: t.optimize(), None),
+    "matched-vs-optimize": (_upsert, "WriteSerializable", lambda t: t.optimize(), None, None),
 }
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_merge_clause_conflicts(tmp_path, name):
-    clauses, level, winner, expected = SCENARIOS[name]
+    """Each scenario's outcome, and the clauses the conflict names (``clauses`` and ``explain()``)."""
+    clauses, level, winner, expected, named = SCENARIOS[name]
     t = _two_files(tmp_path / "t")
     txn = t.begin(isolation_level=level)
     clauses(txn.merge(MSRC, "t.id = s.id")).execute()
@@ -318,9 +334,26 @@ def test_merge_clause_conflicts(tmp_path, name):
         txn.commit()
         assert docc.Table(tmp_path / "t").version == before + 1
     else:
-        with pytest.raises(expected):
+        with pytest.raises(expected) as e:
             txn.commit()
         assert docc.Table(tmp_path / "t").version == before
+        assert e.value.clauses == named and e.value.explain()["clauses"] == named
+
+
+@pytest.mark.parametrize("name", ["matched-vs-delete-same-row", "by-source-vs-delete-inside", "insert-vs-append-same-key"])
+def test_spark_merge_conflicts_name_the_same_clauses(spark, tmp_path, name):
+    """The Spark engine names the same clauses (its per-file clause numbers come from the
+    executors' summary, with the hit bits)."""
+    from delta_occ.spark import SparkTable
+
+    clauses, level, winner, expected, named = SCENARIOS[name]
+    _two_files(tmp_path / "t")
+    st = SparkTable(spark, str(tmp_path / "t"))
+    with pytest.raises(expected) as e:
+        with st.begin(isolation_level=level) as txn:
+            clauses(txn.merge(spark.createDataFrame(MSRC), "t.id = s.id")).execute()
+            winner(docc.Table(tmp_path / "t"))
+    assert e.value.clauses == named
 
 
 def test_the_recorded_read_names_table_columns(tmp_path):

@@ -15,7 +15,7 @@ concurrent changes to different rows of one file.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -275,8 +275,13 @@ class ArrowEngine:
         }
         counts = {(g, a): 0 for g in _merge.GROUPS for a in (_merge.UPDATE, _merge.DELETE)}
         repeated = 0
+        by_file: Dict[str, Set[int]] = {}
         for g in (_merge.MATCHED, _merge.NOT_MATCHED_BY_SOURCE):
             rows, act = self._sides[g]
+            first = 0 if g == _merge.MATCHED else len(plan.group(_merge.MATCHED))  # clause numbers
+            acts = pa.table({"file": rows.column("__file"), "act": act}).filter(pc.is_valid(act)).group_by(["file", "act"]).aggregate([])
+            for f, a in zip(acts.column("file").to_pylist(), acts.column("act").to_pylist()):
+                by_file.setdefault(self._files[f], set()).add(first + a)
             acting = pa.table({"key": _row_keys(rows), "act": act}).filter(pc.is_valid(act))
             per_row = acting.group_by("key").aggregate([([], "count_all"), ("act", "min")])
             if g == _merge.MATCHED:
@@ -284,7 +289,8 @@ class ArrowEngine:
             for k, clause in enumerate(plan.group(g)):
                 counts[(g, clause.action)] += pc.sum(pc.equal(per_row.column("act_min"), k)).as_py() or 0
         m, b = _merge.MATCHED, _merge.NOT_MATCHED_BY_SOURCE
-        return Matched(counts[(m, _merge.UPDATE)], counts[(m, _merge.DELETE)], repeated, counts[(b, _merge.UPDATE)], counts[(b, _merge.DELETE)])
+        return Matched(counts[(m, _merge.UPDATE)], counts[(m, _merge.DELETE)], repeated, counts[(b, _merge.UPDATE)], counts[(b, _merge.DELETE)],
+                       {f: sorted(ks) for f, ks in by_file.items()})
 
     def write_merge(self, source: pa.Table, plan: MergePlan[_core.RowExpr]) -> int:
         lay = self.lay

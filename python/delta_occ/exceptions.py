@@ -76,6 +76,9 @@ class DeltaConcurrentModificationException(DeltaOccError):
     #: conflict ended it, and the winners whose conflicts made it re-run (``rerun_on_conflict``).
     executions: int = 1
     reruns: Optional[List[Dict[str, Any]]] = None
+    #: For a MERGE: the WHEN clauses behind the conflict (those that change rows of the
+    #: conflicting file, or whose read covers it), as SQL; None for other operations.
+    clauses: Optional[List[str]] = None
 
     def explain(self) -> Dict[str, Any]:
         """The winning version, the rule that failed, the file and the partition involved (the
@@ -90,6 +93,7 @@ class DeltaConcurrentModificationException(DeltaOccError):
             "file": self.conflicting_file,
             "partition": self.partition_hint,
             "overlapping_rows": self.overlapping_rows,
+            **({"clauses": self.clauses} if self.clauses is not None else {}),
             "reason": self.reason or "",
         }
 

@@ -12,7 +12,7 @@ from . import _arrow, _core, engine, identity
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta
 from .constraints import PREFIX, Rule, check_name, constraint_key, is_constraint_key
-from .exceptions import InvalidArgumentError
+from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError
 from .instant import Now
 from .isolation import IsolationLevel
 from .merge_builder import MergeBuilder
@@ -482,12 +482,23 @@ class Transaction(Lifecycle):
             operation = staged.operation
             if parameters is None and self.bookkeeping.staged:
                 parameters = staged.parameters
-        with self.bookkeeping.committing(self._h.storage):
-            d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
+        try:
+            with self.bookkeeping.committing(self._h.storage):
+                d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)
+        except DeltaConcurrentModificationException as e:
+            e.clauses = self.bookkeeping.behind(e, self._snapshot_at)
+            raise
         self.result = CommitResult._from_core(d)
         if self._table is not None:
             self._table.note_committed()
         return self.result
+
+    def _snapshot_at(self, version: Optional[int]) -> Optional[Snapshot]:
+        """The read snapshot (None), or the table at ``version`` (None when this transaction was
+        begun without a table)."""
+        if version is None:
+            return self.snapshot
+        return self._table.snapshot(version) if self._table is not None else None
 
     def validate(self, through: Optional[int] = None) -> Dict[str, Any]:
         """Check this transaction against the commits that landed after its read version (up to

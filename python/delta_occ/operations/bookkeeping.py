@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from typing import Any, Iterable, Iterator, List, Optional, Protocol, Tuple, TypeVar
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Protocol, Tuple, TypeVar
 
-from ..exceptions import CommitOutcomeUnknownError, DeltaOccError, InvalidArgumentError
+from ..exceptions import CommitOutcomeUnknownError, DeltaConcurrentModificationException, DeltaOccError, InvalidArgumentError
 from . import commit_info
 from .commit_info import OperationRecord
 
@@ -50,9 +50,19 @@ class Lifecycle:
             self.commit()
 
 
+class Culprits(Protocol):
+    """What a staged operation can say about a conflict afterwards (``operations.merge``)."""
+
+    def behind(self, conflict: DeltaConcurrentModificationException, snapshot_at: Callable[[Optional[int]], Any]) -> List[str]:
+        """The parts of the operation behind ``conflict`` (``snapshot_at(None)``: the read
+        snapshot; ``snapshot_at(v)``: version ``v``)."""
+        ...
+
+
 class Bookkeeping:
     def __init__(self) -> None:
         self._records: List[OperationRecord] = []
+        self._culprits: List[Culprits] = []
         #: Data files written for the transaction (paths in the table's storage).
         self._files: List[str] = []
         #: Output directories of engine jobs (every file below them is the transaction's).
@@ -67,6 +77,16 @@ class Bookkeeping:
         if alone and self._records:
             raise InvalidArgumentError(f"this transaction already staged {self.combined().operation}; one engine operation per transaction")
         self._records.append(record)
+
+    def note_culprits(self, culprits: Culprits) -> None:
+        """Keep what an operation can say about a conflict (see :meth:`behind`)."""
+        self._culprits.append(culprits)
+
+    def behind(self, conflict: DeltaConcurrentModificationException, snapshot_at: Callable[[Optional[int]], Any]) -> Optional[List[str]]:
+        """The staged operations' parts behind ``conflict`` (None: no operation can say)."""
+        if not self._culprits:
+            return None
+        return [part for c in self._culprits for part in c.behind(conflict, snapshot_at)]
 
     @property
     def operations(self) -> List[str]:

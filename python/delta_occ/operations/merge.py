@@ -153,6 +153,9 @@ class Matched:
     repeated: int
     by_source_updated: int = 0
     by_source_deleted: int = 0
+    #: Per target file (its path in the log), the clauses that change its rows: numbers in the
+    #: MATCHED clauses, then the NOT MATCHED BY SOURCE ones, in call order.
+    clauses_by_file: Dict[str, List[int]] = dataclasses.field(default_factory=dict)
 
     def counts(self) -> Dict[str, int]:
         return {"matched_updated": self.matched_updated, "matched_deleted": self.matched_deleted,
@@ -243,14 +246,65 @@ def merge(
     check_merge_keys(keys, cols)
     src = engine.prepare_source(src, cols, keys, schema_mode)
     read_where = narrowed_predicate([key_summary(engine, src, t, s) for t, s in keys], [_core.unqualified(c, target_alias) for c in target_only])
+    join_read = read_where
     read_where = widened_by_source(read_where, specs, target_alias)
     checked = [check_clause(engine, cols, c) for c in specs]
     plan = MergePlan(on, cols, keys, target_only, residual, read_where, checked)
     matched = engine.match(src, plan)
+    engine.txn.bookkeeping.note_culprits(ClauseCulprits.of(plan, join_read, matched, target_alias))
     check_one_source_row(matched, plan)
     inserted = engine.write_merge(src, plan)
     group_keys = {MATCHED: "matched", NOT_MATCHED: "notMatched", NOT_MATCHED_BY_SOURCE: "notMatchedBySource"}
     engine.record(commit_info.merge(on, read_where, matched.counts(), inserted, [(group_keys[c.group], c.action, c.condition) for c in checked]))
+
+
+#: Conflicts on rows a transaction changes, and on what it read (winners' rows added or removed).
+_WRITE_RULES = ("delete_delete", "row_delete_delete")
+_APPEND_RULES = ("concurrent_append", "row_append")
+_READ_RULES = ("delete_read", "row_delete_read")
+
+
+@dataclasses.dataclass
+class ClauseCulprits:
+    """Which WHEN clauses of one MERGE a conflict touches (``DeltaConcurrentModificationException
+    .clauses``): for a conflict on rows it changes, the clauses that change rows of the
+    conflicting file; for one on what it read, the clauses whose read may cover that file (by its
+    partition values and statistics): the join's read serves the MATCHED and NOT MATCHED clauses,
+    each NOT MATCHED BY SOURCE clause reads what its own condition covers."""
+
+    changed: Dict[str, List[str]]
+    reads: List[Tuple[Optional[str], List[str]]]
+
+    @classmethod
+    def of(cls, plan: "MergePlan[Any]", join_read: Optional[str], matched: Matched, target_alias: str) -> "ClauseCulprits":
+        numbered = plan.group(MATCHED) + plan.group(NOT_MATCHED_BY_SOURCE)
+        changed = {path: [numbered[k].text for k in sorted(ks)] for path, ks in matched.clauses_by_file.items()}
+        reads: List[Tuple[Optional[str], List[str]]] = [(join_read, [c.text for c in plan.group(MATCHED) + plan.group(NOT_MATCHED)])]
+        reads += [(None if c.condition is None else _core.unqualified(c.condition, target_alias), [c.text]) for c in plan.group(NOT_MATCHED_BY_SOURCE)]
+        return cls(changed, [(p, cs) for p, cs in reads if cs])
+
+    def behind(self, conflict: Any, snapshot_at: Any) -> List[str]:
+        f = conflict.conflicting_file
+        if conflict.rule in _WRITE_RULES:
+            if f is None:
+                return list(dict.fromkeys(c for cs in self.changed.values() for c in cs))
+            return list(self.changed.get(f, []))
+        if conflict.rule in _APPEND_RULES + _READ_RULES:
+            snap = snapshot_at(conflict.winning_version if conflict.rule in _APPEND_RULES else None)
+            return [c for predicate, cs in self.reads if _may_cover(snap, predicate, f) for c in cs]
+        return []
+
+
+def _may_cover(snap: Any, predicate: Optional[str], path: Optional[str]) -> bool:
+    """Whether a read of ``predicate`` may cover the file ``path`` of ``snap`` (yes when any of
+    them is unknown)."""
+    if predicate is None or path is None or snap is None:
+        return True
+    paths = snap.files(["path"]).column("path").to_pylist()
+    if path not in paths:
+        return True
+    selected, _ = snap.handle.prune(predicate)
+    return paths.index(path) in set(selected)
 
 
 def check_clause(engine: Merger[Source, Expr], cols: MergeColumns, spec: ClauseSpec) -> Clause[Expr]:
@@ -386,6 +440,6 @@ def check_one_source_row(matched: Matched, plan: MergePlan[Any]) -> None:
 
 __all__ = [
     "MERGE_IN_LIST_LIMIT", "MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "GROUPS", "UPDATE", "DELETE", "INSERT", "ClauseSpec",
-    "Clause", "RECORDED_AS", "recorded", "MergeColumns", "MergePlan", "Matched", "Merger", "keyword_clauses", "merge", "check_clause", "widened_by_source",
+    "Clause", "ClauseCulprits", "RECORDED_AS", "recorded", "MergeColumns", "MergePlan", "Matched", "Merger", "keyword_clauses", "merge", "check_clause", "widened_by_source",
     "check_merge_clauses", "split_merge_condition", "check_merge_keys", "key_summary", "narrowed_predicate", "check_one_source_row",
 ]

@@ -9,7 +9,7 @@ stages that file's DV."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,6 +26,7 @@ _BUCKET = "__delta_occ_bucket"
 _COUNT = "__delta_occ_count"
 _BITS = "__delta_occ_bits"
 _TOTAL = "__delta_occ_total_"
+_TAGS = "__delta_occ_tags"
 
 
 @dataclasses.dataclass
@@ -35,6 +36,8 @@ class FileHits:
 
     count: int
     bitmaps: List[Tuple[int, pa.Buffer]] = dataclasses.field(default_factory=list)
+    #: The distinct values of ``summarise``'s ``tag`` on the file's hit rows.
+    tags: Set[int] = dataclasses.field(default_factory=set)
 
     def positions(self) -> pa.Array:
         """The hit positions (uint64, ascending)."""
@@ -53,11 +56,13 @@ def hits_per_file(rows: DataFrame, with_positions: bool) -> Dict[int, FileHits]:
 
 
 def summarise(
-    rows: DataFrame, with_positions: bool, hit: Optional[Column] = None, totals: Optional[Mapping[str, Column]] = None
+    rows: DataFrame, with_positions: bool, hit: Optional[Column] = None, totals: Optional[Mapping[str, Column]] = None,
+    tag: Optional[Column] = None,
 ) -> Tuple[Dict[int, FileHits], Dict[str, int]]:
     """``hits_per_file`` of the rows where ``hit`` holds (all rows without it), and in the same
     Spark job the sums of the integer columns ``totals`` over all ``rows`` (files without a hit
-    count there too)."""
+    count there too) and, per file, the distinct values of the integer column ``tag`` on its hit
+    rows (a few per file: MERGE's clause numbers)."""
     totals = dict(totals or {})
     hit_col = F.lit(True) if hit is None else F.coalesce(hit, F.lit(False))
     aggs = [F.sum(F.when(hit_col, 1).otherwise(0)).alias(_COUNT)] + [F.sum(c).alias(f"{_TOTAL}{k}") for k, c in enumerate(totals.values())]
@@ -66,17 +71,22 @@ def summarise(
         keys.append(F.shiftright(F.col(ROW), BUCKET_SHIFT).alias(_BUCKET))
         offset = F.col(ROW).bitwiseAND(F.lit((1 << BUCKET_SHIFT) - 1))
         aggs.append(F.bitmap_construct_agg(F.when(hit_col, offset)).alias(_BITS))  # NULL: no bit
+    if tag is not None:
+        aggs.append(F.collect_set(F.when(hit_col, tag)).alias(_TAGS))  # NULL: not collected
     runs = rows.groupBy(*keys).agg(*aggs).toArrow()
     sums = {name: int(pc.sum(runs.column(f"{_TOTAL}{k}")).as_py() or 0) for k, name in enumerate(totals)}
     out: Dict[int, FileHits] = {}
     counts = runs.column(_COUNT).to_pylist()
     bitmaps = runs.column(_BITS) if with_positions else None
     buckets = runs.column(_BUCKET).to_pylist() if with_positions else None
+    tags = runs.column(_TAGS).to_pylist() if tag is not None else None
     for k, f in enumerate(runs.column(FILE).to_pylist()):
         if not counts[k]:
             continue
         hits = out.setdefault(int(f), FileHits(0))
         hits.count += int(counts[k])
+        if tags is not None:
+            hits.tags.update(int(t) for t in tags[k])
         if bitmaps is not None and buckets is not None:
             hits.bitmaps.append((int(buckets[k]) << BUCKET_SHIFT, bitmaps[k].as_buffer()))  # no copy
     return out, sums

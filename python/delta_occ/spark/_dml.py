@@ -268,9 +268,10 @@ class SparkEngine:
         }
         touched = F.col(_ACT).isNotNull()
         with self.ctx.timed("spark"):
-            self._hits, sums = summarise(per_row, self.lay.dv_enabled, touched, totals)
+            self._hits, sums = summarise(per_row, self.lay.dv_enabled, touched, totals, tag=F.col(_ACT))
         self._touched_rows = per_row.filter(touched).select(FILE, ROW)
-        return Matched(sums["matched_updated"], sums["matched_deleted"], sums["repeated"], sums["by_source_updated"], sums["by_source_deleted"])
+        return Matched(sums["matched_updated"], sums["matched_deleted"], sums["repeated"], sums["by_source_updated"], sums["by_source_deleted"],
+                       {self._plan.paths[i]: sorted(h.tags) for i, h in self._hits.items()})
 
     def _tq(self, name: str) -> Column:
         """A target column of the joined rows."""

@@ -267,8 +267,8 @@ A_IDS, B_IDS = list(range(0, 10)), list(range(10, 20))
 MSRC = pa.table({"id": pa.array([3, 50], pa.int64()), "v": pa.array([333, 500], pa.int64()), "w": pa.array(["s", "s"])}, schema=SCHEMA)
 
 
-def _two_files(root) -> docc.Table:
-    t = docc.Table.create(root, SCHEMA, properties={"delta.enableDeletionVectors": "true"})
+def _two_files(root, dvs: bool = True) -> docc.Table:
+    t = docc.Table.create(root, SCHEMA, properties={"delta.enableDeletionVectors": "true"} if dvs else {})
     for ids in (A_IDS, B_IDS):
         t.append(pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(ids, pa.int64()), "w": pa.array(["o"] * len(ids))}, schema=SCHEMA))
     return t
@@ -338,6 +338,45 @@ def test_merge_clause_conflicts(tmp_path, name):
             txn.commit()
         assert docc.Table(tmp_path / "t").version == before
         assert e.value.clauses == named and e.value.explain()["clauses"] == named
+
+
+# The same clause kinds at file level (no DVs: a DELETE rewrites the file it hits), per §3: an
+# added file that is not a blind append and may hold rows of the read conflicts first (check 5),
+# then a removed file that was read (check 6). The read is R above: file A holds ids 0-9, B 10-19.
+FILE_SCENARIOS = {
+    # The winner rewrites A without 4; its new file may hold 3 (R): check 5, the join's read.
+    "matched-vs-delete-other-row": (_upsert, "WriteSerializable", lambda t: t.delete("id = 4"), exc.ConcurrentAppendException, UPSERT),
+    # The same when it deletes 3 itself.
+    "matched-vs-delete-same-row": (_upsert, "WriteSerializable", lambda t: t.delete("id = 3"), exc.ConcurrentAppendException, UPSERT),
+    # The winner rewrites B without 16; the new file may hold ids >= 15 (the BY SOURCE read), not 3 or 50.
+    "by-source-vs-delete-inside": (lambda m: _upsert(m).when_not_matched_by_source_delete("t.id >= 15"), "WriteSerializable",
+                                   lambda t: t.delete("id = 16"), exc.ConcurrentAppendException,
+                                   ["WHEN NOT MATCHED BY SOURCE AND t.id >= 15 THEN DELETE"]),
+    # Serializable: the appended 50 is in R (check 5).
+    "insert-vs-append-same-key": (lambda m: m.when_not_matched_insert_all(), "Serializable",
+                                  lambda t: t.append(pa.table({"id": [50], "v": [5], "w": ["n"]}, schema=SCHEMA)), exc.ConcurrentAppendException,
+                                  ["WHEN NOT MATCHED THEN INSERT *"]),
+    # WriteSerializable: a blind append never conflicts (§2).
+    "by-source-vs-append-write-serializable": (lambda m: m.when_not_matched_by_source_update({"w": "'old'"}, "t.id >= 15"), "WriteSerializable",
+                                               lambda t: t.append(pa.table({"id": [100], "v": [1], "w": ["n"]}, schema=SCHEMA)), None, None),
+    # The compaction removes A, which the MERGE read (check 6; its output is dataChange=false, no append).
+    "matched-vs-optimize": (_upsert, "WriteSerializable", lambda t: t.optimize(), exc.ConcurrentDeleteReadException, UPSERT),
+}
+
+
+@pytest.mark.parametrize("name", list(FILE_SCENARIOS))
+def test_merge_clause_conflicts_at_file_level(tmp_path, name):
+    clauses, level, winner, expected, named = FILE_SCENARIOS[name]
+    t = _two_files(tmp_path / "t", dvs=False)
+    txn = t.begin(isolation_level=level)
+    clauses(txn.merge(MSRC, "t.id = s.id")).execute()
+    winner(docc.Table(tmp_path / "t"))
+    if expected is None:
+        assert txn.commit().committed
+        return
+    with pytest.raises(expected) as e:
+        txn.commit()
+    assert e.value.clauses == named
 
 
 @pytest.mark.parametrize("name", ["matched-vs-delete-same-row", "by-source-vs-delete-inside", "insert-vs-append-same-key"])

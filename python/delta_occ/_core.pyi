@@ -7,6 +7,11 @@ __version__: str
 TEST_HOOKS: bool
 #: Delta truncates string statistics to this many characters (a min is cut, a longer max dropped).
 STATS_STRING_PREFIX: int
+#: The row-id rule (core ``row_tracking``), as row expressions over BIGINT ``materialized_row_id``,
+#: ``base_row_id``, ``row_position``, ``materialized_row_commit_version`` and
+#: ``default_row_commit_version``: every engine evaluates these, so all follow rows by the same ids.
+ROW_ID_RULE: str
+ROW_COMMIT_VERSION_RULE: str
 
 __all__ = [
     "__version__",
@@ -34,6 +39,8 @@ __all__ = [
     "rows_stats",
     "written_file_stats",
     "STATS_STRING_PREFIX",
+    "ROW_ID_RULE",
+    "ROW_COMMIT_VERSION_RULE",
     "logical_arrow_schema",
     "physical_arrow_schema",
     "spark_physical_schema_json",

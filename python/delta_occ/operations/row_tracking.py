@@ -14,11 +14,12 @@ Appended and inserted rows take fresh ids (NULL in the materialized columns)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping, Optional, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .. import _core, _rows
 from ..exceptions import UnsupportedFeatureError
 
 PROPERTY = "delta.enableRowTracking"
@@ -56,13 +57,31 @@ def ids_of(
             "(written by a writer that did not assign row ids; enabling row tracking with delta-occ assigns them to every file)",
             table=table, feature="rowTracking",
         )
-    ids = materialized_ids.cast(pa.int64())
-    versions = materialized_versions.cast(pa.int64())
-    if base_row_id is not None:
-        ids = pc.coalesce(ids, pc.add(positions.cast(pa.int64()), pa.scalar(base_row_id, pa.int64())))
-    if default_version is not None:
-        versions = pc.coalesce(versions, pa.scalar(default_version, pa.int64()))
+    n = len(positions)
+    inputs = pa.table({
+        "materialized_row_id": materialized_ids.cast(pa.int64()),
+        "base_row_id": pa.array([base_row_id] * n, pa.int64()),
+        "row_position": positions.cast(pa.int64()),
+        "materialized_row_commit_version": materialized_versions.cast(pa.int64()),
+        "default_row_commit_version": pa.array([default_version] * n, pa.int64()),
+    })
+    ids, versions = (_rows.values(inputs, rule).combine_chunks() if n else pa.array([], pa.int64()) for rule in _rules())
     return ids, versions
+
+
+def rule_inputs() -> pa.Schema:
+    """What the core's row-id rules (``_core.ROW_ID_RULE``, ``ROW_COMMIT_VERSION_RULE``) read."""
+    return pa.schema([(n, pa.int64()) for n in RULE_INPUTS])
+
+
+#: The inputs of the core's row-id rules, all BIGINT.
+RULE_INPUTS = ["materialized_row_id", "base_row_id", "row_position", "materialized_row_commit_version", "default_row_commit_version"]
+
+
+@functools.lru_cache(maxsize=1)
+def _rules() -> Tuple[_core.RowExpr, _core.RowExpr]:
+    """The core's row-id rules, compiled once."""
+    return _rows.compile(_core.ROW_ID_RULE, rule_inputs()), _rows.compile(_core.ROW_COMMIT_VERSION_RULE, rule_inputs())
 
 
 def updated(new: pa.Table, old: pa.Table) -> pa.Table:

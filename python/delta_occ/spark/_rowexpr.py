@@ -34,7 +34,7 @@ from pyspark.sql import Column
 from .. import _core, _rows
 from ..exceptions import InvalidArgumentError, PredicateError
 from ._columns import col
-from ._session import F, Session
+from ._session import F, Session, session_conf
 
 #: A column of the compile schema (by its name there) as a Spark Column of the rows at hand.
 Resolver = Callable[[str], Column]
@@ -61,8 +61,6 @@ def _refuse(what: str) -> PredicateError:
 def ansi(spark: Session) -> Iterator[None]:
     """Spark's ANSI mode for the block (the core's arithmetic, casts and division are ANSI):
     a session that turned it off gets it back off afterwards."""
-    from ._scan import session_conf
-
     if str(spark.conf.get(_ANSI, "true")).lower() == "true":
         yield
         return

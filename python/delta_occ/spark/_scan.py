@@ -7,21 +7,22 @@ are fewer bytes), so no Python runs on executors."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
-from .. import _arrow
+from .. import _arrow, _core
 from .._write import arange
 from ..exceptions import DeltaOccError, InvalidArgumentError
+from ..operations import row_tracking
 from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
 from ..scan_plan import scan_plan
 from ._columns import col, logical_schema, physical_schema, quote
-from ._session import F, Session
+from ._rowexpr import Compiled
+from ._session import F, Session, session_conf
 
 FILE = "__delta_occ_file"
 ROW = "__delta_occ_row"
@@ -44,23 +45,6 @@ _WORD = "__delta_occ_dv_word"
 #: Spark lists explicitly given paths with a job above this many; a driver-side plan needs none.
 _DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _GLOB = str.maketrans({c: "\\" + c for c in "\\*?[]{}"})
-
-
-@contextlib.contextmanager
-def session_conf(spark: Session, **settings: str) -> Iterator[None]:
-    """Set SQL confs for the duration of a block and put the previous values back."""
-    old: Dict[str, Optional[str]] = {}
-    for k, v in settings.items():
-        old[k] = spark.conf.get(k, None)
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, prev in old.items():
-            if prev is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, prev)
 
 
 def read_path(storage: Any, abs_path: str) -> str:
@@ -239,8 +223,9 @@ class Selection:
 def _kept_ids(plan: ScanPlan, ids: Tuple[str, str]) -> List[Column]:
     """Each row's id and commit version: materialized, else its file's baseRowId + position and
     defaultRowCommitVersion; a row with neither fails the job (a file from before row tracking)."""
-    rid = F.coalesce(col(ids[0]), F.col(_BASE) + F.col(ROW).cast("long"))
-    version = F.coalesce(col(ids[1]), F.col(_DEFAULT_VERSION))
+    inputs = {"materialized_row_id": col(ids[0]), "base_row_id": F.col(_BASE), "row_position": F.col(ROW).cast("long"),
+              "materialized_row_commit_version": col(ids[1]), "default_row_commit_version": F.col(_DEFAULT_VERSION)}
+    rid, version = (Compiled(rule, row_tracking.rule_inputs()).value(inputs.__getitem__) for rule in (_core.ROW_ID_RULE, _core.ROW_COMMIT_VERSION_RULE))
     missing = F.raise_error(F.concat(F.lit(f"delta-occ: {plan.handle.root}: a row without a row id (no baseRowId, no materialized id) in plan file "), F.col(FILE).cast("string")))
     return [
         F.when(rid.isNull(), missing.cast("long")).otherwise(rid).alias(ROW_ID),
@@ -363,4 +348,4 @@ def files_for(snap_handle: Any, where: Optional[str]) -> Optional[List[int]]:
     return list(selected)
 
 
-__all__ = ["ScanPlan", "Selection", "read_plan", "session_conf", "files_for", "FILE", "ROW", "quote"]
+__all__ = ["ScanPlan", "Selection", "read_plan", "files_for", "FILE", "ROW", "quote"]

@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterator, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import SparkSession as ClassicSession
@@ -103,4 +103,21 @@ if TYPE_CHECKING:
 else:
     F = _Functions()
 
-__all__ = ["F", "Session", "check_frame", "check_session", "is_connect", "using", "window"]
+@contextlib.contextmanager
+def session_conf(spark: Session, **settings: str) -> Iterator[None]:
+    """Set SQL confs for the duration of a block and put the previous values back."""
+    old: Dict[str, Optional[str]] = {}
+    for k, v in settings.items():
+        old[k] = spark.conf.get(k, None)
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, prev in old.items():
+            if prev is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, prev)
+
+
+__all__ = ["F", "Session", "check_frame", "check_session", "is_connect", "session_conf", "using", "window"]

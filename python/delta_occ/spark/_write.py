@@ -28,8 +28,7 @@ from ..operations.conform import check_writable, data_columns
 from ..operations.protocols import Staging
 from ._columns import col, logical_schema, physical_schema
 from ._rowexpr import condition
-from ._scan import session_conf
-from ._session import F, Session
+from ._session import F, Session, session_conf
 
 GROUP = "__delta_occ_group"
 _WRITE_CONF = {

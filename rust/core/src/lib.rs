@@ -95,6 +95,7 @@ pub use clustering::columns as clustering_columns;
 pub use data_file::{read_columns as read_data_file_columns, FileColumns};
 pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
 pub use restore::{restore, Restored};
+pub use row_tracking::{rule_schema as row_rule_schema, ROW_COMMIT_VERSION_RULE, ROW_ID_RULE};
 pub use schema::file_column_index;
 pub use schema::StructType;
 pub use schema_arrow::{

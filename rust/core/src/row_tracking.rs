@@ -8,12 +8,76 @@
 //! lands at (delta-spark's `reassignOverlappingRowIds` / `reassignRowCommitVersions`). An add
 //! that re-commits a live file (its deletion vector grew) keeps the file's values.
 
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType as ArrowType, Field, Schema};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::log::actions::{AddFile, DomainMetadata, Protocol};
 use crate::protocol::{has_writer_feature, is_true};
 use std::collections::BTreeMap;
+
+/// The row-id rule (protocol "Row Tracking"): a row's id is its materialized value where its
+/// file holds one, else the file's baseRowId plus the row's physical position; its commit
+/// version is the materialized one, else the file's defaultRowCommitVersion (NULL where neither
+/// is known). Written once, as row expressions over [`RULE_INPUTS`]: the conflict checker and the
+/// embedded engine evaluate them with the core's evaluator, and Spark builds its columns from the
+/// same compiled tree, so every engine follows rows by the same ids.
+pub const ROW_ID_RULE: &str = "coalesce(materialized_row_id, base_row_id + row_position)";
+pub const ROW_COMMIT_VERSION_RULE: &str =
+    "coalesce(materialized_row_commit_version, default_row_commit_version)";
+/// The rules' inputs (all BIGINT, NULL where unknown).
+pub const RULE_INPUTS: [&str; 5] = [
+    "materialized_row_id",
+    "base_row_id",
+    "row_position",
+    "materialized_row_commit_version",
+    "default_row_commit_version",
+];
+
+/// The schema the rules are compiled against.
+pub fn rule_schema() -> Schema {
+    Schema::new(
+        RULE_INPUTS
+            .iter()
+            .map(|n| Field::new(*n, ArrowType::Int64, true))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// [`ROW_ID_RULE`] for the rows of one file at `positions`: `materialized` its materialized ids
+/// at those positions (None: the file has none), `base` its baseRowId.
+pub fn row_ids(
+    materialized: Option<&Int64Array>,
+    base: Option<i64>,
+    positions: &[u64],
+) -> Result<Int64Array> {
+    static RULE: std::sync::LazyLock<crate::rowexpr::RowExpr> = std::sync::LazyLock::new(|| {
+        crate::rowexpr::RowExpr::compile(ROW_ID_RULE, &rule_schema(), &[])
+            .expect("the row-id rule compiles")
+    });
+    let n = positions.len();
+    let columns: Vec<ArrayRef> = vec![
+        match materialized {
+            Some(m) => Arc::new(m.clone()),
+            None => Arc::new(Int64Array::new_null(n)),
+        },
+        Arc::new(Int64Array::from(vec![base; n])),
+        Arc::new(Int64Array::from_iter_values(
+            positions.iter().map(|&p| p as i64),
+        )),
+        Arc::new(Int64Array::new_null(n)),
+        Arc::new(Int64Array::new_null(n)),
+    ];
+    let batch = RecordBatch::try_new(Arc::new(rule_schema()), columns)
+        .map_err(|e| Error::invalid(format!("row ids: {e}")))?;
+    let ids = RULE.evaluate(&batch)?;
+    Ok(ids.as_primitive::<Int64Type>().clone())
+}
 
 /// The domain holding the high-water mark.
 pub const DOMAIN: &str = "delta.rowTracking";

@@ -193,6 +193,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(file_column_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(read_parquet_columns, m)?)?;
     m.add("STATS_STRING_PREFIX", delta_occ_core::STRING_PREFIX)?;
+    m.add("ROW_ID_RULE", delta_occ_core::ROW_ID_RULE)?;
+    m.add(
+        "ROW_COMMIT_VERSION_RULE",
+        delta_occ_core::ROW_COMMIT_VERSION_RULE,
+    )?;
     m.add_function(wrap_pyfunction!(stats::parquet_footer_stats, m)?)?;
     m.add_function(wrap_pyfunction!(stats::parquet_footer_stats_of, m)?)?;
     m.add_function(wrap_pyfunction!(stats::rows_stats, m)?)?;

@@ -43,9 +43,10 @@ pub(super) fn followable(w: &WinningCommit, r: &RemoveFile, readded: bool) -> bo
     !r.data_change && !readded && w.adds.iter().any(|a| !a.data_change)
 }
 
-/// The row ids of a file's physical rows: the materialized id where the file has one, else
-/// `base` plus the position (`None` where neither is known). Looked up per position, so a file
-/// without materialized ids costs its footer only.
+/// The row ids of a file's physical rows, by the core's one rule ([`row_tracking::row_ids`]):
+/// the materialized id where the file has one, else `base` plus the position (`None` where
+/// neither is known). Computed for the positions asked, so a file without materialized ids
+/// costs its footer only.
 struct RowIds {
     materialized: Option<Int64Array>,
     base: Option<i64>,
@@ -53,12 +54,22 @@ struct RowIds {
 }
 
 impl RowIds {
-    fn get(&self, p: u64) -> Option<i64> {
-        match &self.materialized {
-            Some(a) if p < a.len() as u64 && a.is_valid(p as usize) => Some(a.value(p as usize)),
-            _ if p < self.rows => self.base.map(|b| b + p as i64),
-            _ => None,
-        }
+    fn at(&self, positions: &[u64]) -> Result<Vec<Option<i64>>> {
+        let inside: Vec<u64> = positions.iter().map(|&p| p.min(self.rows)).collect();
+        let gathered = self.materialized.as_ref().map(|a| {
+            inside
+                .iter()
+                .map(|&p| {
+                    (p < a.len() as u64 && a.is_valid(p as usize)).then(|| a.value(p as usize))
+                })
+                .collect::<Int64Array>()
+        });
+        let ids = row_tracking::row_ids(gathered.as_ref(), self.base, &inside)?;
+        Ok(positions
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p < self.rows && ids.is_valid(i)).then(|| ids.value(i)))
+            .collect())
     }
 }
 
@@ -86,8 +97,12 @@ fn want<T: Copy>(
     path: &str,
     wanted: &mut HashMap<i64, (T, u64)>,
 ) -> std::result::Result<(), Why> {
-    for p in positions.0.iter() {
-        let Some(id) = ids.get(p) else {
+    let ps: Vec<u64> = positions.0.iter().collect();
+    let found = ids
+        .at(&ps)
+        .map_err(|e| (Fallback::Unreadable, e.to_string()))?;
+    for (p, id) in ps.into_iter().zip(found) {
+        let Some(id) = id else {
             return Err((
                 Fallback::NoProvenance,
                 format!("row {p} of {path} has no row id (no baseRowId, no materialized id)"),
@@ -121,8 +136,10 @@ fn find<T: Copy>(
             break;
         }
         let ids = ids_of(root, out, out.base_row_id(), column)?;
-        for q in 0..ids.rows {
-            if let Some((tag, p)) = ids.get(q).and_then(|id| wanted.remove(&id)) {
+        let all: Vec<u64> = (0..ids.rows).collect();
+        let of_all = ids.at(&all)?;
+        for (q, id) in all.into_iter().zip(of_all) {
+            if let Some((tag, p)) = id.and_then(|id| wanted.remove(&id)) {
                 found.push((tag, p, o, q));
             }
         }
@@ -438,7 +455,7 @@ mod tests {
         let plain = file(dir.path(), "a.parquet", None, 3);
         let all = |f: &AddFile, base| {
             let ids = ids_of(&root, f, base, "_row-id-col").unwrap();
-            (0..=ids.rows).map(|p| ids.get(p)).collect::<Vec<_>>()
+            ids.at(&(0..=ids.rows).collect::<Vec<_>>()).unwrap()
         };
         // (one past the last row: no id)
         assert_eq!(all(&plain, Some(10)), [Some(10), Some(11), Some(12), None]);

@@ -93,7 +93,19 @@ def render() -> str:
                         _member(member, name, lines)
             else:
                 _entry(f"### `{name}`", _signature(d), d.docstring, lines)
-    return "\n".join(line.rstrip() for line in lines).replace("\n\n\n", "\n\n").rstrip() + "\n"
+    text = "\n".join(line.rstrip() for line in lines).replace("\n\n\n", "\n\n").rstrip() + "\n"
+    # Types by their public names (pyarrow.Table, pyspark.sql.DataFrame), not the modules that
+    # happen to define them in the installed release.
+    for private, public in _PUBLIC_NAMES:
+        text = text.replace(private, public)
+    return text
+
+
+_PUBLIC_NAMES = [
+    ("pyarrow.lib.", "pyarrow."),
+    ("pyspark.sql.dataframe.DataFrame", "pyspark.sql.DataFrame"),
+    ("pyspark.sql.session.SparkSession", "pyspark.sql.SparkSession"),
+]
 
 
 def build(html: "pathlib.Path | None" = None) -> "tuple[str, list[str]]":

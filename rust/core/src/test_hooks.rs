@@ -117,12 +117,11 @@ fn env_drop() -> Option<(String, String)> {
 
 #[cfg(any(test, feature = "test-hooks"))]
 impl ListingDrops {
-    /// `entries` without the name to drop, if it is there and still to be dropped.
-    pub(crate) fn apply(
-        self,
-        mut entries: Vec<crate::storage::Entry>,
-    ) -> Vec<crate::storage::Entry> {
-        let position = |name: &str| entries.iter().position(|e| e.name == name);
+    /// Which of `names` (a listing, in order) to leave out: the name to drop, if it is there
+    /// and still to be dropped.
+    pub(crate) fn dropped<'n>(self, names: impl Iterator<Item = &'n str>) -> Option<usize> {
+        let names: Vec<&str> = names.collect();
+        let position = |name: &str| names.iter().position(|n| *n == name);
         let from_thread = DROP_NEXT.with(|d| {
             let mut d = d.borrow_mut();
             let (name, left) = d.as_mut()?;
@@ -133,24 +132,19 @@ impl ListingDrops {
             }
             Some(i)
         });
-        if let Some(i) = from_thread {
-            entries.remove(i);
-            return entries;
+        if from_thread.is_some() {
+            return from_thread;
         }
         // From the environment: once per distinct value of the variable, in this process.
         static CONSUMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-        let Some((name, key)) = self.0 else {
-            return entries;
-        };
-        let Some(i) = position(&name) else {
-            return entries;
-        };
+        let (name, key) = self.0?;
+        let i = position(&name)?;
         let mut consumed = CONSUMED.lock().unwrap_or_else(|p| p.into_inner());
-        if !consumed.contains(&key) {
-            consumed.push(key);
-            entries.remove(i);
+        if consumed.contains(&key) {
+            return None;
         }
-        entries
+        consumed.push(key);
+        Some(i)
     }
 }
 

@@ -56,7 +56,13 @@ pub fn list(root: &Location, start: i64) -> Result<Listing> {
         Err(e) => return Err(Error::io(&dir, e)),
     };
     #[cfg(any(test, feature = "test-hooks"))]
-    let entries = entries_hook.apply(entries);
+    let entries = {
+        let mut entries = entries;
+        if let Some(i) = entries_hook.dropped(entries.iter().map(|e| e.name.as_str())) {
+            entries.remove(i);
+        }
+        entries
+    };
     let mut listing = Listing::default();
     for entry in entries {
         let Some((version, kind)) = parse_name(&entry.name) else {

@@ -4,7 +4,7 @@ the driver JVM at ``spark.driver.memory=512m``; a DV table of ROWS rows written 
 a DELETE of half the rows, then a MERGE touching half the rows again. With ``--clauses`` the MERGE
 has one clause of every kind (the builder); without, the keyword form (which the code before the
 builder had too). Prints ``RESULT <json>``: each step's wall time, the Python driver's peak RSS
-growth over the run, the rows after, or the error."""
+growth over the run, the driver JVM's peak heap, the rows after, or the error."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ def main(root: str, rows: int, clauses: bool) -> dict:
     with SparkCluster() as cluster:
         spark = cluster.session("delta-occ-scale", {"spark.sql.shuffle.partitions": "8"}, driver_memory="512m", executor_memory="1g")
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        heap_pools = _heap_pools(spark)
+        for pool in heap_pools:
+            pool.resetPeakUsage()
         data = spark.range(rows).selectExpr("id", "(id * 37) % 100 AS g", "CAST(id AS DOUBLE) AS x").repartition(8)
         st = SparkTable.create(spark, root, data.schema, properties={"delta.enableDeletionVectors": "true"})
 
@@ -50,8 +53,18 @@ def main(root: str, rows: int, clauses: bool) -> dict:
             step("merge (keyword form)", lambda: st.merge(source, "t.id = s.id", when_matched_update={"x": "s.x"}, when_not_matched_insert=True))
         out["rows"] = st.to_df().count()
         out["python_rss_growth_mb"] = round((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024, 1)
+        # The driver JVM's heap: the sum of each heap pool's peak since the start (an upper bound
+        # of the heap's peak occupancy), against its maximum (spark.driver.memory).
+        out["driver_jvm_heap_peak_mb"] = round(sum(p.getPeakUsage().getUsed() for p in heap_pools) / 2**20, 1)
+        out["driver_jvm_heap_max_mb"] = round(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20, 1)
         spark.stop()
     return out
+
+
+def _heap_pools(spark) -> list:
+    """The driver JVM's heap memory pools (measurement only: a classic session's py4j gateway)."""
+    factory = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    return [p for p in factory.getMemoryPoolMXBeans() if str(p.getType()) == "Heap memory"]
 
 
 if __name__ == "__main__":

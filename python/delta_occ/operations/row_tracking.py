@@ -60,10 +60,10 @@ def ids_of(
     n = len(positions)
     inputs = pa.table({
         "materialized_row_id": materialized_ids.cast(pa.int64()),
-        "base_row_id": pa.array([base_row_id] * n, pa.int64()),
+        "base_row_id": pa.repeat(pa.scalar(base_row_id, pa.int64()), n),
         "row_position": positions.cast(pa.int64()),
         "materialized_row_commit_version": materialized_versions.cast(pa.int64()),
-        "default_row_commit_version": pa.array([default_version] * n, pa.int64()),
+        "default_row_commit_version": pa.repeat(pa.scalar(default_version, pa.int64()), n),
     })
     ids, versions = (_rows.values(inputs, rule).combine_chunks() if n else pa.array([], pa.int64()) for rule in _rules())
     return ids, versions

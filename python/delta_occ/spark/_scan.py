@@ -202,12 +202,17 @@ class Selection:
         #: Live rows per plan file, exact (what ``removal.choose`` weighs the hits against).
         self.live = plan.exact_live_rows()
         self._names = [f.name for f in plan.logical.fields]
-        #: Every live row, all columns, with ``FILE``, ``ROW`` (and the row ids, with ``ids``).
-        self.rows = read_plan(spark, plan, positions=True, ids=ids)
-        self._holds = holds
+        self._spark, self._ids, self._holds = spark, ids, holds
         #: The selected rows with ``FILE`` and ``ROW``: only the ``columns`` the condition reads
         #: when given (all columns otherwise).
         self.hit = (self.rows if columns is None else read_plan(spark, plan, columns, positions=True)).filter(hit)
+
+    @functools.cached_property
+    def rows(self) -> DataFrame:
+        """Every live row, all columns, with ``FILE``, ``ROW`` (and the row ids, with ``ids``);
+        planned only when asked for (a DELETE whose hits all become DVs needs only ``hit``, and
+        planning a read loads the DVs on the driver)."""
+        return read_plan(self._spark, self.plan, positions=True, ids=self._ids)
 
     def matching(self) -> DataFrame:
         """The selected rows, the table's columns only (for the change feed)."""

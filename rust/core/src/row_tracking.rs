@@ -60,7 +60,10 @@ pub fn row_ids(
         crate::rowexpr::RowExpr::compile(ROW_ID_RULE, &rule_schema(), &[])
             .expect("the row-id rule compiles")
     });
+    // Only the columns the rule reads (by name).
     let n = positions.len();
+    let fields = ["materialized_row_id", "base_row_id", "row_position"]
+        .map(|c| Field::new(c, ArrowType::Int64, true));
     let columns: Vec<ArrayRef> = vec![
         match materialized {
             Some(m) => Arc::new(m.clone()),
@@ -70,10 +73,8 @@ pub fn row_ids(
         Arc::new(Int64Array::from_iter_values(
             positions.iter().map(|&p| p as i64),
         )),
-        Arc::new(Int64Array::new_null(n)),
-        Arc::new(Int64Array::new_null(n)),
     ];
-    let batch = RecordBatch::try_new(Arc::new(rule_schema()), columns)
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields.to_vec())), columns)
         .map_err(|e| Error::invalid(format!("row ids: {e}")))?;
     let ids = RULE.evaluate(&batch)?;
     Ok(ids.as_primitive::<Int64Type>().clone())

@@ -40,7 +40,10 @@ impl<'a> Deriver<'a> {
     }
 
     fn condition(&mut self, n: &Node, e: &RowExpr) -> Expr {
-        if let Some(v) = n.constant() {
+        // AND / OR / NOT fold through their parts (asking every level whether its whole subtree
+        // is constant would walk long IN lists once per level).
+        let connective = matches!(n.kind(), Kind::And(..) | Kind::Or(..) | Kind::Not(_));
+        if let Some(v) = (!connective).then(|| n.constant()).flatten() {
             return match v.as_any().downcast_ref::<BooleanArray>() {
                 Some(b) if b.is_valid(0) => Expr::bool(b.value(0)),
                 _ => Expr::Literal(Scalar::Null),

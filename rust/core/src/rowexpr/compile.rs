@@ -41,15 +41,12 @@ impl Scope {
 pub fn compile(text: &str, schema: &Schema, scopes: &[Scope], zone: &str) -> Result<RowExpr> {
     let ast = parse_sql(text)?;
     let default = [Scope::table(None)];
-    let mut c = Compiler {
+    let mut c = Compiler::new(
         text,
         schema,
-        scopes: if scopes.is_empty() { &default } else { scopes },
-        columns: Vec::new(),
-        column_types: Vec::new(),
-        zone: zone.to_string(),
-        lacking: Cell::new(None),
-    };
+        if scopes.is_empty() { &default } else { scopes },
+        zone,
+    );
     let node = c.node(&ast, None)?;
     Ok(RowExpr {
         text: text.to_string(),
@@ -145,15 +142,7 @@ pub fn compile_conjuncts(text: &str, schema: &Schema, zone: &str) -> Result<Vec<
     let default = [Scope::table(None)];
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
-        let mut c = Compiler {
-            text,
-            schema,
-            scopes: &default,
-            columns: Vec::new(),
-            column_types: Vec::new(),
-            zone: zone.to_string(),
-            lacking: Cell::new(None),
-        };
+        let mut c = Compiler::new(text, schema, &default, zone);
         match c.condition(part) {
             Ok(node) => out.push(Conjunct::Compiled(RowExpr {
                 text: part.to_string(),
@@ -289,15 +278,12 @@ pub fn referenced_columns(text: &str, schema: &Schema, scopes: &[Scope]) -> Resu
     }
     let ast = parse_sql(text)?;
     let default = [Scope::table(None)];
-    let c = Compiler {
+    let c = Compiler::new(
         text,
         schema,
-        scopes: if scopes.is_empty() { &default } else { scopes },
-        columns: Vec::new(),
-        column_types: Vec::new(),
-        zone: super::zone::DEFAULT.to_string(),
-        lacking: Cell::new(None),
-    };
+        if scopes.is_empty() { &default } else { scopes },
+        super::zone::DEFAULT,
+    );
     let name = |e: &ast::Expr| -> Result<String> {
         let parts = ident(e).expect("walk collects identifiers only");
         // A struct field reads its top-level column.
@@ -391,6 +377,20 @@ fn node(kind: Kind, ty: DataType, at: usize) -> Node {
 
 fn boolean(kind: Kind, at: usize) -> Node {
     node(kind, DataType::Boolean, at)
+}
+
+impl<'a> Compiler<'a> {
+    fn new(text: &'a str, schema: &'a Schema, scopes: &'a [Scope], zone: &str) -> Self {
+        Compiler {
+            text,
+            schema,
+            scopes,
+            columns: Vec::new(),
+            column_types: Vec::new(),
+            zone: zone.to_string(),
+            lacking: Cell::new(None),
+        }
+    }
 }
 
 impl Compiler<'_> {

@@ -276,6 +276,52 @@ def test_written_dvs_random(base, positions, prefix):
     check_dvs(base, positions, prefix)
 
 
+def _bit_runs(positions, run_bits=32_768):
+    """Runs of bits as Spark's bitmap_construct_agg makes them (reference model: one
+    ``run_bits``-bit run per aligned block with a position; bit b is byte b // 8, bit b % 8)."""
+    runs: dict = {}
+    for p in positions:
+        first = p - p % run_bits
+        run = runs.setdefault(first, bytearray(run_bits // 8))
+        run[(p - first) // 8] |= 1 << ((p - first) % 8)
+    firsts = sorted(runs)
+    return pa.array(firsts, pa.int64()), pa.array([bytes(runs[f]) for f in firsts], pa.binary())
+
+
+@pytest.mark.parametrize("positions", [
+    {0}, {32_767, 32_768, 65_535, 65_536}, set(range(0, 70_000, 3)), {69_999}, set(range(70_000)),
+], ids=["first", "run-edges", "every-third", "last", "all"])
+def test_kernel_reads_dvs_staged_as_bits(tmp_path, positions):
+    """Transaction.delete_row_bits (a file's hits as Spark bitmaps, issue 43): the last run
+    reaches past the file's 70,000 rows, as Spark's 32,768-bit runs do. Expected: the ids minus
+    the positions (computed here), read by delta-kernel-rs."""
+    path = str(tmp_path / "t")
+    t = docc.Table.create(path, pa.schema([("id", pa.int64())]), properties={"delta.enableDeletionVectors": "true"})
+    t.append(pa.table({"id": pa.array(range(70_000), pa.int64())}))
+    (file,) = t.snapshot().files(["path"]).column("path").to_pylist()
+    txn = t.begin()
+    firsts, bits = _bit_runs(positions)
+    txn.delete_row_bits(file, firsts, bits)
+    txn.commit("DELETE")
+    assert sorted(kernel_read(path).column("id").to_pylist()) == sorted(set(range(70_000)) - positions)
+    assert t.snapshot().deleted_rows(file).to_pylist() == sorted(positions)
+
+
+@pytest.mark.parametrize("firsts, bits, message", [
+    ([65_536], [b"\x00" * 1000 + b"\x01"], "beyond the file's 70000 rows"),
+    ([0, 8], [b"\x01"], "2 first positions but 1 runs of bits"),
+    ([-8], [b"\x01"], "negative first position"),
+    ([0], [1], "must be a pyarrow binary array"),
+])
+def test_delete_row_bits_refuses_bad_runs(tmp_path, firsts, bits, message):
+    t = docc.Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), properties={"delta.enableDeletionVectors": "true"})
+    t.append(pa.table({"id": pa.array(range(70_000), pa.int64())}))
+    (file,) = t.snapshot().files(["path"]).column("path").to_pylist()
+    arg = pa.array(bits, pa.binary()) if isinstance(bits[0], bytes) else bits
+    with pytest.raises(docc.exceptions.InvalidArgumentError, match=message):
+        t.begin().delete_row_bits(file, firsts, arg)
+
+
 def test_kernel_reads_our_commits_checkpoint_and_dvs(tmp_path):
     """Commits, a classic checkpoint and DVs written by delta-occ's transaction API, read by
     delta-kernel-rs: same rows as delta-occ reads."""

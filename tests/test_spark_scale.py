@@ -41,10 +41,25 @@ def test_hits_per_file_gives_back_the_positions_put_in(spark, name, with_positio
     for f, ps in per_file.items():
         assert hits[f].count == len(ps)
         if with_positions:
-            assert hits[f].positions().to_pylist() == sorted(ps)
-            assert len(hits[f].bitmaps) == len({p >> 15 for p in ps})  # one bitmap per run with a hit
+            staged = BitsRecorder()
+            hits[f].delete_from(staged, "f")
+            firsts, runs = staged.calls["f"]
+            assert len(firsts) == len({p >> 15 for p in ps})  # one bitmap per run with a hit
+            # Decoded by the layout's definition: bit b of a run is bit b % 8 of byte b // 8.
+            decoded = [first + 8 * i + b for first, run in zip(firsts, runs) for i, byte in enumerate(run) for b in range(8) if byte >> b & 1]
+            assert sorted(decoded) == sorted(ps)
         else:
-            assert hits[f].bitmaps == []
+            assert hits[f].runs == []
+
+
+class BitsRecorder:
+    """A staging stand-in that records what delete_row_bits receives."""
+
+    def __init__(self):
+        self.calls: dict = {}
+
+    def delete_row_bits(self, path, firsts, bits):
+        self.calls[path] = (firsts.to_pylist(), bits.to_pylist())
 
 
 N = 100_000

@@ -163,6 +163,9 @@ class TransactionHandle:
     def delete_rows_arrow(self, paths: List[str], batch: Tuple[object, object]) -> None:
         """DV deletes of many files from Arrow capsules of a struct (``file`` int32 index into
         ``paths``, ``row`` int64/uint64), imported without copying."""
+    def delete_row_bits(self, path: str, runs: Tuple[object, object]) -> None:
+        """DV deletes of one file from Arrow capsules of a struct (``first`` int64/uint64: a
+        run's first position, ``bits`` binary, least-significant bit first)."""
     def set_app_version(self, app_id: str, version: int) -> None: ...
     def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None: ...
     def set_properties(self, props: Dict[str, str]) -> None: ...

@@ -253,6 +253,22 @@ class Transaction(Lifecycle):
         batch = pa.StructArray.from_arrays([files, rows], names=["file", "row"])
         self._h.delete_rows_arrow([str(p) for p in paths], batch.__arrow_c_array__())
 
+    def delete_row_bits(self, path: str, firsts: Any, bits: Any) -> None:
+        """Delete rows of a live file given as runs of bits: run ``k`` covers positions from
+        ``firsts[k]``, and bit ``b % 8`` of byte ``b // 8`` of ``bits[k]`` set deletes row
+        ``firsts[k] + b`` (least-significant bit first: Arrow's and Spark's
+        ``bitmap_construct_agg`` layout). ``bits`` is a pyarrow binary array; the core builds the
+        deletion vector from the bits, with no value per row. Otherwise as ``delete_rows``."""
+        firsts = _int_array(firsts, "firsts")
+        if not isinstance(bits, (pa.Array, pa.ChunkedArray)) or not (pa.types.is_binary(bits.type) or pa.types.is_large_binary(bits.type)):
+            raise InvalidArgumentError(f"delete_row_bits: bits must be a pyarrow binary array, got {type(bits).__name__}")
+        if isinstance(bits, pa.ChunkedArray):
+            bits = bits.combine_chunks()
+        if len(firsts) != len(bits):
+            raise InvalidArgumentError(f"delete_row_bits: {len(firsts)} first positions but {len(bits)} runs of bits")
+        runs = pa.StructArray.from_arrays([firsts.cast(pa.int64()), bits], names=["first", "bits"])
+        self._h.delete_row_bits(str(path), runs.__arrow_c_array__())
+
     def restore(self, target: "Snapshot") -> Dict[str, int]:
         """Stage a RESTORE of ``target``, an earlier snapshot of this table (the core computes
         the files to remove and re-add; see ``Table.restore``). Returns its operation metrics."""

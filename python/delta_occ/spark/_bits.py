@@ -2,9 +2,8 @@
 hit rows and, where a deletion vector will carry them, their positions as Spark bitmaps
 (``bitmap_construct_agg``: 4,096 bytes for each run of 32,768 positions holding a hit). What
 reaches the driver is per file: a count, and at most one bit per row of the position ranges a hit
-falls in; never a value per row. The driver turns one file's bits into positions (Arrow's bit
-layout is Spark's: bit ``p`` of a bitmap is bit ``p % 8`` of byte ``p // 8``) only while it
-stages that file's DV."""
+falls in; never a value per row. The core builds each file's DV straight from its bits (Spark's
+bit layout: bit ``p`` of a bitmap is bit ``p % 8`` of byte ``p // 8``)."""
 
 from __future__ import annotations
 
@@ -31,21 +30,22 @@ _TAGS = "__delta_occ_tags"
 
 @dataclasses.dataclass
 class FileHits:
-    """The hit rows of one plan file: how many, and (when asked for) their positions' bitmaps as
-    (first position, bitmap bytes)."""
+    """The hit rows of one plan file: how many, and (when asked for) their positions as runs of
+    bits: ``firsts[k]`` is the first position of the bitmap ``bits[k]``."""
 
     count: int
-    bitmaps: List[Tuple[int, pa.Buffer]] = dataclasses.field(default_factory=list)
+    firsts: List[int] = dataclasses.field(default_factory=list)
+    #: Rows of ``bits`` (the collected bitmaps of every file) that belong to this file.
+    runs: List[int] = dataclasses.field(default_factory=list)
+    bits: Optional[pa.ChunkedArray] = None
     #: The distinct values of ``summarise``'s ``tag`` on the file's hit rows.
     tags: Set[int] = dataclasses.field(default_factory=set)
 
-    def positions(self) -> pa.Array:
-        """The hit positions (uint64, ascending)."""
-        parts = []
-        for first, bits in sorted(self.bitmaps):
-            mask = pa.BooleanArray.from_buffers(pa.bool_(), bits.size * 8, [None, bits])
-            parts.append(pc.add(pc.indices_nonzero(mask), pa.scalar(first, pa.uint64())))
-        return pa.concat_arrays(parts) if parts else pa.array([], pa.uint64())
+    def delete_from(self, txn: Staging, path: str) -> None:
+        """Stage these hits as deletion-vector deletes of ``path``: the core builds the DV from
+        the bits (no value per row)."""
+        assert self.bits is not None, "summarise(..., with_positions=True) collects the bits"
+        txn.delete_row_bits(path, pa.array(self.firsts, pa.int64()), self.bits.take(pa.array(self.runs, pa.int64())))
 
 
 def hits_per_file(rows: DataFrame, with_positions: bool) -> Dict[int, FileHits]:
@@ -88,7 +88,9 @@ def summarise(
         if tags is not None:
             hits.tags.update(int(t) for t in tags[k])
         if bitmaps is not None and buckets is not None:
-            hits.bitmaps.append((int(buckets[k]) << BUCKET_SHIFT, bitmaps[k].as_buffer()))  # no copy
+            hits.bits = bitmaps
+            hits.firsts.append(int(buckets[k]) << BUCKET_SHIFT)
+            hits.runs.append(k)
     return out, sums
 
 
@@ -103,7 +105,7 @@ def stage(txn: Staging, paths: Sequence[str], live: Sequence[int], hits: Dict[in
         how = choose(hits[i].count, live[i], dv_enabled)
         touched.append(paths[i])
         if how is Removal.DELETION_VECTOR:
-            txn.delete_rows(paths[i], hits[i].positions())
+            hits[i].delete_from(txn, paths[i])
             continue
         txn.remove_file(paths[i], data_change=True)
         if how is Removal.REWRITE:

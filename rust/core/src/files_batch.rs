@@ -748,6 +748,53 @@ pub fn positions_per_file(batch: &dyn arrow_array::Array, files: usize) -> Resul
     Ok(out)
 }
 
+/// The rows named by a struct array of runs of bits (`first` int64 or uint64: the run's first
+/// position; `bits` binary: bit `b % 8` of byte `b / 8` set means row `first + b`), as a bitmap
+/// (see [`DeletionBitmap::from_lsb0_runs`]): one file's hits, no value per row on the way.
+pub fn rows_of_bit_runs(batch: &dyn arrow_array::Array) -> Result<crate::dv::DeletionBitmap> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt64Type};
+    let bad = |what: String| Error::invalid(format!("bit runs batch: {what}"));
+    let s = batch.as_struct_opt().ok_or_else(|| {
+        bad(format!(
+            "expected a struct of (first, bits), got {:?}",
+            batch.data_type()
+        ))
+    })?;
+    let col = |name: &str| {
+        s.column_by_name(name)
+            .ok_or_else(|| bad(format!("no `{name}` column")))
+    };
+    let (first, bits) = (col("first")?, col("bits")?);
+    if first.null_count() > 0 || bits.null_count() > 0 {
+        return Err(bad("a null first position or bit run".into()));
+    }
+    let firsts: Vec<u64> = if let Some(f) = first.as_primitive_opt::<Int64Type>() {
+        f.values()
+            .iter()
+            .map(|&v| u64::try_from(v).map_err(|_| bad(format!("negative first position {v}"))))
+            .collect::<Result<_>>()?
+    } else if let Some(f) = first.as_primitive_opt::<UInt64Type>() {
+        f.values().to_vec()
+    } else {
+        return Err(bad(format!(
+            "`first` must be int64 or uint64, got {:?}",
+            first.data_type()
+        )));
+    };
+    let runs: Vec<&[u8]> = if let Some(b) = bits.as_binary_opt::<i32>() {
+        b.iter().flatten().collect()
+    } else if let Some(b) = bits.as_binary_opt::<i64>() {
+        b.iter().flatten().collect()
+    } else {
+        return Err(bad(format!(
+            "`bits` must be binary, got {:?}",
+            bits.data_type()
+        )));
+    };
+    crate::dv::DeletionBitmap::from_lsb0_runs(firsts.into_iter().zip(runs)).map_err(|e| bad(e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::dense_words;

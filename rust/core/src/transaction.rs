@@ -404,6 +404,14 @@ impl Transaction {
 
     /// Delete rows of a live file through its deletion vector (union with the current DV).
     pub fn delete_rows(&mut self, path: &str, positions: &[u64]) -> Result<()> {
+        let rows =
+            DeletionBitmap::from_positions(positions.iter().copied()).map_err(Error::invalid)?;
+        self.delete_rows_bitmap(path, rows)
+    }
+
+    /// [`Self::delete_rows`] of the positions of a bitmap (what callers that already hold the
+    /// rows as bits pass: no value per row on the way).
+    pub fn delete_rows_bitmap(&mut self, path: &str, rows: DeletionBitmap) -> Result<()> {
         self.open()?;
         let snap = self.snap()?.clone();
         if !snap.deletion_vectors_enabled() {
@@ -424,17 +432,15 @@ impl Transaction {
                 "delete_rows({path:?}): the transaction already removes this file"
             )));
         }
-        if let Some(n) = f.num_records()? {
-            if let Some(&bad) = positions.iter().find(|&&p| p >= n as u64) {
+        if let (Some(n), Some(bad)) = (f.num_records()?, rows.max()) {
+            if bad >= n as u64 {
                 return Err(Error::invalid(format!(
                     "delete_rows({path:?}): row {bad} is beyond the file's {n} rows"
                 )));
             }
         }
-        let new =
-            DeletionBitmap::from_positions(positions.iter().copied()).map_err(Error::invalid)?;
         let entry = self.dv_deletes.entry(f.path.as_ref().into()).or_default();
-        *entry = entry.union(&new);
+        *entry = entry.union(&rows);
         Ok(())
     }
 

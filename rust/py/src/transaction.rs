@@ -209,6 +209,23 @@ impl TransactionHandle {
         .py_err()
     }
 
+    /// Stage DV deletes of one file from runs of bits (`__arrow_c_array__` of a struct with
+    /// `first`: the run's first position, `bits`: binary, least-significant bit first), without a
+    /// value per row.
+    fn delete_row_bits(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        runs: (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>),
+    ) -> PyResult<()> {
+        let array = crate::arrow::array_from_capsules(&runs.0, &runs.1)?;
+        py.detach(|| {
+            let rows = files_batch::rows_of_bit_runs(array.as_ref())?;
+            self.txn().delete_rows_bitmap(path, rows)
+        })
+        .py_err()
+    }
+
     fn set_app_version(&self, app_id: &str, version: i64) -> PyResult<()> {
         self.txn().set_app_version(app_id, version).py_err()
     }

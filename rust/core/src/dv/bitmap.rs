@@ -28,6 +28,40 @@ impl DeletionBitmap {
         Ok(DeletionBitmap(t))
     }
 
+    /// The positions of runs of bits, each `(first, bytes)`: bit `b % 8` of byte `b / 8` set
+    /// means position `first + b` (the least-significant-bit-first layout of Arrow validity
+    /// bitmaps and of Spark's `bitmap_construct_agg`). Built a 32-bit container at a time, never a
+    /// value per position. A run must lie within one 2^32-aligned block of positions.
+    pub fn from_lsb0_runs<'a, I: IntoIterator<Item = (u64, &'a [u8])>>(
+        runs: I,
+    ) -> Result<Self, String> {
+        let mut t = RoaringTreemap::new();
+        for (first, bytes) in runs {
+            let bits = bytes.len() as u64 * 8;
+            let (hi, lo) = (first >> 32, first & 0xFFFF_FFFF);
+            if lo + bits > 1 << 32 {
+                return Err(format!(
+                    "a run of {bits} bits from position {first} crosses a 2^32 boundary"
+                ));
+            }
+            let run = RoaringBitmap::from_lsb0_bytes(lo as u32, bytes);
+            if let Some(last) = run.max() {
+                if (hi << 32) | u64::from(last) > MAX_ROW_INDEX {
+                    return Err(format!(
+                        "row index {} is larger than Delta allows ({MAX_ROW_INDEX})",
+                        (hi << 32) | u64::from(last)
+                    ));
+                }
+                t |= RoaringTreemap::from_bitmaps([(hi as u32, run)]);
+            }
+        }
+        Ok(DeletionBitmap(t))
+    }
+
+    pub fn max(&self) -> Option<u64> {
+        self.0.max()
+    }
+
     pub fn len(&self) -> u64 {
         self.0.len()
     }
@@ -171,6 +205,47 @@ mod tests {
         let bytes = z85::decode("^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L").unwrap();
         let bm = DeletionBitmap::deserialize(&bytes[..44]).unwrap();
         assert_eq!(bm.to_vec(), vec![3, 4, 7, 11, 18, 29]);
+    }
+
+    /// Runs of bits against the plain model: bit `b` of a run from `first` is `first + b`.
+    #[test]
+    fn lsb0_runs_are_the_positions_their_bits_name() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut bytes = vec![0u8; 4096];
+        for b in bytes.iter_mut() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            *b = (seed & 0xFF) as u8 & (seed >> 8) as u8; // about a quarter of the bits
+        }
+        let cases: [&[u64]; 4] = [
+            &[0],
+            &[32_768, 0],
+            &[(1 << 32) - 32_768, 1 << 32],
+            &[65_536 * 3 + 3],
+        ];
+        for firsts in cases {
+            let runs: Vec<(u64, &[u8])> = firsts.iter().map(|&f| (f, &bytes[..])).collect();
+            let got = DeletionBitmap::from_lsb0_runs(runs).unwrap().to_vec();
+            let mut want: Vec<u64> = firsts
+                .iter()
+                .flat_map(|&f| {
+                    (0..bytes.len() as u64 * 8)
+                        .filter(|b| bytes[*b as usize / 8] >> (b % 8) & 1 == 1)
+                        .map(move |b| f + b)
+                })
+                .collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(got, want, "runs from {firsts:?}");
+        }
+        assert!(DeletionBitmap::from_lsb0_runs([(0, &[][..])])
+            .unwrap()
+            .is_empty());
+        let err = DeletionBitmap::from_lsb0_runs([((1 << 32) - 8, &[0u8, 1][..])]).unwrap_err();
+        assert!(err.contains("crosses a 2^32 boundary"), "{err}");
+        let err = DeletionBitmap::from_lsb0_runs([(MAX_ROW_INDEX + 1, &[1u8][..])]).unwrap_err();
+        assert!(err.contains("larger than Delta allows"), "{err}");
     }
 
     #[test]

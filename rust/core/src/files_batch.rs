@@ -792,7 +792,7 @@ pub fn rows_of_bit_runs(batch: &dyn arrow_array::Array) -> Result<crate::dv::Del
             bits.data_type()
         )));
     };
-    crate::dv::DeletionBitmap::from_lsb0_runs(firsts.into_iter().zip(runs)).map_err(|e| bad(e))
+    crate::dv::DeletionBitmap::from_lsb0_runs(firsts.into_iter().zip(runs)).map_err(bad)
 }
 
 #[cfg(test)]

@@ -34,9 +34,111 @@ fn kind(key: &str) -> Option<Kind> {
     })
 }
 
-/// Whether `value` is acceptable for the property `key` (unknown keys are not checked). Values are
-/// not trimmed: readers (Delta's, and ours) do not trim them either.
+/// The `delta.*` table properties of the Delta protocol and of delta-spark's documentation, in
+/// their spelling: accepted (and their values checked where [`kind`] knows them) even where
+/// delta-occ does not act on them. A key outside `delta.` is the user's own.
+const KNOWN: &[&str] = &[
+    "delta.appendOnly",
+    "delta.autoOptimize",
+    "delta.autoOptimize.autoCompact",
+    "delta.autoOptimize.optimizeWrite",
+    "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct",
+    "delta.checkpointInterval",
+    "delta.checkpointPolicy",
+    "delta.checkpointRetentionDuration",
+    "delta.columnMapping.maxColumnId",
+    "delta.columnMapping.mode",
+    "delta.compatibility.symlinkFormatManifest.enabled",
+    "delta.dataSkippingNumIndexedCols",
+    "delta.dataSkippingStatsColumns",
+    "delta.deletedFileRetentionDuration",
+    "delta.dropFeatureTruncateHistory.retentionDuration",
+    "delta.enableChangeDataCapture",
+    "delta.enableChangeDataFeed",
+    "delta.enableDeletionVectors",
+    "delta.enableExpiredLogCleanup",
+    "delta.enableFullRetentionRollback",
+    "delta.enableIcebergCompatV1",
+    "delta.enableIcebergCompatV2",
+    "delta.enableIcebergCompatV3",
+    "delta.enableInCommitTimestamps",
+    "delta.enableRowTracking",
+    "delta.enableTypeWidening",
+    "delta.enableVariantShredding",
+    "delta.ignoreProtocolDefaults",
+    "delta.inCommitTimestampEnablementTimestamp",
+    "delta.inCommitTimestampEnablementVersion",
+    "delta.isolationLevel",
+    "delta.logRetentionDuration",
+    "delta.minReaderVersion",
+    "delta.minWriterVersion",
+    "delta.parquet.compression.codec",
+    "delta.randomPrefixLength",
+    "delta.randomizeFilePrefixes",
+    "delta.rowTracking.materializedRowCommitVersionColumnName",
+    "delta.rowTracking.materializedRowIdColumnName",
+    "delta.rowTrackingSuspended",
+    "delta.sampleRetentionDuration",
+    "delta.setTransactionRetentionDuration",
+    "delta.targetFileSize",
+    "delta.tuneFileSizesForRewrites",
+    "delta.universalFormat.enabledFormats",
+];
+
+/// Families of `delta.*` keys whose last part is free: table features (`delta.feature.<name>`),
+/// CHECK constraints, and the per-format settings of UniForm and coordinated commits.
+const KNOWN_PREFIXES: &[&str] = &[
+    "delta.feature.",
+    "delta.constraints.",
+    "delta.universalFormat.config.",
+    "delta.coordinatedCommits.",
+];
+
+/// Refuse a `delta.*` key that is not a known property, naming the nearest known one (Delta
+/// matches these keys case-insensitively). Other keys pass.
+fn check_known(key: &str) -> Result<()> {
+    let lower = key.to_ascii_lowercase();
+    if !lower.starts_with("delta.")
+        || KNOWN.iter().any(|k| k.eq_ignore_ascii_case(key))
+        || KNOWN_PREFIXES
+            .iter()
+            .any(|p| lower.starts_with(&p.to_ascii_lowercase()))
+    {
+        return Ok(());
+    }
+    let nearest = KNOWN
+        .iter()
+        .min_by_key(|k| edit_distance(&k.to_ascii_lowercase(), &lower))
+        .expect("the list is not empty");
+    Err(Error::invalid(format!(
+        "unknown table property {key:?}: did you mean {nearest:?}? (Delta refuses delta.* keys it does not know; keys without the delta. prefix are free)"
+    )))
+}
+
+/// Levenshtein distance over bytes (keys are ASCII): only to name the nearest known key, so a
+/// two-row loop rather than a dependency.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Whether the property `key` may be set to `value`: a `delta.*` key must be a known one, and a
+/// known one's value must parse. Values are not trimmed: readers (Delta's, and ours) do not trim
+/// them either. Only keys being set are checked: a table that already carries an unknown key
+/// still opens and takes writes.
 pub fn check(key: &str, value: &str) -> Result<()> {
+    check_known(key)?;
     let v = value;
     let (ok, expected) = match kind(key) {
         None => return Ok(()),
@@ -119,6 +221,38 @@ impl IsolationLevel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    /// Misspelt keys from issue 44 and delta-spark's error for them (DELTA_UNKNOWN_CONFIGURATION).
+    #[test]
+    fn unknown_delta_keys_are_refused_with_the_nearest_known_one() {
+        for (key, nearest) in [
+            ("delta.enableDeletionVector", "delta.enableDeletionVectors"),
+            ("delta.checkpointIntervall", "delta.checkpointInterval"),
+            ("Delta.AppendOnlyy", "delta.appendOnly"),
+            ("delta.logRetention", "delta.logRetentionDuration"),
+        ] {
+            let e = check(key, "true").unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("did you mean {nearest:?}")),
+                "{key}: {e}"
+            );
+            assert!(e.contains(key), "{e}");
+        }
+        for key in [
+            "delta.feature.deletionVectors",
+            "delta.constraints.positive",
+            "delta.universalFormat.config.iceberg.x",
+            "DELTA.ENABLEDELETIONVECTORS",
+            "delta.autoOptimize.autoCompact",
+            "deltaX.whatever",
+            "owner",
+        ] {
+            assert!(check(key, "true").is_ok(), "{key}");
+        }
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
 
     #[test]
     fn known_properties_are_checked_and_others_pass() {

@@ -79,7 +79,8 @@ pub enum Error {
     #[error("no Delta table at {path}: {reason}")]
     TableNotFound { path: String, reason: String },
 
-    #[error("a Delta table already exists at {path} (found {found})")]
+    /// A table (or files a new table would hide) already at the location `create` was given.
+    #[error("cannot create a Delta table at {path}: it already holds {found}")]
     TableAlreadyExists { path: String, found: String },
 
     #[error("corrupt Delta log: {file}{}: {message}", version_suffix(*.version))]

@@ -183,7 +183,7 @@ pub fn begin_create(
             if let Some(v) = listing.latest_version() {
                 return Err(Error::TableAlreadyExists {
                     path: root.to_string(),
-                    found: format!("version {v}"),
+                    found: format!("a Delta table at version {v}"),
                 });
             }
         }
@@ -191,6 +191,7 @@ pub fn begin_create(
         Err(e @ Error::Storage { .. }) => return Err(e),
         Err(_) => {}
     }
+    refuse_data_files(&root)?;
     let (schema_value, mut properties) = prepare_schema(schema_string, properties)?;
     crate::row_tracking::name_materialized_columns(&mut properties);
     let schema_string = schema_value.to_string();
@@ -215,6 +216,32 @@ pub fn begin_create(
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&root, e))?;
     }
     Transaction::begin_create(&root, metadata, protocol)
+}
+
+/// Refuse to create a table over files the table would not list: they would be invisible to
+/// every reader, and `vacuum` would delete them once they are older than its retention.
+/// Hidden files (`.x`, `_SUCCESS`, ...) and an empty `_delta_log/` are allowed, as in delta-spark.
+fn refuse_data_files(root: &Location) -> Result<()> {
+    let listed = match root.list(None, true) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(root, e)),
+    };
+    let visible: Vec<&str> = listed
+        .iter()
+        .map(|e| e.name.as_str())
+        .filter(|n| crate::vacuum::is_visible_data(n))
+        .collect();
+    match visible.first() {
+        None => Ok(()),
+        Some(first) => Err(Error::TableAlreadyExists {
+            path: root.to_string(),
+            found: format!(
+                "{} file(s) that are not part of a Delta table, such as {first:?}: a table created here would not list them, and vacuum would delete them; choose an empty location",
+                visible.len()
+            ),
+        }),
+    }
 }
 
 /// Normalise properties and, with column mapping, give every field an id and a physical name.

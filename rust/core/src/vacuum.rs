@@ -182,6 +182,13 @@ fn is_hidden(component: &str) -> bool {
         && component != "_change_data"
 }
 
+/// Whether a file under a table's root (`name` relative to it) is one vacuum treats as a data
+/// file: outside `_delta_log/`, with no hidden directory or name on its path. Creating a table
+/// where such files exist is refused ([`crate::table::begin_create`]): vacuum would delete them.
+pub fn is_visible_data(name: &str) -> bool {
+    matches!(visibility(name), Visibility::Visible)
+}
+
 fn visibility(name: &str) -> Visibility {
     if name.starts_with("_delta_log/") {
         return Visibility::Log;

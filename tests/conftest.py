@@ -22,6 +22,14 @@ def pytest_collection_modifyitems(session, config, items):
     hooked.swap_in(items)
 
 
+def pytest_collection_finish(session):
+    hooked.start(session)
+
+
+def pytest_sessionfinish(session):
+    hooked.stop()
+
+
 def golden_root() -> pathlib.Path:
     env = os.environ.get("DELTA_OCC_GOLDEN")
     if env:

@@ -6,7 +6,8 @@ test marked ``test_hooks`` (and every test under ``tests/test_build/``) is repla
 reports the outcome of that same test in one child pytest, started once per session on a build
 with the cargo feature ``test-hooks`` (its own cargo profile, so it never replaces the wheel's
 library). A test that fails, errors or skips there fails here with the child's report; one the
-child never ran fails too. In the child (``TEST_HOOKS`` True) the tests run as written.
+child never ran fails too. The child starts when collection ends and runs alongside the other
+tests. In the child (``TEST_HOOKS`` True) the tests run as written.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Dict, List, Optional
 
 import pytest
@@ -74,31 +76,57 @@ def swap_in(items: List[pytest.Item]) -> None:
 
 
 _RESULTS: Optional[Dict[str, dict]] = None
+_CHILD: Optional[threading.Thread] = None
+_PROC: Optional[subprocess.Popen] = None
+
+
+def start(session: pytest.Session) -> None:
+    """Once collection is final: build the test extension and run every hooked test of this
+    session on it, in the background while the other tests run (the stand-ins wait for it). The
+    hooked tests use local tables only, so the two runs share nothing but the machine."""
+    global _CHILD
+    ids = [it.original for it in session.items if isinstance(it, OnTestBuild)]
+    if ids and _CHILD is None and not session.config.option.collectonly:
+        _CHILD = threading.Thread(target=_run_child, args=(ids, session.config.rootpath), name="delta-occ-test-build", daemon=True)
+        _CHILD.start()
+
+
+def stop() -> None:
+    """At the end of the session: a child still running (the run was cut short) is stopped."""
+    if _PROC is not None and _PROC.poll() is None:
+        _PROC.kill()
 
 
 def _child_results(session: pytest.Session) -> Dict[str, dict]:
-    """Build the test extension and run every hooked test of this session on it, once."""
-    global _RESULTS
-    if _RESULTS is not None:
-        return _RESULTS
-    ids = [it.original for it in session.items if isinstance(it, OnTestBuild)]
+    if _CHILD is None:
+        start(session)
+    assert _CHILD is not None
+    _CHILD.join()
+    return _RESULTS or {"": {"outcome": "failed", "longrepr": "the test build's run ended without results"}}
+
+
+def _run_child(ids: List[str], rootpath: pathlib.Path) -> None:
+    global _RESULTS, _PROC
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="delta-occ-test-build-"))
     try:
         try:
             package_root = build_package(scratch / "pkg")
         except TestBuildFailure as e:
             _RESULTS = {"": {"outcome": "failed", "longrepr": f"the test build could not be made: {e}"}}
-            return _RESULTS
+            return
         report = scratch / "report.json"
         env = {**os.environ, REPORT_ENV: str(report)}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_root), env.get("PYTHONPATH", "")) if p)
-        proc = subprocess.run(
+        _PROC = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ids],
-            cwd=session.config.rootpath, env=env, capture_output=True, text=True,
+            cwd=rootpath, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        _RESULTS = json.loads(report.read_text()) if report.exists() else {}
-        _RESULTS[""] = {"outcome": "failed", "longrepr": f"child pytest exit {proc.returncode}:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"}
-        return _RESULTS
+        out, err = _PROC.communicate()
+        results = json.loads(report.read_text()) if report.exists() else {}
+        results[""] = {"outcome": "failed", "longrepr": f"child pytest exit {_PROC.returncode}:\n{out[-6000:]}\n{err[-3000:]}"}
+        _RESULTS = results
+    except Exception as e:  # noqa: BLE001 - reported by every stand-in
+        _RESULTS = {"": {"outcome": "failed", "longrepr": f"the test build's run failed: {type(e).__name__}: {e}"}}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -107,3 +107,140 @@ def test_a_table_already_carrying_an_unknown_key_opens_and_takes_writes(tmp_path
     t.set_properties({"owner": "me"})
     assert t.snapshot().properties == {"delta.someFutureProperty": "on", "owner": "me"}
     assert t.snapshot().to_pyarrow().num_rows == 1
+
+
+# -- schema changes: rename, drop, add (column mapping keeps the data) -------------------------
+
+CM = {"delta.columnMapping.mode": "name"}
+NESTED = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string()),
+                    ("s", pa.struct([("a", pa.int64()), ("b", pa.string())]))])
+
+
+def _cm_table(tmp_path, props=None, partition_by=("p",)):
+    t = docc.Table.create(tmp_path / "t", NESTED, partition_by=list(partition_by), properties=dict(CM, **(props or {})))
+    t.append(pa.table({"id": [1, 2, 3], "p": ["x", "y", "x"], "v": ["a", "b", "c"],
+                       "s": [{"a": 10, "b": "u"}, {"a": 20, "b": "v"}, None]}, schema=NESTED))
+    return t
+
+
+def kernel_rows(root) -> list:
+    """delta-kernel-rs's read of the table (it follows column mapping), rows sorted by id."""
+    import delta_kernel_rust_sharing_wrapper as dk
+
+    uri = pathlib.Path(root).resolve().as_uri() + "/"
+    iface = dk.PythonInterface(uri)
+    result = dk.ScanBuilder(dk.Table(uri).snapshot(iface)).build().execute(iface)
+    table = result.read_all() if isinstance(result, pa.RecordBatchReader) else pa.Table.from_batches(list(result))
+    return sorted(table.to_pylist(), key=lambda r: r["id"])
+
+
+def test_set_schema_that_loses_a_column_is_refused(tmp_path):
+    """Issue 44 case 2: a rename written as a new schema committed drop + add, and every value
+    of the column read back NULL. Now SchemaMismatchError, nothing committed, values intact."""
+    t = _cm_table(tmp_path)
+    renamed = pa.schema([f if f.name != "v" else pa.field("w", pa.string()) for f in NESTED])
+    with pytest.raises(exc.SchemaMismatchError, match="rename_column") as info:
+        t.set_schema(renamed)
+    assert info.value.column == "v" and info.value.version == 1
+    assert t.refresh() == 1 and t.snapshot().to_pyarrow().sort_by("id").column("v").to_pylist() == ["a", "b", "c"]
+    nested_drop = pa.schema([f if f.name != "s" else pa.field("s", pa.struct([("a", pa.int64())])) for f in NESTED])
+    with pytest.raises(exc.SchemaMismatchError) as info:
+        t.set_schema(nested_drop)
+    assert info.value.column == "s.b"
+    t.set_schema(renamed, allow_drop=True)  # asked for: the old values are gone, w is new
+    assert t.snapshot().to_pyarrow().column("w").to_pylist() == [None] * 3
+
+
+def test_rename_column_keeps_the_data(tmp_path):
+    t = _cm_table(tmp_path)
+    t.rename_column("v", "w")
+    t.rename_column("s.a", "alpha")
+    t.rename_column("p", "part")
+    t.append(pa.table({"id": [4], "part": ["y"], "w": ["d"], "s": [{"alpha": 40, "b": "z"}]},
+                      schema=pa.schema([("id", pa.int64()), ("part", pa.string()), ("w", pa.string()),
+                                        ("s", pa.struct([("alpha", pa.int64()), ("b", pa.string())]))])))
+    want = [  # the values written above, under the new names
+        {"id": 1, "part": "x", "w": "a", "s": {"alpha": 10, "b": "u"}},
+        {"id": 2, "part": "y", "w": "b", "s": {"alpha": 20, "b": "v"}},
+        {"id": 3, "part": "x", "w": "c", "s": None},
+        {"id": 4, "part": "y", "w": "d", "s": {"alpha": 40, "b": "z"}},
+    ]
+    ours = sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    assert ours == want
+    assert kernel_rows(tmp_path / "t") == want
+    assert t.snapshot().partition_columns == ["part"]
+    assert sorted(r["id"] for r in t.snapshot().to_pyarrow(where="part = 'x'").to_pylist()) == [1, 3]
+
+
+def test_drop_columns_hides_the_values_and_a_new_column_of_that_name_starts_empty(tmp_path):
+    t = _cm_table(tmp_path)
+    t.drop_columns(["v", "s.b"])
+    assert t.snapshot().schema.names == ["id", "p", "s"]
+    t.add_columns([pa.field("v", pa.string()), pa.field("s.c", pa.int32())])
+    rows = sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    # The new v is a new column (new physical name): the dropped values do not come back.
+    assert [r["v"] for r in rows] == [None, None, None]
+    assert [r["s"] for r in rows] == [{"a": 10, "c": None}, {"a": 20, "c": None}, None]
+    assert kernel_rows(tmp_path / "t") == rows
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda t: t.rename_column("nope", "x"), exc.InvalidArgumentError, "no column"),
+    (lambda t: t.rename_column("v", "ID"), exc.InvalidArgumentError, "already exists"),
+    (lambda t: t.rename_column("v", "a.b"), exc.InvalidArgumentError, "without dots"),
+    (lambda t: t.rename_column("id", "key"), exc.InvalidArgumentError, "constraint positive"),
+    (lambda t: t.drop_columns(["p"]), exc.InvalidArgumentError, "partition column"),
+    (lambda t: t.drop_columns(["s.a", "s.b"]), exc.InvalidArgumentError, "without fields"),
+    (lambda t: t.drop_columns("v"), exc.InvalidArgumentError, "list of column names"),
+    (lambda t: t.add_columns([pa.field("v", pa.string())]), exc.InvalidArgumentError, "already exists"),
+    (lambda t: t.add_columns([pa.field("n", pa.int64(), nullable=False)]), exc.InvalidArgumentError, "NOT NULL"),
+    (lambda t: t.add_columns([pa.field("v.x", pa.int64())]), exc.InvalidArgumentError, "not inside a struct"),
+])
+def test_schema_changes_refuse_bad_requests(tmp_path, call, error, match):
+    t = _cm_table(tmp_path)
+    t.add_constraint("positive", "id > 0")
+    with pytest.raises(error, match=match):
+        call(t)
+    assert t.refresh() == 2  # nothing committed
+
+
+def test_rename_and_drop_need_column_mapping(tmp_path):
+    t = docc.Table.create(tmp_path / "t", SCHEMA)
+    for call in (lambda: t.rename_column("id", "key"), lambda: t.drop_columns(["p"])):
+        with pytest.raises(exc.UnsupportedFeatureError, match="column mapping"):
+            call()
+    t.add_columns([pa.field("extra", pa.float64())])  # adding needs no column mapping
+    assert t.snapshot().schema.names == ["id", "p", "extra"]
+
+
+def test_a_schema_change_fails_a_concurrent_writer(tmp_path):
+    """concurrency.md §3 check 2: a metadata change fails every concurrent writer."""
+    t = _cm_table(tmp_path)
+    txn = t.begin()
+    txn.append(pa.table({"id": [9], "p": ["x"], "v": ["z"], "s": [None]}, schema=NESTED))
+    t.rename_column("v", "w")
+    with pytest.raises(exc.MetadataChangedException):
+        txn.commit()
+    tx = t.begin()
+    tx.rename_column("w", "v2")
+    tx.drop_columns(["s"])
+    tx.commit()
+    assert t.snapshot().schema.names == ["id", "p", "v2"]
+
+
+def test_spark_table_changes_its_definition_without_reaching_for_table(spark, tmp_path):
+    """Issue 44: SparkTable has the metadata calls; Spark reads the renamed column's old values."""
+    spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
+    _cm_table(tmp_path)
+    st = spark_mod.SparkTable(spark, tmp_path / "t")
+    st.rename_column("v", "w")
+    st.set_properties({"owner": "me"})
+    st.add_columns([pa.field("extra", pa.int64())])
+    with pytest.raises(exc.InvalidArgumentError, match="did you mean"):
+        st.set_properties({"delta.enableDeletionVector": "true"})
+    rows = sorted((r["id"], r["w"], r["extra"]) for r in st.to_df().collect())
+    assert rows == [(1, "a", None), (2, "b", None), (3, "c", None)]  # the values _cm_table wrote
+    with st.begin() as tx:
+        tx.drop_columns(["extra"])
+    assert st.to_df().columns == ["id", "p", "w", "s"]
+    assert st.snapshot().properties["owner"] == "me"

@@ -494,11 +494,38 @@ class Table:
             max_attempts,
         )
 
-    def set_schema(self, schema: pa.Schema, *, max_attempts: Optional[int] = None) -> CommitResult:
+    def set_schema(self, schema: pa.Schema, *, allow_drop: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
         """Replace the table schema in a metadata commit. Partition columns must remain; with
-        column mapping, existing fields keep their ids and physical names."""
+        column mapping, existing fields keep their ids and physical names. A column the new
+        schema lacks raises SchemaMismatchError unless ``allow_drop=True`` (a rename written
+        this way would read back NULL: use :meth:`rename_column`)."""
         return self._metadata_commit(
-            "REPLACE COLUMNS", {"columns": str(schema)}, lambda t: t.set_schema(schema), None, max_attempts
+            "REPLACE COLUMNS", {"columns": str(schema)}, lambda t: t.set_schema(schema, allow_drop), None, max_attempts
+        )
+
+    def rename_column(self, old: str, new: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE RENAME COLUMN in one metadata commit: the column keeps its data (column
+        mapping: its id and physical name stay). ``old`` is dotted for a nested field. Needs
+        column mapping (UnsupportedFeatureError otherwise); a column a constraint, a generated
+        column or the clustering names is refused."""
+        return self._metadata_commit(
+            "RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": new}, lambda t: t.rename_column(old, new), None, max_attempts
+        )
+
+    def drop_columns(self, names: Sequence[str], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE DROP COLUMNS in one metadata commit (no data rewritten: readers stop
+        seeing the values). Needs column mapping; partition, clustering and referenced columns
+        are refused."""
+        return self._metadata_commit(
+            "DROP COLUMNS", {"columns": list(names) if not isinstance(names, str) else names}, lambda t: t.drop_columns(names), None, max_attempts
+        )
+
+    def add_columns(self, fields: Sequence[pa.Field], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE ADD COLUMNS in one metadata commit: nullable fields, appended;
+        ``pa.field("a.b", ...)`` adds ``b`` to the struct column ``a``."""
+        return self._metadata_commit(
+            "ADD COLUMNS", {"columns": [str(f) for f in fields] if not isinstance(fields, pa.Field) else str(fields)},
+            lambda t: t.add_columns(fields), None, max_attempts
         )
 
     def vacuum(self, retention_hours: Optional[float] = None, dry_run: bool = False, enforce_retention_duration: bool = True) -> VacuumResult:

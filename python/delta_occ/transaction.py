@@ -345,9 +345,31 @@ class Transaction(Lifecycle):
             raise InvalidArgumentError("SnapshotIsolation is not a table level: use Serializable or WriteSerializable")
         self.set_properties({"delta.isolationLevel": lvl.value})
 
-    def set_schema(self, schema: pa.Schema) -> None:
-        """Replace the schema (a metadata change; partition columns must remain)."""
-        self._h.set_schema(arrow_schema_to_delta(schema))
+    def set_schema(self, schema: pa.Schema, allow_drop: bool = False) -> None:
+        """Replace the schema (a metadata change; partition columns must remain). A column the
+        new schema lacks raises SchemaMismatchError unless ``allow_drop``: a rename written as a
+        new schema would read back NULL (use ``rename_column``)."""
+        self._h.set_schema(arrow_schema_to_delta(schema), bool(allow_drop))
+
+    def rename_column(self, old: str, new: str) -> None:
+        """Stage RENAME COLUMN (``old`` dotted for a nested field): the data stays. Needs column
+        mapping; a column a constraint, a generated column or the clustering names is refused."""
+        self._h.rename_column(str(old), str(new))
+
+    def drop_columns(self, names: Sequence[str]) -> None:
+        """Stage DROP COLUMNS (dotted names for nested fields). Needs column mapping; partition,
+        clustering and referenced columns are refused."""
+        if isinstance(names, str):
+            raise InvalidArgumentError(f"drop_columns takes a list of column names, got {names!r}")
+        self._h.drop_columns([str(n) for n in names])
+
+    def add_columns(self, fields: Sequence[pa.Field]) -> None:
+        """Stage ADD COLUMNS: each field (nullable; ``pa.field("a.b", ...)`` adds ``b`` to the
+        struct column ``a``) is appended where it belongs."""
+        if isinstance(fields, pa.Field) or not all(isinstance(f, pa.Field) for f in fields):
+            raise InvalidArgumentError(f"add_columns takes a list of pyarrow fields, got {fields!r}")
+        delta = json.loads(arrow_schema_to_delta(pa.schema(list(fields))))
+        self._h.add_columns(json.dumps(delta["fields"]))
 
     def set_clustering(self, columns: Sequence[str]) -> None:
         """Stage ALTER TABLE CLUSTER BY ``columns`` (``[]``: CLUSTER BY NONE): the

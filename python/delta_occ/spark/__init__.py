@@ -207,6 +207,22 @@ class SparkTransaction(Lifecycle):
         """Stage table properties in this commit (as ``Transaction.set_properties``)."""
         self.txn.set_properties(props)
 
+    def set_schema(self, schema: pa.Schema, allow_drop: bool = False) -> None:
+        """Stage a new schema (as ``Transaction.set_schema``)."""
+        self.txn.set_schema(schema, allow_drop)
+
+    def rename_column(self, old: str, new: str) -> None:
+        """Stage RENAME COLUMN (as ``Transaction.rename_column``)."""
+        self.txn.rename_column(old, new)
+
+    def drop_columns(self, names: Sequence[str]) -> None:
+        """Stage DROP COLUMNS (as ``Transaction.drop_columns``)."""
+        self.txn.drop_columns(names)
+
+    def add_columns(self, fields: Sequence[Any]) -> None:
+        """Stage ADD COLUMNS (as ``Transaction.add_columns``; pyarrow fields)."""
+        self.txn.add_columns(fields)
+
     # -- end -----------------------------------------------------------------------------------
 
     def commit(self) -> CommitResult:
@@ -293,6 +309,28 @@ class SparkTable:
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The commits, newest first (as :meth:`delta_occ.Table.history`)."""
         return self.table.history(limit)
+
+    # -- the table's definition: log-only commits made on the driver (as on Table) --------------
+
+    def set_properties(self, props: Mapping[str, str], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.set_properties` of this table."""
+        return self.table.set_properties(props, max_attempts=max_attempts)
+
+    def set_schema(self, schema: pa.Schema, *, allow_drop: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.set_schema` of this table (a pyarrow schema)."""
+        return self.table.set_schema(schema, allow_drop=allow_drop, max_attempts=max_attempts)
+
+    def rename_column(self, old: str, new: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.rename_column` of this table."""
+        return self.table.rename_column(old, new, max_attempts=max_attempts)
+
+    def drop_columns(self, names: Sequence[str], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.drop_columns` of this table."""
+        return self.table.drop_columns(names, max_attempts=max_attempts)
+
+    def add_columns(self, fields: Sequence[Any], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.add_columns` of this table (pyarrow fields)."""
+        return self.table.add_columns(fields, max_attempts=max_attempts)
 
     def to_df(self, version: Optional[int] = None, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> DataFrame:
         """The rows of the table's newest version in storage (looked up now, as a delta-spark

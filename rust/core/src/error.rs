@@ -79,6 +79,15 @@ pub enum Error {
     #[error("no Delta table at {path}: {reason}")]
     TableNotFound { path: String, reason: String },
 
+    /// A schema change that would lose data the user did not say to drop.
+    #[error("schema change on {table} (version {version}): {detail}")]
+    SchemaMismatch {
+        table: String,
+        version: i64,
+        column: String,
+        detail: String,
+    },
+
     /// A table (or files a new table would hide) already at the location `create` was given.
     #[error("cannot create a Delta table at {path}: it already holds {found}")]
     TableAlreadyExists { path: String, found: String },

@@ -222,7 +222,6 @@ impl IsolationLevel {
 mod tests {
     use super::*;
 
-    #[test]
     /// Misspelt keys from issue 44 and delta-spark's error for them (DELTA_UNKNOWN_CONFIGURATION).
     #[test]
     fn unknown_delta_keys_are_refused_with_the_nearest_known_one() {

@@ -8,9 +8,30 @@
 
 use crate::schema::{DataType, StructField, StructType};
 
-/// Why replacing `old` by `new` is refused; `Ok` when it is allowed.
-pub fn check(old: &StructType, new: &StructType, column_mapping: bool) -> Result<(), Refusal> {
-    fields(old, new, column_mapping, "")
+/// Why replacing `old` by `new` is refused; `Ok` when it is allowed. With column mapping a
+/// column may disappear only when `allow_drop` says the caller means it: a schema that merely
+/// lacks a column (a rename written as a new schema) would lose its data silently.
+pub fn check(
+    old: &StructType,
+    new: &StructType,
+    column_mapping: bool,
+    allow_drop: bool,
+) -> Result<(), Refusal> {
+    fields(
+        old,
+        new,
+        Rules {
+            column_mapping,
+            allow_drop,
+        },
+        "",
+    )
+}
+
+#[derive(Clone, Copy)]
+struct Rules {
+    column_mapping: bool,
+    allow_drop: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -19,19 +40,17 @@ pub enum Refusal {
     Invalid(String),
     /// Valid in Delta with a table feature delta-occ does not write (type widening).
     Unsupported(String),
+    /// The new schema lacks an existing column (its path) and dropping was not asked for.
+    Dropped(String),
 }
 
-fn fields(
-    old: &StructType,
-    new: &StructType,
-    column_mapping: bool,
-    prefix: &str,
-) -> Result<(), Refusal> {
+fn fields(old: &StructType, new: &StructType, rules: Rules, prefix: &str) -> Result<(), Refusal> {
     for o in &old.fields {
         let path = format!("{prefix}{}", o.name);
         match new.fields.iter().find(|n| n.name == o.name) {
-            Some(n) => field(o, n, column_mapping, &path)?,
-            None if column_mapping => {}
+            Some(n) => field(o, n, rules, &path)?,
+            None if rules.column_mapping && rules.allow_drop => {}
+            None if rules.column_mapping => return Err(Refusal::Dropped(path)),
             None => {
                 let renamed = new
                     .fields
@@ -63,35 +82,30 @@ fn fields(
     Ok(())
 }
 
-fn field(
-    o: &StructField,
-    n: &StructField,
-    column_mapping: bool,
-    path: &str,
-) -> Result<(), Refusal> {
+fn field(o: &StructField, n: &StructField, rules: Rules, path: &str) -> Result<(), Refusal> {
     if o.nullable && !n.nullable {
         return Err(Refusal::Invalid(format!(
             "column `{path}` cannot become NOT NULL: existing rows may hold nulls"
         )));
     }
-    types(&o.data_type, &n.data_type, column_mapping, path)
+    types(&o.data_type, &n.data_type, rules, path)
 }
 
-fn types(o: &DataType, n: &DataType, column_mapping: bool, path: &str) -> Result<(), Refusal> {
+fn types(o: &DataType, n: &DataType, rules: Rules, path: &str) -> Result<(), Refusal> {
     match (o, n) {
-        (DataType::Struct(a), DataType::Struct(b)) => fields(a, b, column_mapping, &format!("{path}.")),
+        (DataType::Struct(a), DataType::Struct(b)) => fields(a, b, rules, &format!("{path}.")),
         (DataType::Array(a, a_null), DataType::Array(b, b_null)) => {
             if *a_null && !b_null {
                 return Err(Refusal::Invalid(format!("array column `{path}` cannot stop containing nulls")));
             }
-            types(a, b, column_mapping, &format!("{path}.element"))
+            types(a, b, rules, &format!("{path}.element"))
         }
         (DataType::Map(ak, av, a_null), DataType::Map(bk, bv, b_null)) => {
             if *a_null && !b_null {
                 return Err(Refusal::Invalid(format!("map column `{path}` cannot stop containing null values")));
             }
-            types(ak, bk, column_mapping, &format!("{path}.key"))?;
-            types(av, bv, column_mapping, &format!("{path}.value"))
+            types(ak, bk, rules, &format!("{path}.key"))?;
+            types(av, bv, rules, &format!("{path}.value"))
         }
         _ if o == n => Ok(()),
         _ if widens(o, n) => Err(Refusal::Unsupported(format!(
@@ -253,11 +267,51 @@ mod tests {
         format!(r#"{{"name":"{name}","type":{ty},"nullable":{nullable},"metadata":{{}}}}"#)
     }
 
+    /// With dropping allowed: the table below is about what each change does to the data.
     fn verdict(old: &[String], new: &[String], mapping: bool) -> &'static str {
-        match check(&schema(&old.join(",")), &schema(&new.join(",")), mapping) {
+        match check(
+            &schema(&old.join(",")),
+            &schema(&new.join(",")),
+            mapping,
+            true,
+        ) {
             Ok(()) => "ok",
             Err(Refusal::Invalid(_)) => "invalid",
             Err(Refusal::Unsupported(_)) => "unsupported",
+            Err(Refusal::Dropped(_)) => "dropped",
+        }
+    }
+
+    /// Issue 44: a schema that lacks a column (a rename written as a new schema) is refused on a
+    /// column-mapping table unless dropping was asked for, at any depth.
+    #[test]
+    fn a_missing_column_needs_allow_drop() {
+        let inner = |fields: &str| {
+            f(
+                "s",
+                &format!(r#"{{"type":"struct","fields":[{fields}]}}"#),
+                true,
+            )
+        };
+        let (x, y) = (f("x", "long", true), f("y", "long", true));
+        for (old, new, path) in [
+            (
+                vec![f("a", "long", true), x.clone()],
+                vec![f("b", "long", true), x.clone()],
+                "a",
+            ),
+            (
+                vec![inner(&[x.clone(), y.clone()].join(","))],
+                vec![inner(&x)],
+                "s.y",
+            ),
+        ] {
+            let (old, new) = (schema(&old.join(",")), schema(&new.join(",")));
+            assert_eq!(
+                check(&old, &new, true, false),
+                Err(Refusal::Dropped(path.into()))
+            );
+            assert_eq!(check(&old, &new, true, true), Ok(()));
         }
     }
 
@@ -408,6 +462,7 @@ mod tests {
         let err = check(
             &schema(&f("a", "long", true)),
             &schema(&f("a", "string", true)),
+            false,
             false,
         )
         .unwrap_err();

@@ -554,11 +554,208 @@ impl Transaction {
     /// files must stay readable ([`crate::schema_change`]). Fields that already existed keep
     /// their Delta metadata (column mapping, identity, generation, comments) unless the new
     /// schema sets a key; with column mapping, new fields get ids and physical names.
-    pub fn set_schema(&mut self, schema_json: &str) -> Result<()> {
+    pub fn set_schema(&mut self, schema_json: &str, allow_drop: bool) -> Result<()> {
+        let value: serde_json::Value = serde_json::from_str(schema_json)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        self.set_schema_value(value, allow_drop)
+    }
+
+    /// RENAME COLUMN `path` (dotted for a nested field) TO `new_name`: the field keeps its
+    /// column-mapping id and physical name, so the data stays. Needs column mapping. A column a
+    /// CHECK constraint or a generation expression names, or a clustering column, is refused
+    /// (change those first), as delta-spark does.
+    pub fn rename_column(&mut self, path: &str, new_name: &str) -> Result<()> {
         self.open()?;
         let mut m = self.current_metadata()?;
-        let mut value: serde_json::Value = serde_json::from_str(schema_json)
+        self.needs_column_mapping(&m, "renaming a column")?;
+        if new_name.is_empty() || new_name.contains('.') {
+            return Err(Error::invalid(format!(
+                "rename_column({path:?}, {new_name:?}): the new name must be non-empty and without dots"
+            )));
+        }
+        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
             .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let (parents, leaf) = split_path(path);
+        self.refuse_referenced(&m, path, "rename_column")?;
+        let fields = fields_at(&mut value, &parents)
+            .ok_or_else(|| self.no_such_column("rename_column", path))?;
+        if fields.iter().any(|f| {
+            f["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case(new_name) && !n.eq_ignore_ascii_case(leaf))
+        }) {
+            return Err(Error::invalid(format!(
+                "rename_column({path:?}, {new_name:?}) on {}: a column named {new_name:?} already exists",
+                self.root
+            )));
+        }
+        let field = fields
+            .iter_mut()
+            .find(|f| f["name"].as_str() == Some(leaf))
+            .ok_or_else(|| self.no_such_column("rename_column", path))?;
+        field["name"] = serde_json::Value::String(new_name.to_string());
+        if parents.is_empty() {
+            for c in m.partition_columns.iter_mut().filter(|c| *c == leaf) {
+                *c = new_name.to_string();
+            }
+        }
+        let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
+        schema::check_columns(&proposed, &m.partition_columns)?;
+        m.schema_string = value.to_string();
+        self.stage_metadata(m)
+    }
+
+    /// DROP COLUMNS `paths` (dotted for nested fields): the data files keep the values, no
+    /// reader sees them. Needs column mapping; partition, clustering and referenced columns are
+    /// refused.
+    pub fn drop_columns(&mut self, paths: &[String]) -> Result<()> {
+        self.open()?;
+        let m = self.current_metadata()?;
+        self.needs_column_mapping(&m, "dropping a column")?;
+        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        for path in paths {
+            let (parents, leaf) = split_path(path);
+            if parents.is_empty() && m.partition_columns.iter().any(|c| c == leaf) {
+                return Err(Error::invalid(format!(
+                    "drop_columns on {}: {path:?} is a partition column",
+                    self.root
+                )));
+            }
+            self.refuse_referenced(&m, path, "drop_columns")?;
+            let fields = fields_at(&mut value, &parents)
+                .ok_or_else(|| self.no_such_column("drop_columns", path))?;
+            let before = fields.len();
+            fields.retain(|f| f["name"].as_str() != Some(leaf));
+            if fields.len() == before {
+                return Err(self.no_such_column("drop_columns", path));
+            }
+            if fields.is_empty() {
+                return Err(Error::invalid(format!(
+                    "drop_columns on {}: dropping {path:?} would leave a struct without fields",
+                    self.root
+                )));
+            }
+        }
+        self.set_schema_value(value, true)
+    }
+
+    /// ADD COLUMNS: each of `fields_json` (a Delta struct field; a dotted name adds a field to
+    /// the struct column it names) appended where it belongs; then as [`Self::set_schema`].
+    pub fn add_columns(&mut self, fields_json: &str) -> Result<()> {
+        self.open()?;
+        let m = self.current_metadata()?;
+        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let new: Vec<serde_json::Value> = serde_json::from_str(fields_json)
+            .map_err(|e| Error::invalid(format!("fields JSON: {e}")))?;
+        for mut f in new {
+            let path = f["name"].as_str().unwrap_or_default().to_string();
+            let (parents, leaf) = split_path(&path);
+            let leaf = leaf.to_string();
+            let fields = fields_at(&mut value, &parents).ok_or_else(|| {
+                Error::invalid(format!(
+                    "add_columns on {}: {path:?} is not inside a struct column of the table",
+                    self.root
+                ))
+            })?;
+            if fields.iter().any(|g| {
+                g["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(&leaf))
+            }) {
+                return Err(Error::invalid(format!(
+                    "add_columns on {}: a column named {path:?} already exists",
+                    self.root
+                )));
+            }
+            f["name"] = serde_json::Value::String(leaf);
+            fields.push(f);
+        }
+        self.set_schema_value(value, false)
+    }
+
+    fn needs_column_mapping(&self, m: &Metadata, what: &str) -> Result<()> {
+        let mode = ColumnMappingMode::from_config(
+            m.configuration
+                .get("delta.columnMapping.mode")
+                .map(String::as_str),
+        )?;
+        if mode == ColumnMappingMode::None {
+            return Err(Error::UnsupportedFeature {
+                table: self.root.to_string(),
+                version: Some(self.read_version),
+                what: what.into(),
+                detail: "needs column mapping (delta.columnMapping.mode = 'name', set when the table is created): without it data files store columns by name".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn no_such_column(&self, call: &str, path: &str) -> Error {
+        Error::invalid(format!(
+            "{call} on {} (version {}): no column {path:?}",
+            self.root, self.read_version
+        ))
+    }
+
+    /// Refuse changing a column that a CHECK constraint or a generation expression names (by a
+    /// whole-word match of its top-level name: a false match refuses, never loses a rule), or a
+    /// clustering column.
+    fn refuse_referenced(&self, m: &Metadata, path: &str, call: &str) -> Result<()> {
+        let top = split_path(path)
+            .0
+            .first()
+            .copied()
+            .unwrap_or(split_path(path).1);
+        let mentions = |text: &str| {
+            text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w.eq_ignore_ascii_case(top))
+        };
+        let generated = m.schema_string.contains("delta.generationExpression")
+            && StructType::parse(&m.schema_string)
+                .map_err(Error::invalid)?
+                .fields
+                .iter()
+                .filter_map(|f| f.metadata.get("delta.generationExpression"))
+                .any(|e| e.as_str().is_some_and(mentions));
+        let constraint = m
+            .configuration
+            .iter()
+            .find(|(k, v)| k.starts_with("delta.constraints.") && mentions(v));
+        if let Some((k, v)) = constraint {
+            return Err(Error::invalid(format!(
+                "{call}({path:?}) on {}: the constraint {} = {v:?} names the column; drop it first",
+                self.root,
+                &k["delta.constraints.".len()..]
+            )));
+        }
+        if generated {
+            return Err(Error::invalid(format!(
+                "{call}({path:?}) on {}: a generated column's expression names the column",
+                self.root
+            )));
+        }
+        let clustering = match self.domains.get(crate::clustering::DOMAIN) {
+            Some(_) => None,
+            None => crate::clustering::columns(self.snap()?)?,
+        };
+        if clustering
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(top))
+        {
+            return Err(Error::invalid(format!(
+                "{call}({path:?}) on {}: it is a clustering column; set_clustering without it first",
+                self.root
+            )));
+        }
+        Ok(())
+    }
+
+    fn set_schema_value(&mut self, mut value: serde_json::Value, allow_drop: bool) -> Result<()> {
+        self.open()?;
+        let mut m = self.current_metadata()?;
         let mode = ColumnMappingMode::from_config(
             m.configuration
                 .get("delta.columnMapping.mode")
@@ -603,8 +800,17 @@ impl Transaction {
                 }
             }
         }
-        crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None).map_err(
-            |r| match r {
+        crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None, allow_drop)
+            .map_err(|r| match r {
+                Refusal::Dropped(column) => Error::SchemaMismatch {
+                    table: self.root.to_string(),
+                    version: self.read_version,
+                    detail: format!(
+                        "the new schema lacks column `{column}`, and its data would be lost: rename it with \
+                         rename_column, drop it with drop_columns, or pass allow_drop=True"
+                    ),
+                    column,
+                },
                 Refusal::Invalid(why) => Error::invalid(format!(
                     "set_schema on {} (version {}): {why}",
                     self.root, self.read_version
@@ -615,8 +821,7 @@ impl Transaction {
                     what: "schema change".into(),
                     detail: why,
                 },
-            },
-        )?;
+            })?;
         schema::carry_field_metadata(&mut value, &old);
         if mode != ColumnMappingMode::None {
             let mut next: i64 = m
@@ -881,4 +1086,30 @@ fn fmt_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_else(|| ms.to_string())
+}
+
+/// A dotted column path as (the struct columns leading to it, its own name).
+fn split_path(path: &str) -> (Vec<&str>, &str) {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let leaf = parts.pop().unwrap_or_default();
+    (parts, leaf)
+}
+
+/// The `fields` array of the struct reached through the struct columns `parents` of a schema.
+fn fields_at<'v>(
+    schema: &'v mut serde_json::Value,
+    parents: &[&str],
+) -> Option<&'v mut Vec<serde_json::Value>> {
+    let mut cur = schema;
+    for p in parents {
+        let field = cur["fields"]
+            .as_array_mut()?
+            .iter_mut()
+            .find(|f| f["name"].as_str() == Some(p))?;
+        cur = &mut field["type"];
+        if cur["type"].as_str() != Some("struct") {
+            return None;
+        }
+    }
+    cur["fields"].as_array_mut()
 }

@@ -11,6 +11,7 @@ fn class_name(e: &Error) -> &'static str {
     match e {
         Error::TableNotFound { .. } => "TableNotFoundError",
         Error::TableAlreadyExists { .. } => "TableAlreadyExistsError",
+        Error::SchemaMismatch { .. } => "SchemaMismatchError",
         Error::CorruptLog { .. } => "CorruptLogError",
         Error::VersionNotFound { .. } => "VersionNotFoundError",
         Error::UnsupportedFeature { .. } => "UnsupportedFeatureError",
@@ -74,6 +75,16 @@ fn attributes<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("version", version)?;
         }
         Error::InvalidArgument(_) => {}
+        Error::SchemaMismatch {
+            table,
+            version,
+            column,
+            ..
+        } => {
+            d.set_item("table", table)?;
+            d.set_item("version", version)?;
+            d.set_item("column", column)?;
+        }
         Error::FeatureDropPending {
             table,
             version,

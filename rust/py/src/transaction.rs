@@ -226,6 +226,18 @@ impl TransactionHandle {
         .py_err()
     }
 
+    fn rename_column(&self, path: &str, new_name: &str) -> PyResult<()> {
+        self.txn().rename_column(path, new_name).py_err()
+    }
+
+    fn drop_columns(&self, paths: Vec<String>) -> PyResult<()> {
+        self.txn().drop_columns(&paths).py_err()
+    }
+
+    fn add_columns(&self, fields_json: &str) -> PyResult<()> {
+        self.txn().add_columns(fields_json).py_err()
+    }
+
     fn set_app_version(&self, app_id: &str, version: i64) -> PyResult<()> {
         self.txn().set_app_version(app_id, version).py_err()
     }
@@ -250,8 +262,9 @@ impl TransactionHandle {
         self.txn().unset_properties(&keys).py_err()
     }
 
-    fn set_schema(&self, schema_json: &str) -> PyResult<()> {
-        self.txn().set_schema(schema_json).py_err()
+    #[pyo3(signature = (schema_json, allow_drop=false))]
+    fn set_schema(&self, schema_json: &str, allow_drop: bool) -> PyResult<()> {
+        self.txn().set_schema(schema_json, allow_drop).py_err()
     }
 
     #[pyo3(signature = (min_reader_version, min_writer_version, reader_features=None, writer_features=None))]

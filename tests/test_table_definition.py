@@ -244,3 +244,17 @@ def test_spark_table_changes_its_definition_without_reaching_for_table(spark, tm
         tx.drop_columns(["extra"])
     assert st.to_df().columns == ["id", "p", "w", "s"]
     assert st.snapshot().properties["owner"] == "me"
+
+
+@pytest.mark.parametrize("key, value", [("delta.generationExpression", "a + 1"), ("CURRENT_DEFAULT", "5")])
+def test_generated_columns_and_defaults_are_refused_not_dropped(tmp_path, key, value):
+    """Issue 44 case 1: the rule was dropped and the table created at protocol 1/2 without it.
+    Until delta-occ enforces these, declaring one is refused and nothing is created."""
+    field = pa.field("b", pa.int64(), metadata={key: value})
+    with pytest.raises(exc.InvalidArgumentError, match=f"{key}.*not supported"):
+        docc.Table.create(tmp_path / "t", pa.schema([("a", pa.int64()), field]))
+    assert not (tmp_path / "t" / "_delta_log").exists() or not any((tmp_path / "t" / "_delta_log").iterdir())
+    t = docc.Table.create(tmp_path / "u", pa.schema([("a", pa.int64())]))
+    with pytest.raises(exc.InvalidArgumentError, match="not supported"):
+        t.add_columns([field])
+    assert t.refresh() == 0

@@ -310,7 +310,7 @@ def test_kernel_reads_dvs_staged_as_bits(tmp_path, positions):
 @pytest.mark.parametrize("firsts, bits, message", [
     ([65_536], [b"\x00" * 1000 + b"\x01"], "beyond the file's 70000 rows"),
     ([0, 8], [b"\x01"], "2 first positions but 1 runs of bits"),
-    ([-8], [b"\x01"], "negative first position"),
+    ([-8], [b"\x01"], "negative .first. position"),
     ([0], [1], "must be a pyarrow binary array"),
 ])
 def test_delete_row_bits_refuses_bad_runs(tmp_path, firsts, bits, message):

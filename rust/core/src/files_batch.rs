@@ -705,7 +705,7 @@ fn live_files<'a>(snap: &'a Snapshot, paths: &[String]) -> Result<Vec<&'a AddFil
 /// (`files` of them), checking every index and position.
 pub fn positions_per_file(batch: &dyn arrow_array::Array, files: usize) -> Result<Vec<Vec<u64>>> {
     use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
+    use arrow_array::types::Int32Type;
     let bad = |what: String| Error::invalid(format!("row positions batch: {what}"));
     let s = batch.as_struct_opt().ok_or_else(|| {
         bad(format!(
@@ -721,19 +721,7 @@ pub fn positions_per_file(batch: &dyn arrow_array::Array, files: usize) -> Resul
         .as_primitive_opt::<Int32Type>()
         .ok_or_else(|| bad("`file` must be int32".into()))?;
     let row = col("row")?;
-    let rows: Vec<u64> = if let Some(r) = row.as_primitive_opt::<Int64Type>() {
-        r.values()
-            .iter()
-            .map(|&v| u64::try_from(v).map_err(|_| bad(format!("negative row position {v}"))))
-            .collect::<Result<_>>()?
-    } else if let Some(r) = row.as_primitive_opt::<UInt64Type>() {
-        r.values().to_vec()
-    } else {
-        return Err(bad(format!(
-            "`row` must be int64 or uint64, got {:?}",
-            row.data_type()
-        )));
-    };
+    let rows = positions(row.as_ref(), "row", &bad)?;
     if arrow_array::Array::null_count(file) > 0 || row.null_count() > 0 {
         return Err(bad("null file index or row position".into()));
     }
@@ -748,12 +736,34 @@ pub fn positions_per_file(batch: &dyn arrow_array::Array, files: usize) -> Resul
     Ok(out)
 }
 
+/// The values of an int64 or uint64 column of row positions (`name` for messages).
+fn positions(
+    column: &dyn arrow_array::Array,
+    name: &str,
+    bad: &dyn Fn(String) -> Error,
+) -> Result<Vec<u64>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt64Type};
+    if let Some(c) = column.as_primitive_opt::<Int64Type>() {
+        c.values()
+            .iter()
+            .map(|&v| u64::try_from(v).map_err(|_| bad(format!("negative `{name}` position {v}"))))
+            .collect()
+    } else if let Some(c) = column.as_primitive_opt::<UInt64Type>() {
+        Ok(c.values().to_vec())
+    } else {
+        Err(bad(format!(
+            "`{name}` must be int64 or uint64, got {:?}",
+            column.data_type()
+        )))
+    }
+}
+
 /// The rows named by a struct array of runs of bits (`first` int64 or uint64: the run's first
 /// position; `bits` binary: bit `b % 8` of byte `b / 8` set means row `first + b`), as a bitmap
 /// (see [`DeletionBitmap::from_lsb0_runs`]): one file's hits, no value per row on the way.
 pub fn rows_of_bit_runs(batch: &dyn arrow_array::Array) -> Result<crate::dv::DeletionBitmap> {
     use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int64Type, UInt64Type};
     let bad = |what: String| Error::invalid(format!("bit runs batch: {what}"));
     let s = batch.as_struct_opt().ok_or_else(|| {
         bad(format!(
@@ -769,19 +779,7 @@ pub fn rows_of_bit_runs(batch: &dyn arrow_array::Array) -> Result<crate::dv::Del
     if first.null_count() > 0 || bits.null_count() > 0 {
         return Err(bad("a null first position or bit run".into()));
     }
-    let firsts: Vec<u64> = if let Some(f) = first.as_primitive_opt::<Int64Type>() {
-        f.values()
-            .iter()
-            .map(|&v| u64::try_from(v).map_err(|_| bad(format!("negative first position {v}"))))
-            .collect::<Result<_>>()?
-    } else if let Some(f) = first.as_primitive_opt::<UInt64Type>() {
-        f.values().to_vec()
-    } else {
-        return Err(bad(format!(
-            "`first` must be int64 or uint64, got {:?}",
-            first.data_type()
-        )));
-    };
+    let firsts = positions(first.as_ref(), "first", &bad)?;
     let runs: Vec<&[u8]> = if let Some(b) = bits.as_binary_opt::<i32>() {
         b.iter().flatten().collect()
     } else if let Some(b) = bits.as_binary_opt::<i64>() {

@@ -7,6 +7,7 @@ CREATE on a non-empty location fails (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pyarrow as pa
@@ -258,3 +259,21 @@ def test_generated_columns_and_defaults_are_refused_not_dropped(tmp_path, key, v
     with pytest.raises(exc.InvalidArgumentError, match="not supported"):
         t.add_columns([field])
     assert t.refresh() == 0
+
+
+def test_comments_and_nullability(tmp_path):
+    """api.md: set_nullable(name, True) relaxes a NOT NULL column; False is refused, as in Delta."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.struct([("a", pa.int64())]))])
+    t = docc.Table.create(tmp_path / "t", schema)
+    t.set_column_comment("id", "the key")
+    t.set_column_comment("s.a", "inner")
+    with pytest.raises(exc.InvalidArgumentError, match="cannot become NOT NULL"):
+        t.set_nullable("s", False)
+    with pytest.raises(exc.InvalidArgumentError, match="no column"):
+        t.set_column_comment("nope", "x")
+    t.set_nullable("id", True)
+    t.append(pa.table({"id": pa.array([None], pa.int64()), "s": [None]}))  # refused while id was NOT NULL
+    fields = json.loads(t.snapshot().handle.schema_json)["fields"]
+    assert fields[0]["nullable"] is True and fields[0]["metadata"]["comment"] == "the key"
+    assert fields[1]["type"]["fields"][0]["metadata"]["comment"] == "inner"
+    assert t.version == 4

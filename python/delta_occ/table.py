@@ -520,6 +520,20 @@ class Table:
             "DROP COLUMNS", {"columns": list(names) if not isinstance(names, str) else names}, lambda t: t.drop_columns(names), None, max_attempts
         )
 
+    def set_column_comment(self, name: str, comment: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE ALTER COLUMN ``name`` COMMENT ``comment`` in one metadata commit."""
+        return self._metadata_commit(
+            "CHANGE COLUMN", {"column": name, "comment": comment}, lambda t: t.set_column_comment(name, comment), None, max_attempts
+        )
+
+    def set_nullable(self, name: str, nullable: bool, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE ALTER COLUMN ``name`` DROP NOT NULL in one metadata commit
+        (``nullable=True``). ``False`` raises InvalidArgumentError, as in Delta: rows already in
+        the table may hold nulls (a CHECK constraint ``name IS NOT NULL`` checks them instead)."""
+        return self._metadata_commit(
+            "CHANGE COLUMN", {"column": name, "nullable": nullable}, lambda t: t.set_nullable(name, nullable), None, max_attempts
+        )
+
     def add_columns(self, fields: Sequence[pa.Field], *, max_attempts: Optional[int] = None) -> CommitResult:
         """ALTER TABLE ADD COLUMNS in one metadata commit: nullable fields, appended;
         ``pa.field("a.b", ...)`` adds ``b`` to the struct column ``a``."""

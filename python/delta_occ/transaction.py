@@ -363,6 +363,15 @@ class Transaction(Lifecycle):
             raise InvalidArgumentError(f"drop_columns takes a list of column names, got {names!r}")
         self._h.drop_columns([str(n) for n in names])
 
+    def set_column_comment(self, name: str, comment: str) -> None:
+        """Stage ALTER COLUMN ``name`` COMMENT ``comment`` (dotted for a nested field)."""
+        self._h.set_column_comment(str(name), str(comment))
+
+    def set_nullable(self, name: str, nullable: bool) -> None:
+        """Stage ALTER COLUMN ``name`` DROP NOT NULL (``nullable=True``); ``False`` is refused,
+        as in Delta: existing rows may hold nulls."""
+        self._h.set_nullable(str(name), bool(nullable))
+
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
         """Stage ADD COLUMNS: each field (nullable; ``pa.field("a.b", ...)`` adds ``b`` to the
         struct column ``a``) is appended where it belongs."""

@@ -219,6 +219,14 @@ class SparkTransaction(Lifecycle):
         """Stage DROP COLUMNS (as ``Transaction.drop_columns``)."""
         self.txn.drop_columns(names)
 
+    def set_column_comment(self, name: str, comment: str) -> None:
+        """Stage a column comment (as ``Transaction.set_column_comment``)."""
+        self.txn.set_column_comment(name, comment)
+
+    def set_nullable(self, name: str, nullable: bool) -> None:
+        """Stage DROP NOT NULL (as ``Transaction.set_nullable``)."""
+        self.txn.set_nullable(name, nullable)
+
     def add_columns(self, fields: Sequence[Any]) -> None:
         """Stage ADD COLUMNS (as ``Transaction.add_columns``; pyarrow fields)."""
         self.txn.add_columns(fields)
@@ -327,6 +335,14 @@ class SparkTable:
     def drop_columns(self, names: Sequence[str], *, max_attempts: Optional[int] = None) -> CommitResult:
         """:meth:`delta_occ.Table.drop_columns` of this table."""
         return self.table.drop_columns(names, max_attempts=max_attempts)
+
+    def set_column_comment(self, name: str, comment: str, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.set_column_comment` of this table."""
+        return self.table.set_column_comment(name, comment, max_attempts=max_attempts)
+
+    def set_nullable(self, name: str, nullable: bool, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.set_nullable` of this table."""
+        return self.table.set_nullable(name, nullable, max_attempts=max_attempts)
 
     def add_columns(self, fields: Sequence[Any], *, max_attempts: Optional[int] = None) -> CommitResult:
         """:meth:`delta_occ.Table.add_columns` of this table (pyarrow fields)."""

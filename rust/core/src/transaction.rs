@@ -675,6 +675,46 @@ impl Transaction {
         self.set_schema_value(value, false)
     }
 
+    /// ALTER COLUMN `path` COMMENT `comment` (the field's `comment` metadata).
+    pub fn set_column_comment(&mut self, path: &str, comment: &str) -> Result<()> {
+        self.change_field("set_column_comment", path, |f| {
+            f["metadata"]["comment"] = serde_json::Value::String(comment.to_string());
+        })
+    }
+
+    /// ALTER COLUMN `path` DROP NOT NULL. Making a column NOT NULL is refused, as in Delta:
+    /// rows already in the table may hold nulls.
+    pub fn set_nullable(&mut self, path: &str, nullable: bool) -> Result<()> {
+        if !nullable {
+            return Err(Error::invalid(format!(
+                "set_nullable({path:?}, False) on {}: a column cannot become NOT NULL, since rows already in the table may hold nulls (Delta refuses it too); add a CHECK constraint `{path} IS NOT NULL` instead",
+                self.root
+            )));
+        }
+        self.change_field("set_nullable", path, |f| {
+            f["nullable"] = serde_json::Value::Bool(true);
+        })
+    }
+
+    /// Edit the field at `path` of the current schema and stage the result as a schema change.
+    fn change_field(
+        &mut self,
+        call: &str,
+        path: &str,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<()> {
+        self.open()?;
+        let m = self.current_metadata()?;
+        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let (parents, leaf) = split_path(path);
+        let field = fields_at(&mut value, &parents)
+            .and_then(|fs| fs.iter_mut().find(|f| f["name"].as_str() == Some(leaf)))
+            .ok_or_else(|| self.no_such_column(call, path))?;
+        edit(field);
+        self.set_schema_value(value, false)
+    }
+
     fn needs_column_mapping(&self, m: &Metadata, what: &str) -> Result<()> {
         let mode = ColumnMappingMode::from_config(
             m.configuration

@@ -234,6 +234,14 @@ impl TransactionHandle {
         self.txn().drop_columns(&paths).py_err()
     }
 
+    fn set_column_comment(&self, path: &str, comment: &str) -> PyResult<()> {
+        self.txn().set_column_comment(path, comment).py_err()
+    }
+
+    fn set_nullable(&self, path: &str, nullable: bool) -> PyResult<()> {
+        self.txn().set_nullable(path, nullable).py_err()
+    }
+
     fn add_columns(&self, fields_json: &str) -> PyResult<()> {
         self.txn().add_columns(fields_json).py_err()
     }

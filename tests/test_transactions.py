@@ -241,7 +241,9 @@ SCHEMA_CHANGES = {
     "add nullable column": (SCHEMA.append(pa.field("extra", pa.float64())), False, None),
     "add NOT NULL column": (SCHEMA.append(pa.field("extra", pa.float64(), nullable=False)), False, ex.InvalidArgumentError),
     "drop column": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), SCHEMA.field("s")]), False, ex.InvalidArgumentError),
-    "drop column with mapping": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), SCHEMA.field("s")]), True, None),
+    # Issue 44: a missing column loses its data, so dropping must be asked for.
+    "drop column with mapping": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), SCHEMA.field("s")]), True, ex.SchemaMismatchError),
+    "drop column with mapping and allow_drop": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), SCHEMA.field("s")]), True, None),
     "rename by case": (pa.schema([SCHEMA.field("id"), SCHEMA.field("p"), pa.field("X", pa.int64()), SCHEMA.field("s")]), False, ex.InvalidArgumentError),
     "narrow type": (SCHEMA.set(2, pa.field("x", pa.int32())), False, ex.InvalidArgumentError),
     "unrelated type": (SCHEMA.set(3, pa.field("s", pa.int64())), True, ex.InvalidArgumentError),
@@ -262,7 +264,7 @@ def test_set_schema_keeps_existing_files_readable(tmp_path, case):
         assert path in str(info.value) or os.path.abspath(path) in str(info.value)
         assert docc.Table(path).version == version
         return
-    t.set_schema(schema)
+    t.set_schema(schema, allow_drop="allow_drop" in case)
     got = docc.Table(path).snapshot().to_pyarrow()
     assert got.schema.names == schema.names
     expected = {n: [None, None] if n not in SCHEMA.names else {"id": [1, 2], "p": [1, 1], "x": [10, 20], "s": ["a", "b"]}[n] for n in schema.names}

@@ -565,16 +565,13 @@ impl Transaction {
     /// CHECK constraint or a generation expression names, or a clustering column, is refused
     /// (change those first), as delta-spark does.
     pub fn rename_column(&mut self, path: &str, new_name: &str) -> Result<()> {
-        self.open()?;
-        let mut m = self.current_metadata()?;
+        let (mut m, mut value) = self.current_schema()?;
         self.needs_column_mapping(&m, "renaming a column")?;
         if new_name.is_empty() || new_name.contains('.') {
             return Err(Error::invalid(format!(
                 "rename_column({path:?}, {new_name:?}): the new name must be non-empty and without dots"
             )));
         }
-        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
-            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
         let (parents, leaf) = split_path(path);
         self.refuse_referenced(&m, path, "rename_column")?;
         let fields = fields_at(&mut value, &parents)
@@ -609,11 +606,8 @@ impl Transaction {
     /// reader sees them. Needs column mapping; partition, clustering and referenced columns are
     /// refused.
     pub fn drop_columns(&mut self, paths: &[String]) -> Result<()> {
-        self.open()?;
-        let m = self.current_metadata()?;
+        let (m, mut value) = self.current_schema()?;
         self.needs_column_mapping(&m, "dropping a column")?;
-        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
-            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
         for path in paths {
             let (parents, leaf) = split_path(path);
             if parents.is_empty() && m.partition_columns.iter().any(|c| c == leaf) {
@@ -643,10 +637,7 @@ impl Transaction {
     /// ADD COLUMNS: each of `fields_json` (a Delta struct field; a dotted name adds a field to
     /// the struct column it names) appended where it belongs; then as [`Self::set_schema`].
     pub fn add_columns(&mut self, fields_json: &str) -> Result<()> {
-        self.open()?;
-        let m = self.current_metadata()?;
-        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
-            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let (_, mut value) = self.current_schema()?;
         let new: Vec<serde_json::Value> = serde_json::from_str(fields_json)
             .map_err(|e| Error::invalid(format!("fields JSON: {e}")))?;
         for mut f in new {
@@ -703,16 +694,22 @@ impl Transaction {
         path: &str,
         edit: impl FnOnce(&mut serde_json::Value),
     ) -> Result<()> {
-        self.open()?;
-        let m = self.current_metadata()?;
-        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
-            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let (_, mut value) = self.current_schema()?;
         let (parents, leaf) = split_path(path);
         let field = fields_at(&mut value, &parents)
             .and_then(|fs| fs.iter_mut().find(|f| f["name"].as_str() == Some(leaf)))
             .ok_or_else(|| self.no_such_column(call, path))?;
         edit(field);
         self.set_schema_value(value, false)
+    }
+
+    /// The metadata this transaction would commit, and its schema as JSON to edit.
+    fn current_schema(&mut self) -> Result<(Metadata, serde_json::Value)> {
+        self.open()?;
+        let m = self.current_metadata()?;
+        let value = serde_json::from_str(&m.schema_string)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        Ok((m, value))
     }
 
     fn needs_column_mapping(&self, m: &Metadata, what: &str) -> Result<()> {
@@ -743,11 +740,7 @@ impl Transaction {
     /// whole-word match of its top-level name: a false match refuses, never loses a rule), or a
     /// clustering column.
     fn refuse_referenced(&self, m: &Metadata, path: &str, call: &str) -> Result<()> {
-        let top = split_path(path)
-            .0
-            .first()
-            .copied()
-            .unwrap_or(split_path(path).1);
+        let top = path.split('.').next().unwrap_or(path);
         let mentions = |text: &str| {
             text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .any(|w| w.eq_ignore_ascii_case(top))

@@ -7,8 +7,10 @@ CREATE on a non-empty location fails (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import pathlib
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -277,3 +279,101 @@ def test_comments_and_nullability(tmp_path):
     assert fields[0]["nullable"] is True and fields[0]["metadata"]["comment"] == "the key"
     assert fields[1]["type"]["fields"][0]["metadata"]["comment"] == "inner"
     assert t.version == 4
+
+
+# -- type widening (issue 44, ALTER item 2) ---------------------------------------------------------
+
+
+def _newest(root, kind: str) -> dict:
+    """The newest ``kind`` action ("protocol", "metaData") in the table's JSON commits, read as
+    the protocol defines them (not through delta-occ)."""
+    found = {}
+    for commit in sorted((pathlib.Path(root) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if kind in action:
+                found = action[kind]
+    return found
+
+# Each row: old pyarrow type, a value of it, the wider type (Delta's name), the value read back.
+# The pairs are the protocol's typeWidening list; the read-back value is the old value in the
+# new type by that type's definition (an integer stays the integer, a date is its midnight).
+WIDENINGS = [
+    (pa.int8(), 7, "short", pa.int16(), 7),
+    (pa.int16(), -300, "integer", pa.int32(), -300),
+    (pa.int32(), 2**31 - 1, "long", pa.int64(), 2**31 - 1),
+    (pa.int32(), 5, "double", pa.float64(), 5.0),
+    (pa.float32(), 1.5, "double", pa.float64(), 1.5),
+    (pa.date32(), dt.date(2020, 2, 29), "timestamp_ntz", pa.timestamp("us"), dt.datetime(2020, 2, 29)),
+    (pa.int32(), 123, "decimal(10,0)", pa.decimal128(10, 0), Decimal("123")),
+    (pa.decimal128(5, 2), Decimal("123.45"), "decimal(7,3)", pa.decimal128(7, 3), Decimal("123.450")),
+]
+
+
+@pytest.mark.parametrize("old, value, to, arrow_to, read_back", WIDENINGS, ids=[f"{w[0]}->{w[2]}" for w in WIDENINGS])
+def test_widen_column_reads_old_files_in_the_new_type(tmp_path, old, value, to, arrow_to, read_back):
+    """Old files are not rewritten: we and delta-kernel-rs read them in the new type; a filter on
+    the column still finds the old file's row (its statistics are in the old type)."""
+    schema = pa.schema([("id", pa.int64()), ("c", old)])
+    t = docc.Table.create(tmp_path / "t", schema, properties={"delta.checkpointInterval": "3"})
+    t.append(pa.table({"id": [1], "c": pa.array([value], old)}))
+    t.widen_column("c", to)
+    t.append(pa.table({"id": [2], "c": pa.array([None], arrow_to)}))  # version 3: a checkpoint too
+    assert (tmp_path / "t" / "_delta_log" / "00000000000000000003.checkpoint.parquet").exists()
+    # The protocol's typeWidening section: the feature as reader and writer feature, the property,
+    # and the change in the field's metadata.
+    proto = _newest(tmp_path / "t", "protocol")
+    assert "typeWidening" in proto["readerFeatures"] and "typeWidening" in proto["writerFeatures"]
+    meta = _newest(tmp_path / "t", "metaData")
+    assert meta["configuration"]["delta.enableTypeWidening"] == "true"
+    field = json.loads(meta["schemaString"])["fields"][1]
+    assert field["type"] == to
+    assert field["metadata"]["delta.typeChanges"][-1]["toType"] == to
+    fresh = docc.Table(tmp_path / "t").snapshot()
+    got = fresh.to_pyarrow()
+    assert got.schema.field("c").type == arrow_to
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "c": read_back}, {"id": 2, "c": None}]
+    assert fresh.to_pyarrow(where="c IS NOT NULL").column("id").to_pylist() == [1]
+    assert kernel_rows(tmp_path / "t") == [{"id": 1, "c": read_back}, {"id": 2, "c": None}]
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda t: t.widen_column("id", pa.int32()), exc.InvalidArgumentError, "cannot change type from long to integer"),
+    (lambda t: t.widen_column("v", "long"), exc.InvalidArgumentError, "from string to long"),
+    (lambda t: t.widen_column("p", "long"), exc.InvalidArgumentError, "partition column"),
+    (lambda t: t.widen_column("nope", "long"), exc.InvalidArgumentError, "no column"),
+    (lambda t: t.widen_column("n", 42), exc.InvalidArgumentError, "pyarrow DataType"),
+])
+def test_widen_column_refuses_what_is_not_a_widening(tmp_path, call, error, match):
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("v", pa.string()), ("n", pa.int32())])
+    t = docc.Table.create(tmp_path / "t", schema, partition_by=["p"])
+    with pytest.raises(error, match=match):
+        call(t)
+    assert t.refresh() == 0 and "delta.enableTypeWidening" not in _newest(tmp_path / "t", "metaData")["configuration"]
+
+
+def test_set_schema_widens_only_where_the_table_allows_it(tmp_path):
+    """delta-spark's rule: a wider type in a new schema needs delta.enableTypeWidening; with it,
+    the change is recorded as widen_column records it."""
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int32())]))
+    wider = pa.schema([("id", pa.int64())])
+    with pytest.raises(exc.UnsupportedFeatureError, match="widen_column"):
+        t.set_schema(wider)
+    t.set_properties({"delta.enableTypeWidening": "true"})
+    t.set_schema(wider)
+    field = json.loads(_newest(tmp_path / "t", "metaData")["schemaString"])["fields"][0]
+    assert field["metadata"]["delta.typeChanges"] == [{"fromType": "integer", "toType": "long"}]
+
+
+def test_spark_reads_and_deletes_in_a_widened_table(spark, tmp_path):
+    spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int32()), ("d", pa.date32())]))
+    t.append(pa.table({"id": pa.array([1, 2], pa.int32()), "d": [dt.date(2020, 1, 1), dt.date(2020, 1, 2)]}))
+    st = spark_mod.SparkTable(spark, tmp_path / "t")
+    st.widen_column("id", "long")
+    st.widen_column("d", "timestamp_ntz")
+    t.append(pa.table({"id": [2**40], "d": pa.array([dt.datetime(2021, 1, 1, 6)], pa.timestamp("us"))}))
+    st.delete("id = 2")
+    rows = sorted((r["id"], r["d"]) for r in st.to_df().collect())
+    assert rows == [(1, dt.datetime(2020, 1, 1)), (2**40, dt.datetime(2021, 1, 1, 6))]
+    assert sorted((r["id"], r["d"]) for r in kernel_rows(tmp_path / "t")) == rows

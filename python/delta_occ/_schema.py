@@ -45,6 +45,16 @@ def arrow_schema_to_delta(schema: pa.Schema) -> str:
     return _core.delta_schema_json(schema.__arrow_c_schema__())
 
 
+def delta_type_json(t: Any) -> str:
+    """A column type as Delta JSON: a pyarrow type, or a Delta type name (``"long"``,
+    ``"decimal(12,2)"``) passed as it is."""
+    if isinstance(t, str):
+        return json.dumps(t)
+    if not isinstance(t, pa.DataType):
+        raise InvalidArgumentError(f"a column type must be a pyarrow DataType or a Delta type name, got {t!r}")
+    return json.dumps(json.loads(arrow_schema_to_delta(pa.schema([pa.field("x", t)])))["fields"][0]["type"])
+
+
 # -- schema enforcement (docs/guide.md "Policies") ------------------------------------------------
 
 

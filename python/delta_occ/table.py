@@ -534,6 +534,15 @@ class Table:
             "CHANGE COLUMN", {"column": name, "nullable": nullable}, lambda t: t.set_nullable(name, nullable), None, max_attempts
         )
 
+    def widen_column(self, name: str, to: Union[pa.DataType, str], *, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE ALTER COLUMN ``name`` TYPE ``to`` in one metadata commit, as a type
+        widening (:meth:`Transaction.widen_column`): the typeWidening feature and
+        ``delta.enableTypeWidening`` are added, ``delta.typeChanges`` records the change, no data
+        is rewritten and every reader reads old files in the new type."""
+        return self._metadata_commit(
+            "CHANGE COLUMN", {"column": name, "newType": str(to)}, lambda t: t.widen_column(name, to), None, max_attempts
+        )
+
     def add_columns(self, fields: Sequence[pa.Field], *, max_attempts: Optional[int] = None) -> CommitResult:
         """ALTER TABLE ADD COLUMNS in one metadata commit: nullable fields, appended;
         ``pa.field("a.b", ...)`` adds ``b`` to the struct column ``a``."""

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from . import _arrow, _core, engine, identity
 from ._args import int_arg
-from ._schema import arrow_schema_to_delta
+from ._schema import arrow_schema_to_delta, delta_type_json
 from .constraints import PREFIX, Rule, check_name, constraint_key, is_constraint_key
 from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError
 from .instant import Now
@@ -371,6 +371,15 @@ class Transaction(Lifecycle):
         """Stage ALTER COLUMN ``name`` DROP NOT NULL (``nullable=True``); ``False`` is refused,
         as in Delta: existing rows may hold nulls."""
         self._h.set_nullable(str(name), bool(nullable))
+
+    def widen_column(self, name: str, to: Union[pa.DataType, str]) -> None:
+        """Stage ALTER COLUMN ``name`` TYPE ``to`` as a type widening (the typeWidening feature,
+        ``delta.enableTypeWidening`` set): a pyarrow type, or a Delta type name such as
+        ``"long"`` or ``"decimal(12,2)"``. No data is rewritten; old files read widened. Only
+        Delta's widenings are allowed (byte→short→int→long, int→double, float→double,
+        date→timestamp_ntz, integer→decimal and decimal to a wider precision and scale); a
+        partition column is refused."""
+        self._h.widen_column(str(name), delta_type_json(to))
 
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
         """Stage ADD COLUMNS: each field (nullable; ``pa.field("a.b", ...)`` adds ``b`` to the

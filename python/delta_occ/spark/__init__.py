@@ -227,6 +227,10 @@ class SparkTransaction(Lifecycle):
         """Stage DROP NOT NULL (as ``Transaction.set_nullable``)."""
         self.txn.set_nullable(name, nullable)
 
+    def widen_column(self, name: str, to: Any) -> None:
+        """Stage a type widening (as ``Transaction.widen_column``)."""
+        self.txn.widen_column(name, to)
+
     def add_columns(self, fields: Sequence[Any]) -> None:
         """Stage ADD COLUMNS (as ``Transaction.add_columns``; pyarrow fields)."""
         self.txn.add_columns(fields)
@@ -343,6 +347,10 @@ class SparkTable:
     def set_nullable(self, name: str, nullable: bool, *, max_attempts: Optional[int] = None) -> CommitResult:
         """:meth:`delta_occ.Table.set_nullable` of this table."""
         return self.table.set_nullable(name, nullable, max_attempts=max_attempts)
+
+    def widen_column(self, name: str, to: Any, *, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.widen_column` of this table (a pyarrow type or Delta type name)."""
+        return self.table.widen_column(name, to, max_attempts=max_attempts)
 
     def add_columns(self, fields: Sequence[Any], *, max_attempts: Optional[int] = None) -> CommitResult:
         """:meth:`delta_occ.Table.add_columns` of this table (pyarrow fields)."""

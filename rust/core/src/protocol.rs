@@ -13,6 +13,9 @@ pub const SUPPORTED_READER_FEATURES: &[&str] = &[
     "v2Checkpoint",
     "timestampNtz",
     "vacuumProtocolCheck",
+    // Old files are read in the table's (wider) type: every reader casts to the table schema.
+    "typeWidening",
+    "typeWidening-preview",
 ];
 
 pub fn check_readable(p: &Protocol, table: &str, version: i64) -> Result<()> {
@@ -120,15 +123,9 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
         writer.push("rowTracking");
         writer.push("domainMetadata");
     }
-    for unsupported in ["delta.enableTypeWidening"] {
-        if is_true(props, unsupported) {
-            return Err(Error::UnsupportedFeature {
-                table: "(new table)".into(),
-                version: None,
-                what: "table property".into(),
-                detail: format!("{unsupported}=true is not supported by delta-occ yet"),
-            });
-        }
+    // Readers must read old files in the widened type (`delta.typeChanges`).
+    if is_true(props, "delta.enableTypeWidening") {
+        reader.push("typeWidening");
     }
     // delta-spark's switch for V2 checkpoints; the feature is a reader feature too (old readers
     // must not meet a checkpoint they would misread).
@@ -197,6 +194,8 @@ pub const SUPPORTED_WRITER_FEATURES: &[&str] = &[
     "vacuumProtocolCheck",
     "clustering",
     "rowTracking",
+    "typeWidening",
+    "typeWidening-preview",
 ];
 
 /// Refuse to write a table whose protocol this client cannot honour.
@@ -364,7 +363,8 @@ mod tests {
         assert!(for_new_table(&props, &schema).is_err());
         props.remove("delta.rowTrackingSuspended");
         props.insert("delta.enableTypeWidening".into(), "true".into());
-        assert!(for_new_table(&props, &schema).is_err());
+        let p = for_new_table(&props, &schema).unwrap();
+        assert!(has_reader_feature(&p, "typeWidening") && has_writer_feature(&p, "typeWidening"));
         props.remove("delta.enableTypeWidening");
         // An identity column (protocol: `delta.identity.*` column metadata) asks for its feature.
         let identity = StructType::parse(

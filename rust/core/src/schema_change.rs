@@ -3,35 +3,28 @@
 //! A schema change rewrites no data, so the new schema must describe the old files: a column
 //! may be dropped (or renamed, which is a drop and an add) only with column mapping, because
 //! without it the name is the physical name and a later column of that name would read the old
-//! values; types may not change (type widening is a table feature delta-occ does not write); a
-//! column may not become NOT NULL; and a new column must be nullable, since old rows have none.
+//! values; a type may only widen, and only with the typeWidening table feature (readers then
+//! convert the old files' values); a column may not become NOT NULL; and a new column must be
+//! nullable, since old rows have none.
 
 use crate::schema::{DataType, StructField, StructType};
 
 /// Why replacing `old` by `new` is refused; `Ok` when it is allowed. With column mapping a
 /// column may disappear only when `allow_drop` says the caller means it: a schema that merely
 /// lacks a column (a rename written as a new schema) would lose its data silently.
-pub fn check(
-    old: &StructType,
-    new: &StructType,
-    column_mapping: bool,
-    allow_drop: bool,
-) -> Result<(), Refusal> {
-    fields(
-        old,
-        new,
-        Rules {
-            column_mapping,
-            allow_drop,
-        },
-        "",
-    )
+pub fn check(old: &StructType, new: &StructType, rules: Rules) -> Result<(), Refusal> {
+    fields(old, new, rules, "")
 }
 
-#[derive(Clone, Copy)]
-struct Rules {
-    column_mapping: bool,
-    allow_drop: bool,
+/// What the table allows a schema change to do to existing columns.
+#[derive(Clone, Copy, Default)]
+pub struct Rules {
+    /// Column mapping is on: columns may be dropped and renamed.
+    pub column_mapping: bool,
+    /// The caller means to drop the columns the new schema lacks.
+    pub allow_drop: bool,
+    /// `delta.enableTypeWidening` is on: a type may widen ([`type_changes`] records how).
+    pub type_widening: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -108,9 +101,10 @@ fn types(o: &DataType, n: &DataType, rules: Rules, path: &str) -> Result<(), Ref
             types(av, bv, rules, &format!("{path}.value"))
         }
         _ if o == n => Ok(()),
+        _ if widens(o, n) && rules.type_widening => Ok(()),
         _ if widens(o, n) => Err(Refusal::Unsupported(format!(
-            "changing column `{path}` from {} to {} needs type widening (the typeWidening table feature), \
-             which delta-occ does not write",
+            "changing column `{path}` from {} to {} needs type widening (the typeWidening table feature): \
+             call widen_column({path:?}, ...), or set delta.enableTypeWidening = true first",
             spell(o),
             spell(n)
         ))),
@@ -120,6 +114,83 @@ fn types(o: &DataType, n: &DataType, rules: Rules, path: &str) -> Result<(), Ref
             spell(n),
             spell(o)
         ))),
+    }
+}
+
+/// A widening of one column between two schemas that [`check`] allowed: the struct field it
+/// belongs to (names from the top level), where in that field's type (`fieldPath` of
+/// `delta.typeChanges`: empty for the field itself, else `element`, `key`, `value` joined by
+/// dots) and the two types as Delta spells them.
+#[derive(Debug, PartialEq)]
+pub struct TypeChange {
+    pub field: Vec<String>,
+    pub field_path: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// Every type that differs between same-named fields of `old` and `new`, at any depth; `Err`
+/// names a change inside a struct that is itself inside an array or map, which `delta.typeChanges`
+/// cannot place (delta-occ refuses it rather than record it wrongly).
+pub fn type_changes(old: &StructType, new: &StructType) -> Result<Vec<TypeChange>, String> {
+    let mut out = Vec::new();
+    struct_changes(old, new, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+fn struct_changes(
+    old: &StructType,
+    new: &StructType,
+    at: &mut Vec<String>,
+    out: &mut Vec<TypeChange>,
+) -> Result<(), String> {
+    for n in &new.fields {
+        if let Some(o) = old.fields.iter().find(|o| o.name == n.name) {
+            at.push(n.name.clone());
+            type_change(&o.data_type, &n.data_type, at, "", out)?;
+            at.pop();
+        }
+    }
+    Ok(())
+}
+
+fn type_change(
+    o: &DataType,
+    n: &DataType,
+    at: &mut Vec<String>,
+    inner: &str,
+    out: &mut Vec<TypeChange>,
+) -> Result<(), String> {
+    let deeper = |step: &str| match inner {
+        "" => step.to_string(),
+        _ => format!("{inner}.{step}"),
+    };
+    match (o, n) {
+        (DataType::Struct(a), DataType::Struct(b)) if inner.is_empty() => {
+            struct_changes(a, b, at, out)
+        }
+        (DataType::Struct(_), DataType::Struct(_)) if o != n => Err(format!(
+            "a field of the struct inside `{}` ({inner}) changes type; widening inside a struct \
+             nested in an array or map is not supported",
+            at.join(".")
+        )),
+        (DataType::Array(a, _), DataType::Array(b, _)) => {
+            type_change(a, b, at, &deeper("element"), out)
+        }
+        (DataType::Map(ak, av, _), DataType::Map(bk, bv, _)) => {
+            type_change(ak, bk, at, &deeper("key"), out)?;
+            type_change(av, bv, at, &deeper("value"), out)
+        }
+        _ if o != n => {
+            out.push(TypeChange {
+                field: at.clone(),
+                field_path: inner.to_string(),
+                from: spell(o),
+                to: spell(n),
+            });
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -269,17 +340,116 @@ mod tests {
 
     /// With dropping allowed: the table below is about what each change does to the data.
     fn verdict(old: &[String], new: &[String], mapping: bool) -> &'static str {
-        match check(
-            &schema(&old.join(",")),
-            &schema(&new.join(",")),
-            mapping,
-            true,
-        ) {
+        let rules = Rules {
+            column_mapping: mapping,
+            allow_drop: true,
+            type_widening: false,
+        };
+        match check(&schema(&old.join(",")), &schema(&new.join(",")), rules) {
             Ok(()) => "ok",
             Err(Refusal::Invalid(_)) => "invalid",
             Err(Refusal::Unsupported(_)) => "unsupported",
             Err(Refusal::Dropped(_)) => "dropped",
         }
+    }
+
+    fn mapped(allow_drop: bool) -> Rules {
+        Rules {
+            column_mapping: true,
+            allow_drop,
+            type_widening: false,
+        }
+    }
+
+    /// Issue 44: a widening passes only with the typeWidening rule, and is listed where
+    /// `delta.typeChanges` records it (the protocol's typeWidening section: the field's own
+    /// metadata, `fieldPath` for array elements and map keys / values).
+    #[test]
+    fn widenings_need_the_rule_and_are_listed_where_they_happen() {
+        let arr =
+            |t: &str| format!(r#"{{"type":"array","elementType":"{t}","containsNull":true}}"#);
+        let map = |k: &str, v: &str| {
+            format!(
+                r#"{{"type":"map","keyType":"{k}","valueType":"{v}","valueContainsNull":true}}"#
+            )
+        };
+        let st = |inner: &str| format!(r#"{{"type":"struct","fields":[{inner}]}}"#);
+        let old = schema(
+            &[
+                f("a", "integer", true),
+                f("l", &arr("short"), true),
+                f("m", &map("integer", "float"), true),
+                f("s", &st(&f("d", "decimal(5,2)", true)), true),
+                f("same", "long", true),
+            ]
+            .join(","),
+        );
+        let new = schema(
+            &[
+                f("a", "long", true),
+                f("l", &arr("integer"), true),
+                f("m", &map("long", "double"), true),
+                f("s", &st(&f("d", "decimal(7,3)", true)), true),
+                f("same", "long", true),
+            ]
+            .join(","),
+        );
+        assert!(
+            matches!(check(&old, &new, Rules::default()), Err(Refusal::Unsupported(m)) if m.contains("widen_column(\"a\""))
+        );
+        let widening = Rules {
+            type_widening: true,
+            ..Rules::default()
+        };
+        assert_eq!(check(&old, &new, widening), Ok(()));
+        let got: Vec<String> = type_changes(&old, &new)
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} [{}] {} -> {}",
+                    c.field.join("."),
+                    c.field_path,
+                    c.from,
+                    c.to
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "a [] integer -> long",
+                "l [element] short -> integer",
+                "m [key] integer -> long",
+                "m [value] float -> double",
+                "s.d [] decimal(5,2) -> decimal(7,3)",
+            ]
+        );
+        // A narrowing is never a widening, whatever the rule.
+        assert!(matches!(
+            check(&new, &old, widening),
+            Err(Refusal::Invalid(_))
+        ));
+        // A struct inside an array cannot carry a typeChanges entry for its field's parent.
+        let (o, n) = (
+            schema(&f(
+                "l",
+                &format!(
+                    r#"{{"type":"array","elementType":{},"containsNull":true}}"#,
+                    st(&f("x", "integer", true))
+                ),
+                true,
+            )),
+            schema(&f(
+                "l",
+                &format!(
+                    r#"{{"type":"array","elementType":{},"containsNull":true}}"#,
+                    st(&f("x", "long", true))
+                ),
+                true,
+            )),
+        );
+        assert!(type_changes(&o, &n).unwrap_err().contains("`l` (element)"));
     }
 
     /// Issue 44: a schema that lacks a column (a rename written as a new schema) is refused on a
@@ -308,10 +478,10 @@ mod tests {
         ] {
             let (old, new) = (schema(&old.join(",")), schema(&new.join(",")));
             assert_eq!(
-                check(&old, &new, true, false),
+                check(&old, &new, mapped(false)),
                 Err(Refusal::Dropped(path.into()))
             );
-            assert_eq!(check(&old, &new, true, true), Ok(()));
+            assert_eq!(check(&old, &new, mapped(true)), Ok(()));
         }
     }
 
@@ -462,8 +632,7 @@ mod tests {
         let err = check(
             &schema(&f("a", "long", true)),
             &schema(&f("a", "string", true)),
-            false,
-            false,
+            Rules::default(),
         )
         .unwrap_err();
         assert_eq!(

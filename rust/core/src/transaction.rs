@@ -15,7 +15,7 @@ use crate::log::actions::{
 use crate::predicate::Predicate;
 use crate::protocol;
 use crate::schema::{self, ColumnMappingMode, StructType};
-use crate::schema_change::Refusal;
+use crate::schema_change::{Refusal, Rules};
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
 
@@ -666,6 +666,65 @@ impl Transaction {
         self.set_schema_value(value, false)
     }
 
+    /// ALTER COLUMN `path` TYPE `to` (a Delta type in JSON) as a type widening: the table gets
+    /// `delta.enableTypeWidening` and the typeWidening feature, the field its new type and a
+    /// `delta.typeChanges` entry; no data is rewritten (readers convert old files' values). Only
+    /// the protocol's widenings are allowed; a partition column is refused.
+    pub fn widen_column(&mut self, path: &str, to_json: &str) -> Result<()> {
+        let to: serde_json::Value = serde_json::from_str(to_json)
+            .map_err(|e| Error::invalid(format!("widen_column({path:?}): type JSON: {e}")))?;
+        let staged = self.metadata.clone();
+        let mut m = self.current_metadata()?;
+        m.configuration
+            .insert("delta.enableTypeWidening".into(), "true".into());
+        self.metadata = Some(m);
+        let done = self.change_field("widen_column", path, |f| f["type"] = to);
+        if done.is_err() {
+            self.metadata = staged;
+        }
+        done
+    }
+
+    /// Append a `delta.typeChanges` entry to each field whose type `proposed` widens from `old`
+    /// (already checked to be a widening the table allows).
+    fn record_type_changes(
+        &self,
+        value: &mut serde_json::Value,
+        old: &StructType,
+        proposed: &StructType,
+        partition_columns: &[String],
+    ) -> Result<()> {
+        let changes = crate::schema_change::type_changes(old, proposed)
+            .map_err(|why| Error::invalid(format!("schema change on {}: {why}", self.root)))?;
+        for c in changes {
+            if c.field.len() == 1 && partition_columns.contains(&c.field[0]) {
+                return Err(Error::invalid(format!(
+                    "changing the type of partition column `{}` on {} is not supported: its values are in every file's path",
+                    c.field[0], self.root
+                )));
+            }
+            let path = c.field.join(".");
+            let names: Vec<&str> = c.field.iter().map(String::as_str).collect();
+            let (leaf, parents) = names.split_last().unwrap_or((&"", &[]));
+            let field = fields_at(value, parents)
+                .and_then(|fs| fs.iter_mut().find(|f| f["name"].as_str() == Some(leaf)))
+                .ok_or_else(|| self.no_such_column("schema change", &path))?;
+            let mut entry = serde_json::json!({"fromType": c.from, "toType": c.to});
+            if !c.field_path.is_empty() {
+                entry["fieldPath"] = serde_json::Value::String(c.field_path);
+            }
+            let meta = &mut field["metadata"];
+            if !meta.is_object() {
+                *meta = serde_json::json!({});
+            }
+            match meta["delta.typeChanges"].as_array_mut() {
+                Some(list) => list.push(entry),
+                None => meta["delta.typeChanges"] = serde_json::json!([entry]),
+            }
+        }
+        Ok(())
+    }
+
     /// ALTER COLUMN `path` COMMENT `comment` (the field's `comment` metadata).
     pub fn set_column_comment(&mut self, path: &str, comment: &str) -> Result<()> {
         self.change_field("set_column_comment", path, |f| {
@@ -833,7 +892,12 @@ impl Transaction {
                 }
             }
         }
-        crate::schema_change::check(&old, &proposed, mode != ColumnMappingMode::None, allow_drop)
+        let rules = Rules {
+            column_mapping: mode != ColumnMappingMode::None,
+            allow_drop,
+            type_widening: protocol::is_true(&m.configuration, "delta.enableTypeWidening"),
+        };
+        crate::schema_change::check(&old, &proposed, rules)
             .map_err(|r| match r {
                 Refusal::Dropped(column) => Error::SchemaMismatch {
                     table: self.root.to_string(),
@@ -856,6 +920,7 @@ impl Transaction {
                 },
             })?;
         schema::carry_field_metadata(&mut value, &old);
+        self.record_type_changes(&mut value, &old, &proposed, &m.partition_columns)?;
         if mode != ColumnMappingMode::None {
             let mut next: i64 = m
                 .configuration

@@ -242,6 +242,10 @@ impl TransactionHandle {
         self.txn().set_nullable(path, nullable).py_err()
     }
 
+    fn widen_column(&self, path: &str, to_json: &str) -> PyResult<()> {
+        self.txn().widen_column(path, to_json).py_err()
+    }
+
     fn add_columns(&self, fields_json: &str) -> PyResult<()> {
         self.txn().add_columns(fields_json).py_err()
     }

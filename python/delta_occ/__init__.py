@@ -4,7 +4,7 @@ from . import engine, exceptions
 from ._core import __version__
 from .isolation import IsolationLevel
 from .snapshot import Snapshot
-from .table import Table
+from .table import Table, convert_to_delta
 from .transaction import CommitResult, Transaction
 
-__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "engine", "exceptions", "__version__"]
+__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "convert_to_delta", "engine", "exceptions", "__version__"]

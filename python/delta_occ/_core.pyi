@@ -78,6 +78,14 @@ class TableHandle:
         cluster_by: Optional[List[str]] = None,
     ) -> "TableHandle":
         """Commit version 0 with put-if-absent; TableAlreadyExistsError if a table is there."""
+    @staticmethod
+    def convert_to_delta(
+        location: str,
+        partition_by: List[Tuple[str, Optional[str]]],
+        properties: Dict[str, str],
+        storage_options: Optional[Dict[str, str]] = None,
+    ) -> "TableHandle":
+        """CONVERT TO DELTA: version 0 lists the parquet files under ``location``."""
     @property
     def root(self) -> str: ...
     @property

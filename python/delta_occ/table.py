@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from . import _core, change_feed, constraints, engine, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
-from ._schema import arrow_schema_to_delta
+from ._schema import arrow_schema_to_delta, delta_type_json
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .merge_builder import MergeBuilder
@@ -95,6 +95,32 @@ def create_handle(
     return _core.TableHandle.create(
         table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), list(cluster_by or [])
     )
+
+
+def convert_to_delta(
+    path: PathLike,
+    partition_by: Optional[Union[str, Sequence[str], pa.Schema]] = None,
+    storage_options: Optional[Mapping[str, str]] = None,
+    properties: Optional[Mapping[str, str]] = None,
+) -> "Table":
+    """CONVERT TO DELTA: adopt the parquet directory at ``path`` as a Delta table in place, as
+    delta-spark's ``CONVERT TO DELTA`` and deltalake's ``convert_to_deltalake`` do. Version 0
+    lists every visible file (paths with a ``_`` or ``.`` segment are skipped, as readers skip
+    them) with statistics from its footer; no data is read or rewritten. The schema is the union
+    of the files' columns (a column two files give different types is refused) followed by the
+    partition columns.
+
+    ``partition_by``: the partition columns in directory order (``p=1/q=x/part.parquet``), as
+    names (types inferred from the directory names: ``integer`` / ``long`` when every value is an
+    integer, else ``string``) or a ``pa.Schema`` giving their types. A file outside that layout is
+    refused, and so are ``k=v`` directories when ``partition_by`` is not given. A location that
+    already holds a Delta table raises TableAlreadyExistsError."""
+    if isinstance(partition_by, pa.Schema):
+        columns = [(f.name, delta_type_json(f.type)) for f in partition_by]
+    else:
+        columns = [(n, None) for n in partition_by_arg(partition_by)]
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
+    return Table.from_handle(_core.TableHandle.convert_to_delta(table_location(path), columns, props, storage_options_arg(storage_options)))
 
 
 class Table:

@@ -11,6 +11,7 @@ mod clustering;
 mod commit;
 mod compaction;
 mod conflict;
+mod convert;
 mod data_file;
 mod drop_feature;
 mod error;
@@ -67,6 +68,7 @@ pub use rule::{describe as describe_rule, ids as rule_ids, Fallback, Rule};
 pub use storage::{Entry, FileReader, Location, Storage};
 
 // Tables and their snapshots.
+pub use convert::{convert as convert_to_delta, PartitionColumn};
 pub use isolation::IsolationLevel;
 pub use schema::ColumnMappingMode;
 pub use snapshot::Snapshot;

@@ -25,6 +25,51 @@ pub fn footer_stats_of_bytes(bytes: Vec<u8>) -> Result<(String, i64)> {
     footer_stats_of(&bytes::Bytes::from(bytes), "<parquet bytes>")
 }
 
+/// The Arrow schema, stats JSON and row count of the parquet file at `path`, from one footer
+/// read (CONVERT TO DELTA). A top-level INT96 column is a `timestamp` (Spark writes INT96 for
+/// instants), not the wall-clock time an untagged Arrow timestamp would mean.
+pub fn footer_schema_and_stats(path: &Location) -> Result<(arrow_schema::Schema, String, i64)> {
+    let file = path.open().map_err(|e| Error::io(path, e))?;
+    let unreadable = |e: &dyn std::fmt::Display| {
+        Error::invalid(format!("{path}: not a readable parquet footer: {e}"))
+    };
+    crate::error::no_panic(
+        || {
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&file)
+                .map_err(|e| unreadable(&e))?;
+            let fm = meta.file_metadata();
+            let arrow =
+                parquet::arrow::parquet_to_arrow_schema(fm.schema_descr(), fm.key_value_metadata())
+                    .map_err(|e| unreadable(&e))?;
+            let int96: Vec<String> = fm
+                .schema_descr()
+                .columns()
+                .iter()
+                .filter(|c| c.physical_type() == Physical::INT96 && c.path().parts().len() == 1)
+                .map(|c| c.path().parts()[0].clone())
+                .collect();
+            let fields: Vec<arrow_schema::Field> = arrow
+                .fields()
+                .iter()
+                .map(|f| match int96.contains(f.name()) {
+                    true => f
+                        .as_ref()
+                        .clone()
+                        .with_data_type(arrow_schema::DataType::Timestamp(
+                            arrow_schema::TimeUnit::Microsecond,
+                            Some("UTC".into()),
+                        )),
+                    false => f.as_ref().clone(),
+                })
+                .collect();
+            let (stats, rows) = stats_of(&meta);
+            Ok((arrow_schema::Schema::new(fields), stats, rows))
+        },
+        |msg| unreadable(&msg),
+    )
+}
+
 fn footer_stats_of<R: parquet::file::reader::ChunkReader>(
     file: &R,
     name: impl std::fmt::Display,

@@ -171,6 +171,13 @@ pub fn begin_create(
     name: Option<String>,
 ) -> Result<Transaction> {
     let root = Location::parse(location, storage_options)?;
+    refuse_existing_table(&root)?;
+    refuse_data_files(&root)?;
+    new_table_transaction(&root, schema_string, partition_by, properties, name)
+}
+
+/// Refuse a location that is a file or already holds a Delta table (a commit in its log).
+pub(crate) fn refuse_existing_table(root: &Location) -> Result<()> {
     if let Some(dir) = root.local_path() {
         if dir.is_file() {
             return Err(Error::invalid(format!(
@@ -178,7 +185,7 @@ pub fn begin_create(
             )));
         }
     }
-    match segment::list(&root, 0) {
+    match segment::list(root, 0) {
         Ok(listing) => {
             if let Some(v) = listing.latest_version() {
                 return Err(Error::TableAlreadyExists {
@@ -186,12 +193,22 @@ pub fn begin_create(
                     found: format!("a Delta table at version {v}"),
                 });
             }
+            Ok(())
         }
         // A missing bucket, refused credentials: say so now, before anything is planned.
-        Err(e @ Error::Storage { .. }) => return Err(e),
-        Err(_) => {}
+        Err(e @ Error::Storage { .. }) => Err(e),
+        Err(_) => Ok(()),
     }
-    refuse_data_files(&root)?;
+}
+
+/// The transaction that commits version 0 of a table at `root` (already checked to be free).
+pub(crate) fn new_table_transaction(
+    root: &Location,
+    schema_string: &str,
+    partition_by: Vec<String>,
+    properties: BTreeMap<String, String>,
+    name: Option<String>,
+) -> Result<Transaction> {
     let (schema_value, mut properties) = prepare_schema(schema_string, properties)?;
     crate::row_tracking::name_materialized_columns(&mut properties);
     let schema_string = schema_value.to_string();
@@ -213,9 +230,9 @@ pub fn begin_create(
         configuration: properties,
     };
     if let Some(dir) = root.local_path() {
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&root, e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(root, e))?;
     }
-    Transaction::begin_create(&root, metadata, protocol)
+    Transaction::begin_create(root, metadata, protocol)
 }
 
 /// Refuse to create a table over files the table would not list: they would be invisible to

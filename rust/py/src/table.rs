@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use delta_occ_core::{Error, IsolationLevel, Table, Transaction, TxnOptions, WinningCommit};
+use delta_occ_core::{
+    convert_to_delta, Error, IsolationLevel, PartitionColumn, Table, Transaction, TxnOptions,
+    WinningCommit,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -79,6 +82,38 @@ impl TableHandle {
                 properties,
                 name,
             )
+        })
+        .py_err()
+        .map(Self::wrap)
+    }
+
+    /// CONVERT TO DELTA: commit version 0 listing the parquet files under `location`; the open
+    /// table. `partition_by`: names with an optional Delta type (JSON).
+    #[staticmethod]
+    #[pyo3(signature = (location, partition_by, properties, storage_options=None))]
+    fn convert_to_delta(
+        py: Python<'_>,
+        location: String,
+        partition_by: Vec<(String, Option<String>)>,
+        properties: BTreeMap<String, String>,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        py.detach(|| {
+            let columns = partition_by
+                .into_iter()
+                .map(|(name, t)| {
+                    let data_type =
+                        t.map(|t| serde_json::from_str(&t))
+                            .transpose()
+                            .map_err(|e| {
+                                Error::invalid(format!("partition column {name:?}: type JSON: {e}"))
+                            })?;
+                    Ok(PartitionColumn { name, data_type })
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            convert_to_delta(&location, &options, &columns, properties)?;
+            Table::open(&location, &options)
         })
         .py_err()
         .map(Self::wrap)

@@ -19,6 +19,7 @@ import pytest
 import delta_occ as docc
 from delta_occ import exceptions as exc
 
+import helpers
 from helpers import metadata, protocol, write_commit
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -126,15 +127,9 @@ def _cm_table(tmp_path, props=None, partition_by=("p",)):
     return t
 
 
-def kernel_rows(root) -> list:
-    """delta-kernel-rs's read of the table (it follows column mapping), rows sorted by id."""
-    import delta_kernel_rust_sharing_wrapper as dk
-
-    uri = pathlib.Path(root).resolve().as_uri() + "/"
-    iface = dk.PythonInterface(uri)
-    result = dk.ScanBuilder(dk.Table(uri).snapshot(iface)).build().execute(iface)
-    table = result.read_all() if isinstance(result, pa.RecordBatchReader) else pa.Table.from_batches(list(result))
-    return sorted(table.to_pylist(), key=lambda r: r["id"])
+def kernel_rows(root, key: str = "id") -> list:
+    """delta-kernel-rs's read of the table (it follows column mapping), rows sorted by ``key``."""
+    return sorted(helpers.kernel_rows(docc.Table(root)).to_pylist(), key=lambda r: r[key])
 
 
 def test_set_schema_that_loses_a_column_is_refused(tmp_path):
@@ -377,3 +372,29 @@ def test_spark_reads_and_deletes_in_a_widened_table(spark, tmp_path):
     rows = sorted((r["id"], r["d"]) for r in st.to_df().collect())
     assert rows == [(1, dt.datetime(2020, 1, 1)), (2**40, dt.datetime(2021, 1, 1, 6))]
     assert sorted((r["id"], r["d"]) for r in kernel_rows(tmp_path / "t")) == rows
+
+
+def test_enabling_column_mapping_on_an_existing_table_keeps_its_data(tmp_path):
+    """Issue 44 item 2: none -> name upgrades the protocol; the physical names are the current
+    names, so old files read as before, and renames then keep the data (delta-kernel-rs reads the
+    values written; deltalake 1.6 refuses the table, naming the feature it does not read)."""
+    schema = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64())])), ("p", pa.string())])
+    t = docc.Table.create(tmp_path / "t", schema, partition_by=["p"])
+    t.append(pa.table({"id": [1, 2], "s": [{"a": 1}, None], "p": ["x", "y"]}, schema=schema))
+    t.set_properties({"delta.columnMapping.mode": "name"})
+    proto = _newest(tmp_path / "t", "protocol")
+    assert "columnMapping" in proto["readerFeatures"] and "columnMapping" in proto["writerFeatures"]
+    fields = json.loads(_newest(tmp_path / "t", "metaData")["schemaString"])["fields"]
+    assert [f["metadata"]["delta.columnMapping.physicalName"] for f in fields] == ["id", "s", "p"]
+    t.rename_column("id", "key")
+    t.rename_column("s.a", "b")
+    t.append(pa.table({"key": [3], "s": [{"b": 5}], "p": ["x"]}))
+    want = [{"key": 1, "s": {"b": 1}, "p": "x"}, {"key": 2, "s": None, "p": "y"}, {"key": 3, "s": {"b": 5}, "p": "x"}]
+    assert sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["key"]) == want
+    assert kernel_rows(tmp_path / "t", "key") == want
+    deltalake = pytest.importorskip("deltalake")
+    with pytest.raises(Exception, match="columnMapping"):
+        deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table()
+    for mode in ("id", "none"):
+        with pytest.raises(exc.UnsupportedFeatureError, match="only none -> name"):
+            t.set_properties({"delta.columnMapping.mode": mode})

@@ -347,44 +347,72 @@ fn carry(t: &mut Value, old: &DataType) {
 /// Column mapping: give every field (recursively) that has none a `delta.columnMapping.id`,
 /// counting on from `next_id`, and a physical name.
 pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
-    if let Value::Object(o) = t {
-        match o.get("type").and_then(Value::as_str) {
-            Some("struct") => {
-                if let Some(Value::Array(fields)) = o.get_mut("fields") {
-                    for f in fields {
-                        if let Some(meta) = f
-                            .as_object_mut()
-                            .map(|f| f.entry("metadata").or_insert_with(|| json!({})))
-                        {
-                            if let Some(m) = meta.as_object_mut() {
-                                if !m.contains_key("delta.columnMapping.id") {
-                                    *next_id += 1;
-                                    m.insert("delta.columnMapping.id".into(), json!(*next_id));
-                                }
-                                m.entry("delta.columnMapping.physicalName")
-                                    .or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
-                            }
-                        }
-                        if let Some(ft) = f.get_mut("type") {
-                            assign_column_mapping(ft, next_id);
-                        }
-                    }
-                }
-            }
-            Some("array") => {
-                if let Some(e) = o.get_mut("elementType") {
-                    assign_column_mapping(e, next_id);
-                }
-            }
-            Some("map") => {
-                for k in ["keyType", "valueType"] {
-                    if let Some(e) = o.get_mut(k) {
-                        assign_column_mapping(e, next_id);
-                    }
-                }
-            }
-            _ => {}
+    for_each_field(t, &mut |_, m| {
+        if !m.contains_key("delta.columnMapping.id") {
+            *next_id += 1;
+            m.insert("delta.columnMapping.id".into(), json!(*next_id));
         }
+        m.entry("delta.columnMapping.physicalName")
+            .or_insert(json!(format!("col-{}", uuid::Uuid::new_v4())));
+    });
+}
+
+/// Column mapping enabled on an existing table: every field's physical name is its current
+/// name (the data files hold the columns by those names), then ids as for a new table.
+pub(crate) fn enable_column_mapping(t: &mut Value, next_id: &mut i64) {
+    for_each_field(t, &mut |name, m| {
+        m.insert("delta.columnMapping.physicalName".into(), name);
+    });
+    assign_column_mapping(t, next_id);
+}
+
+/// `visit` with the name and the metadata object (created when missing) of every struct field
+/// at any depth.
+fn for_each_field(
+    t: &mut Value,
+    visit: &mut dyn FnMut(Value, &mut serde_json::Map<String, Value>),
+) {
+    if let Some(Value::Array(fields)) = t.get_mut("fields") {
+        for f in fields {
+            let name = f.get("name").cloned().unwrap_or(Value::Null);
+            if let Some(Value::Object(m)) = f
+                .as_object_mut()
+                .map(|f| f.entry("metadata").or_insert_with(|| json!({})))
+            {
+                visit(name, m);
+            }
+        }
+    }
+    for_each_child_type(t, &mut |c| for_each_field(c, visit));
+}
+
+/// `visit` on each type directly inside `t`: a struct's field types, an array's element type, a
+/// map's key and value types.
+fn for_each_child_type(t: &mut Value, visit: &mut dyn FnMut(&mut Value)) {
+    let Value::Object(o) = t else { return };
+    match o.get("type").and_then(Value::as_str) {
+        Some("struct") => {
+            if let Some(Value::Array(fields)) = o.get_mut("fields") {
+                for f in fields {
+                    if let Some(ft) = f.get_mut("type") {
+                        visit(ft);
+                    }
+                }
+            }
+        }
+        Some("array") => {
+            if let Some(e) = o.get_mut("elementType") {
+                visit(e);
+            }
+        }
+        Some("map") => {
+            for k in ["keyType", "valueType"] {
+                if let Some(e) = o.get_mut(k) {
+                    visit(e);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

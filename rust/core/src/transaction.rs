@@ -523,22 +523,46 @@ impl Transaction {
                 k
             };
             crate::properties::check(&key, &v)?;
-            if key == "delta.columnMapping.mode"
-                && m.configuration.get(&key).map(|s| s.to_ascii_lowercase())
-                    != Some(v.to_ascii_lowercase())
-            {
-                return Err(Error::UnsupportedFeature {
-                    table: self.root.to_string(),
-                    version: Some(self.read_version),
-                    what: "table property change".into(),
-                    detail:
-                        "changing delta.columnMapping.mode on an existing table is not supported"
-                            .into(),
-                });
-            }
+            let v = if key == "delta.columnMapping.mode" {
+                self.change_column_mapping(&mut m, &v)?
+            } else {
+                v
+            };
             m.configuration.insert(key, v);
         }
         self.stage_metadata(m)
+    }
+
+    /// `delta.columnMapping.mode` set to `to` on `m`: the same mode is kept; `none` -> `name` on
+    /// an existing table (as delta-spark's upgrade) gives each field its current name as
+    /// physical name and an id, and the protocol gains the feature when `m` is staged. Any other
+    /// change would need the data rewritten: refused. Returns the mode's spelling to store.
+    fn change_column_mapping(&self, m: &mut Metadata, to: &str) -> Result<String> {
+        let key = "delta.columnMapping.mode";
+        let from = ColumnMappingMode::from_config(m.configuration.get(key).map(String::as_str))?;
+        let wanted = ColumnMappingMode::from_config(Some(to))?;
+        if from == wanted {
+            return Ok(to.to_string());
+        }
+        if from != ColumnMappingMode::None || wanted != ColumnMappingMode::Name {
+            return Err(Error::UnsupportedFeature {
+                table: self.root.to_string(),
+                version: Some(self.read_version),
+                what: "table property change".into(),
+                detail: format!(
+                    "changing {key} from {} to {to:?} on an existing table is not supported (only none -> name: the data files keep their column names)",
+                    m.configuration.get(key).map_or("none", String::as_str)
+                ),
+            });
+        }
+        let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let mut next = 0;
+        schema::enable_column_mapping(&mut value, &mut next);
+        m.schema_string = value.to_string();
+        m.configuration
+            .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+        Ok("name".into())
     }
 
     pub fn unset_properties(&mut self, keys: &[String]) -> Result<()> {

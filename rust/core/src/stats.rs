@@ -7,11 +7,17 @@
 //! decimals (and, from footers, INT96 and unsigned integers). A float column holding NaN gets no
 //! bounds, and an infinite bound is left out (JSON has neither). A string min is cut to
 //! [`STRING_PREFIX`] characters; a longer (or inexact) max is left out. Timestamps are written at
-//! millisecond precision, truncated.
+//! millisecond precision, truncated. Only the table's indexed columns keep statistics
+//! ([`Indexed`]: `delta.dataSkippingStatsColumns`, else the first
+//! `delta.dataSkippingNumIndexedCols` leaf columns, 32 by default).
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate};
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
+
+use crate::schema::{ColumnMappingMode, DataType, StructField, StructType};
 
 /// Delta truncates string statistics to this many characters (delta-spark's default
 /// `dataSkippingStringPrefixLength`): a min is cut to it, and a max of this length or more may be
@@ -179,9 +185,205 @@ pub fn num_records(stats: Option<&str>) -> Option<i64> {
         .num_records
 }
 
+/// delta-spark's default `delta.dataSkippingNumIndexedCols`.
+pub const DEFAULT_INDEXED_COLUMNS: usize = 32;
+
+/// The columns whose statistics a table keeps, as physical paths (names from the top level).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Indexed {
+    All,
+    Paths(Vec<Vec<String>>),
+}
+
+/// The table's indexed columns: those `delta.dataSkippingStatsColumns` lists (comma-separated,
+/// dotted for nested fields, backticks allowed; a struct column stands for its fields), else the
+/// first `delta.dataSkippingNumIndexedCols` leaf columns of the schema in order (-1: all; 32 when
+/// unset), partition columns not counted: they have no statistics.
+pub(crate) fn indexed_columns(
+    schema: &StructType,
+    mode: ColumnMappingMode,
+    partition_columns: &[String],
+    config: &BTreeMap<String, String>,
+) -> Indexed {
+    let setting = |key: &str| {
+        config
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let mut leaves = Vec::new();
+    for f in &schema.fields {
+        if !partition_columns
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(&f.name))
+        {
+            collect_leaves(f, mode, &mut Vec::new(), &mut Vec::new(), &mut leaves);
+        }
+    }
+    if let Some(listed) = setting("delta.dataSkippingStatsColumns") {
+        let wanted: Vec<Vec<String>> = listed
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .split('.')
+                    .map(|p| p.trim().trim_matches('`').to_lowercase())
+                    .collect()
+            })
+            .collect();
+        let picked = leaves
+            .into_iter()
+            .filter(|(logical, _)| {
+                wanted.iter().any(|w| {
+                    w.len() <= logical.len()
+                        && w.iter()
+                            .zip(logical.iter())
+                            .all(|(a, b)| *a == b.to_lowercase())
+                })
+            })
+            .map(|(_, physical)| physical)
+            .collect();
+        return Indexed::Paths(picked);
+    }
+    let n = match setting("delta.dataSkippingNumIndexedCols").map(|v| v.parse::<i64>()) {
+        Some(Ok(n)) if n < 0 => return Indexed::All,
+        Some(Ok(n)) => n as usize,
+        _ => DEFAULT_INDEXED_COLUMNS,
+    };
+    if leaves.len() <= n {
+        return Indexed::All;
+    }
+    Indexed::Paths(
+        leaves
+            .into_iter()
+            .take(n)
+            .map(|(_, physical)| physical)
+            .collect(),
+    )
+}
+
+/// Every leaf column under `f` (a struct's fields, in order; any other type is one leaf), as
+/// (logical path, physical path).
+fn collect_leaves(
+    f: &StructField,
+    mode: ColumnMappingMode,
+    logical: &mut Vec<String>,
+    physical: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, Vec<String>)>,
+) {
+    logical.push(f.name.clone());
+    physical.push(f.physical_name(mode).to_string());
+    match &f.data_type {
+        DataType::Struct(s) => {
+            for c in &s.fields {
+                collect_leaves(c, mode, logical, physical, out);
+            }
+        }
+        _ => out.push((logical.clone(), physical.clone())),
+    }
+    logical.pop();
+    physical.pop();
+}
+
+/// `stats` (JSON) with the bounds and null counts of columns outside `indexed` left out;
+/// `numRecords` and any other key kept.
+pub(crate) fn keep_indexed(stats: &str, indexed: &Indexed) -> Result<String, String> {
+    let Indexed::Paths(paths) = indexed else {
+        return Ok(stats.to_string());
+    };
+    let mut value: Value = serde_json::from_str(stats).map_err(|e| e.to_string())?;
+    for key in ["minValues", "maxValues", "nullCount"] {
+        if let Some(Value::Object(m)) = value.get_mut(key) {
+            retain_paths(m, paths, 0);
+        }
+    }
+    Ok(value.to_string())
+}
+
+fn retain_paths(m: &mut Map<String, Value>, paths: &[Vec<String>], depth: usize) {
+    m.retain(|k, v| {
+        let under: Vec<Vec<String>> = paths
+            .iter()
+            .filter(|p| p.get(depth) == Some(k))
+            .cloned()
+            .collect();
+        match v {
+            _ if under.is_empty() => false,
+            Value::Object(inner) if under.iter().all(|p| p.len() > depth + 1) => {
+                retain_paths(inner, &under, depth + 1);
+                !inner.is_empty()
+            }
+            _ => true,
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn schema() -> StructType {
+        StructType::parse(
+            r#"{"type":"struct","fields":[
+              {"name":"a","type":"long","nullable":true,"metadata":{}},
+              {"name":"p","type":"string","nullable":true,"metadata":{}},
+              {"name":"s","type":{"type":"struct","fields":[
+                 {"name":"x","type":"long","nullable":true,"metadata":{}},
+                 {"name":"y","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}},
+              {"name":"b","type":"long","nullable":true,"metadata":{}}]}"#,
+        )
+        .unwrap()
+    }
+
+    /// Issue 44 item 4: the indexed columns follow delta-spark's two properties; leaves count,
+    /// partition columns do not.
+    #[test]
+    fn indexed_columns_follow_the_properties() {
+        let at = |pairs: &[(&str, &str)]| {
+            let config = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            match indexed_columns(&schema(), ColumnMappingMode::None, &["p".into()], &config) {
+                Indexed::All => vec!["*".to_string()],
+                Indexed::Paths(p) => p.iter().map(|p| p.join(".")).collect(),
+            }
+        };
+        assert_eq!(at(&[]), ["*"]);
+        assert_eq!(
+            at(&[("delta.dataSkippingNumIndexedCols", "2")]),
+            ["a", "s.x"]
+        );
+        assert_eq!(
+            at(&[("delta.dataSkippingNumIndexedCols", "0")]),
+            Vec::<String>::new()
+        );
+        assert_eq!(at(&[("delta.dataSkippingNumIndexedCols", "-1")]), ["*"]);
+        assert_eq!(at(&[("delta.dataSkippingNumIndexedCols", "4")]), ["*"]);
+        assert_eq!(
+            at(&[("delta.dataSkippingStatsColumns", "b, `S`")]),
+            ["s.x", "s.y", "b"]
+        );
+        assert_eq!(
+            at(&[
+                ("delta.dataskippingstatscolumns", "s.y"),
+                ("delta.dataSkippingNumIndexedCols", "1")
+            ]),
+            ["s.y"]
+        );
+    }
+
+    #[test]
+    fn keep_indexed_drops_the_other_columns() {
+        let stats = r#"{"numRecords":3,"minValues":{"a":1,"b":2,"s":{"x":1,"y":2}},"maxValues":{"a":5,"b":6},"nullCount":{"a":0,"b":0,"s":{"x":0,"y":1}}}"#;
+        let paths = Indexed::Paths(vec![vec!["a".into()], vec!["s".into(), "y".into()]]);
+        let kept: Value = serde_json::from_str(&keep_indexed(stats, &paths).unwrap()).unwrap();
+        let want: Value = serde_json::from_str(
+            r#"{"numRecords":3,"minValues":{"a":1,"s":{"y":2}},"maxValues":{"a":5},"nullCount":{"a":0,"s":{"y":1}}}"#,
+        )
+        .unwrap();
+        assert_eq!(kept, want);
+        assert_eq!(keep_indexed(stats, &Indexed::All).unwrap(), stats);
+    }
 
     #[test]
     fn lazy_num_records() {

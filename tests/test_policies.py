@@ -268,7 +268,9 @@ def test_schema_mode_merge_never_changes_an_existing_column_type(table):
 
 
 def test_schema_mode_is_checked(table):
-    with pytest.raises(exc.InvalidArgumentError, match="schema_mode must be None or 'merge'"):
+    with pytest.raises(exc.InvalidArgumentError, match="schema_mode must be None, 'merge' or 'overwrite'"):
+        table.append(_rows([7]), schema_mode="overwritten")
+    with pytest.raises(exc.InvalidArgumentError, match="not append"):
         table.append(_rows([7]), schema_mode="overwrite")
 
 

@@ -435,3 +435,63 @@ def test_statistics_follow_the_data_skipping_properties(tmp_path, request, props
         assert set(stats.get("maxValues", {})) <= kept and kept - {"c"} <= set(stats.get("maxValues", {})), stats
     # A filter on a column without statistics reads every file and still finds the right rows.
     assert snap.to_pyarrow(where="b = 20 AND c = 'v'").column("a").to_pylist() == [5]
+
+
+# -- schema_mode on writes (issue 44 item 2) --------------------------------------------------------
+S1 = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64())])), ("p", pa.string())])
+S2 = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64()), ("b", pa.string())])), ("p", pa.string()), ("n", pa.float64())])
+
+
+@pytest.mark.parametrize("props", [{}, CM])
+def test_schema_mode_merge_adds_nested_fields(tmp_path, props):
+    """A new field inside a struct column and a new top-level column, both added by the write;
+    the old row reads NULL for them (the values written are the model)."""
+    t = docc.Table.create(tmp_path / "t", S1, partition_by=["p"], properties=props)
+    t.append(pa.table({"id": [1], "s": [{"a": 1}], "p": ["x"]}, schema=S1))
+    with pytest.raises(exc.SchemaMismatchError):
+        t.append(pa.table({"id": [2], "s": [{"a": 2, "b": "z"}], "p": ["y"], "n": [1.5]}, schema=S2))
+    t.append(pa.table({"id": [2], "s": [{"a": 2, "b": "z"}], "p": ["y"], "n": [1.5]}, schema=S2), schema_mode="merge")
+    want = [{"id": 1, "s": {"a": 1, "b": None}, "p": "x", "n": None}, {"id": 2, "s": {"a": 2, "b": "z"}, "p": "y", "n": 1.5}]
+    assert t.snapshot().schema == S2
+    assert sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"]) == want
+    assert kernel_rows(tmp_path / "t") == want
+
+
+@pytest.mark.parametrize("props", [{}, CM])
+def test_schema_mode_overwrite_replaces_the_schema(tmp_path, props):
+    """delta-spark's overwriteSchema: columns dropped, retyped and renamed in one whole-table
+    overwrite; only the new rows remain, read by us and delta-kernel-rs as written."""
+    t = docc.Table.create(tmp_path / "t", S1, partition_by=["p"], properties=props)
+    t.append(pa.table({"id": [1, 2], "s": [{"a": 1}, None], "p": ["x", "y"]}, schema=S1))
+    new = pa.schema([("id", pa.string()), ("label", pa.string()), ("p", pa.string())])
+    t.overwrite(pa.table({"id": ["k1"], "label": ["one"], "p": ["x"]}, schema=new), schema_mode="overwrite")
+    assert t.snapshot().schema == new
+    assert t.snapshot().to_pyarrow().to_pylist() == [{"id": "k1", "label": "one", "p": "x"}]
+    assert kernel_rows(tmp_path / "t") == [{"id": "k1", "label": "one", "p": "x"}]
+    if not props:
+        deltalake = pytest.importorskip("deltalake")
+        assert deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table().to_pylist() == [{"id": "k1", "label": "one", "p": "x"}]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda t: t.append(pa.table({"k": ["a"], "p": ["x"]}), schema_mode="overwrite"), "not append"),
+    (lambda t: t.overwrite(pa.table({"k": ["a"], "p": ["x"]}), replace_where="p = 'x'", schema_mode="overwrite"), "whole table"),
+    (lambda t: t.overwrite(pa.table({"k": ["a"]}), schema_mode="overwrite"), "partition column \"p\""),
+    (lambda t: t.append(pa.table({"k": ["a"], "p": ["x"]}), schema_mode="replace"), "'merge' or 'overwrite'"),
+])
+def test_schema_mode_refusals(tmp_path, call, match):
+    t = docc.Table.create(tmp_path / "t", S1, partition_by=["p"])
+    t.append(pa.table({"id": [1], "s": [{"a": 1}], "p": ["x"]}, schema=S1))
+    with pytest.raises(exc.InvalidArgumentError, match=match):
+        call(t)
+    assert t.refresh() == 1 and t.snapshot().schema == S1
+
+
+def test_a_staged_schema_replacement_needs_every_file_removed(tmp_path):
+    t = docc.Table.create(tmp_path / "t", S1, partition_by=["p"])
+    t.append(pa.table({"id": [1], "s": [{"a": 1}], "p": ["x"]}, schema=S1))
+    tx = t.begin()
+    tx.replace_schema(pa.schema([("z", pa.int64()), ("p", pa.string())]))
+    with pytest.raises(exc.InvalidArgumentError, match="1 live file"):
+        tx.commit()
+    assert t.refresh() == 1

@@ -49,6 +49,7 @@ __all__ = [
     "delta_type_of_data",
     "partition_strings",
     "type_writable_as",
+    "merged_for_write",
     "sql_literals",
     "merge_read_predicate",
     "read_deletion_vector",
@@ -179,6 +180,7 @@ class TransactionHandle:
     def set_properties(self, props: Dict[str, str]) -> None: ...
     def unset_properties(self, keys: List[str]) -> None: ...
     def set_schema(self, schema_json: str, allow_drop: bool = False) -> None: ...
+    def replace_schema(self, schema_json: str) -> None: ...
     def rename_column(self, path: str, new_name: str) -> None: ...
     def drop_columns(self, paths: List[str]) -> None: ...
     def widen_column(self, path: str, to_json: str) -> None: ...
@@ -360,6 +362,9 @@ def delta_type_of_data(data_type: object) -> Optional[str]:
     """The Delta type JSON Arrow data of this type counts as when written (unsigned integers as
     the smallest Delta integer holding them, NULLs as ``"void"``); None where Delta has none."""
 
+def merged_for_write(table: str, data: str) -> Optional[str]:
+    """The table schema a ``schema_mode="merge"`` write of ``data`` evolves ``table`` to
+    (schema JSON), or None when the data adds no column."""
 def type_writable_as(data: str, table: str) -> bool:
     """Whether values of Delta type ``data`` may be written to a column of Delta type ``table``
     (both as schema JSON): the same type, NULLs (``"void"``), or one of Delta's type widenings;

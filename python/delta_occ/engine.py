@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core, _rows, identity
-from ._schema import arrow_widens, check_stored, type_name
+from ._schema import arrow_schema_to_delta, arrow_widens, check_stored, delta_schema_to_arrow, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
 from .change_data import Changes
 from .constraints import Compiled, Rule, compile_rule, first_broken
@@ -103,19 +103,23 @@ class ArrowEngine:
         return rows
 
     def _evolved(self, data: pa.Schema, schema_mode: Optional[str]) -> Layout:
-        """The layout to write ``data`` with. With ``schema_mode="merge"`` the data's columns the
-        table lacks are added (nullable, at the end) by a schema change staged in this
-        transaction, as delta-spark's ``mergeSchema`` does; existing column types never change."""
-        lay = self.lay
+        """The layout to write ``data`` with. ``schema_mode="merge"``: the data's columns the
+        table lacks, at any depth, are added (nullable; the core's ``merged_for_write``) by a
+        schema change staged in this transaction, as delta-spark's ``mergeSchema`` does; existing
+        column types never change. ``"overwrite"`` (a whole-table overwrite only, checked by the
+        operation and again by the core at commit): the data's schema replaces the table's, as
+        delta-spark's ``overwriteSchema`` does."""
         if schema_mode is None:
-            return lay
-        if schema_mode != "merge":
-            raise InvalidArgumentError(f"schema_mode must be None or 'merge', got {schema_mode!r}")
-        known = {f.name.lower() for f in lay.schema}
-        new = [pa.field(f.name, f.type) for f in data if f.name.lower() not in known]
-        if not new:
-            return lay
-        self.txn.set_schema(pa.schema(list(lay.schema) + new))
+            return self.lay
+        if schema_mode == "merge":
+            merged = _core.merged_for_write(self.txn.schema_json, arrow_schema_to_delta(data))
+            if merged is None:
+                return self.lay
+            self.txn.set_schema(delta_schema_to_arrow(merged))
+        elif schema_mode == "overwrite":
+            self.txn.replace_schema(data)
+        else:
+            raise InvalidArgumentError(f"schema_mode must be None, 'merge' or 'overwrite', got {schema_mode!r}")
         _LAYOUTS.pop(self.txn, None)
         return self.lay
 
@@ -215,6 +219,8 @@ class ArrowEngine:
         return source.schema
 
     def prepare_source(self, source: pa.Table, columns: MergeColumns, keys: List[Tuple[str, str]], schema_mode: Optional[str]) -> pa.Table:
+        if schema_mode == "overwrite":
+            raise InvalidArgumentError('schema_mode="overwrite" replaces the table schema: it needs overwrite() of the whole table, not MERGE')
         lay = self._evolved(source.schema, schema_mode)
         # A source key that widens to the target type is cast to it, so the join and the narrowing
         # compare like with like (a wider source key is compared in its own type by _join).

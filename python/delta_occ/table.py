@@ -115,6 +115,7 @@ def convert_to_delta(
     integer, else ``string``) or a ``pa.Schema`` giving their types. A file outside that layout is
     refused, and so are ``k=v`` directories when ``partition_by`` is not given. A location that
     already holds a Delta table raises TableAlreadyExistsError."""
+    columns: List[Tuple[str, Optional[str]]]
     if isinstance(partition_by, pa.Schema):
         columns = [(f.name, delta_type_json(f.type)) for f in partition_by]
     else:

@@ -351,6 +351,13 @@ class Transaction(Lifecycle):
         new schema would read back NULL (use ``rename_column``)."""
         self._h.set_schema(arrow_schema_to_delta(schema), bool(allow_drop))
 
+    def replace_schema(self, schema: pa.Schema) -> None:
+        """Stage ``schema`` in place of the table's, for an overwrite of the whole table
+        (``overwrite(..., schema_mode="overwrite")``): columns may go or change type, since the
+        commit must remove every live file (InvalidArgumentError at commit otherwise). Partition
+        columns stay; with column mapping every field gets a new id and physical name."""
+        self._h.replace_schema(arrow_schema_to_delta(schema))
+
     def rename_column(self, old: str, new: str) -> None:
         """Stage RENAME COLUMN (``old`` dotted for a nested field): the data stays. Needs column
         mapping; a column a constraint, a generated column or the clustering names is refused."""

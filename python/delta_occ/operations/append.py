@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol, TypeVar
 
 from .. import change_data
+from ..exceptions import InvalidArgumentError
 from . import commit_info
 from .protocols import Engine, Written
 
@@ -34,6 +35,8 @@ class Writer(Engine, Protocol[Rows]):
 
 
 def append(engine: Writer[Rows], data: Any, schema_mode: Optional[str] = None) -> None:
+    if schema_mode == "overwrite":
+        raise InvalidArgumentError('schema_mode="overwrite" replaces the table schema: it needs overwrite() of the whole table, not append()')
     written = engine.write(engine.conform(data, schema_mode))
     engine.record(commit_info.append(written.rows, written.files))
 

@@ -34,6 +34,8 @@ def overwrite(
     engine: Replacer[Rows], data: Any, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False, schema_mode: Optional[str] = None
 ) -> None:
     replace_where = Now().text(replace_where)
+    if schema_mode == "overwrite" and (replace_where is not None or dynamic_partitions):
+        raise InvalidArgumentError('schema_mode="overwrite" replaces the table schema: it needs an overwrite of the whole table (no replace_where or dynamic_partitions)')
     rows = engine.conform(data, schema_mode)
     where = replace_where
     if dynamic_partitions:

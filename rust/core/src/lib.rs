@@ -103,7 +103,7 @@ pub use schema::StructType;
 pub use schema_arrow::{
     arrow_schema, delta_schema, delta_type, delta_type_of_data, spark_physical_schema_json, Names,
 };
-pub use schema_change::type_writable_as;
+pub use schema_change::{merged_for_write, type_writable_as};
 pub use stats::STRING_PREFIX;
 pub use uri::spark_file_key;
 pub use vacuum::{configured_retention_ms, vacuum, VacuumReport, DEFAULT_RETENTION_MS};

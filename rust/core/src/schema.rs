@@ -366,6 +366,14 @@ pub(crate) fn enable_column_mapping(t: &mut Value, next_id: &mut i64) {
     assign_column_mapping(t, next_id);
 }
 
+/// Remove every field's column-mapping id and physical name (at any depth).
+pub(crate) fn strip_column_mapping(t: &mut Value) {
+    for_each_field(t, &mut |_, m| {
+        m.remove("delta.columnMapping.id");
+        m.remove("delta.columnMapping.physicalName");
+    });
+}
+
 /// `visit` with the name and the metadata object (created when missing) of every struct field
 /// at any depth.
 fn for_each_field(

@@ -117,6 +117,58 @@ fn types(o: &DataType, n: &DataType, rules: Rules, path: &str) -> Result<(), Ref
     }
 }
 
+/// The table schema (JSON) a write with `schema_mode="merge"` evolves to: `table` with every
+/// column of `data` it lacks (names compared in any letter case) appended as a nullable column,
+/// at any depth (a struct column, or the struct elements of an array, gain the fields the data's
+/// have); `None` when the data adds nothing. Types of existing columns never change here: the
+/// write then checks them as any write does.
+pub fn merged_for_write(table: &str, data: &str) -> crate::Result<Option<String>> {
+    let parse = |s: &str, what: &str| {
+        serde_json::from_str::<serde_json::Value>(s)
+            .map_err(|e| crate::Error::invalid(format!("{what} schema JSON: {e}")))
+    };
+    let (mut t, d) = (parse(table, "table")?, parse(data, "data")?);
+    Ok(merge_struct(&mut t, &d).then(|| t.to_string()))
+}
+
+/// Add to the struct type `t` the fields of the struct type `d` it lacks; whether any was added.
+fn merge_struct(t: &mut serde_json::Value, d: &serde_json::Value) -> bool {
+    let mut changed = false;
+    let Some(d_fields) = d["fields"].as_array() else {
+        return false;
+    };
+    for df in d_fields {
+        let name = df["name"].as_str().unwrap_or_default();
+        let Some(fields) = t["fields"].as_array_mut() else {
+            return changed;
+        };
+        match fields.iter_mut().find(|f| {
+            f["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        }) {
+            Some(f) => changed |= merge_type(&mut f["type"], &df["type"]),
+            None => {
+                let mut added = df.clone();
+                added["nullable"] = serde_json::Value::Bool(true);
+                fields.push(added);
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+fn merge_type(t: &mut serde_json::Value, d: &serde_json::Value) -> bool {
+    let kind = |v: &serde_json::Value| v["type"].as_str().map(str::to_string);
+    match (kind(t).as_deref(), kind(d).as_deref()) {
+        (Some("struct"), Some("struct")) => merge_struct(t, d),
+        (Some("array"), Some("array")) => merge_type(&mut t["elementType"], &d["elementType"]),
+        (Some("map"), Some("map")) => merge_type(&mut t["valueType"], &d["valueType"]),
+        _ => false,
+    }
+}
+
 /// A widening of one column between two schemas that [`check`] allowed: the struct field it
 /// belongs to (names from the top level), where in that field's type (`fieldPath` of
 /// `delta.typeChanges`: empty for the field itself, else `element`, `key`, `value` joined by
@@ -450,6 +502,60 @@ mod tests {
             )),
         );
         assert!(type_changes(&o, &n).unwrap_err().contains("`l` (element)"));
+    }
+
+    /// Issue 44: schema_mode="merge" adds the data's new columns at any depth, nullable, and
+    /// leaves existing columns (and their types) alone.
+    #[test]
+    fn merged_for_write_adds_what_the_data_has() {
+        let st = |inner: &str| format!(r#"{{"type":"struct","fields":[{inner}]}}"#);
+        let arr = |t: &str| format!(r#"{{"type":"array","elementType":{t},"containsNull":true}}"#);
+        let table = st(&[
+            f("id", "long", false),
+            f("s", &st(&f("a", "long", true)), true),
+            f("l", &arr(&st(&f("x", "long", true))), true),
+        ]
+        .join(","));
+        let data = st(&[
+            f("ID", "integer", true),
+            f(
+                "s",
+                &st(&[f("A", "long", true), f("b", "string", false)].join(",")),
+                true,
+            ),
+            f(
+                "l",
+                &arr(&st(
+                    &[f("x", "long", true), f("y", "double", true)].join(",")
+                )),
+                true,
+            ),
+            f("n", "string", false),
+        ]
+        .join(","));
+        let got: serde_json::Value =
+            serde_json::from_str(&merged_for_write(&table, &data).unwrap().unwrap()).unwrap();
+        let want: serde_json::Value = serde_json::from_str(&st(&[
+            f("id", "long", false),
+            f(
+                "s",
+                &st(&[f("a", "long", true), f("b", "string", true)].join(",")),
+                true,
+            ),
+            f(
+                "l",
+                &arr(&st(
+                    &[f("x", "long", true), f("y", "double", true)].join(",")
+                )),
+                true,
+            ),
+            f("n", "string", true),
+        ]
+        .join(",")))
+        .unwrap();
+        assert_eq!(got, want);
+        assert_eq!(merged_for_write(&table, &table).unwrap(), None);
+        assert!(merged_for_write("{", &table).is_err());
     }
 
     /// Issue 44: a schema that lacks a column (a rename written as a new schema) is refused on a

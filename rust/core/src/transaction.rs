@@ -74,6 +74,9 @@ pub struct Transaction {
     pub(crate) began_ms: i64,
     /// A DROP FEATURE downgrade: the commit checkpoints itself and deletes the log before it.
     pub(crate) truncates_history: bool,
+    /// The schema was replaced outright ([`Transaction::replace_schema`]): the commit must
+    /// remove every live file, since none was checked against the new schema.
+    pub(crate) replaces_schema: bool,
     /// The `clusteringProvider` of adds staged from now on (OPTIMIZE of a clustered table).
     pub(crate) clustering_provider: Option<Box<str>>,
 }
@@ -132,6 +135,7 @@ impl Transaction {
             state: TxnState::Open,
             began_ms: chrono::Utc::now().timestamp_millis(),
             truncates_history: false,
+            replaces_schema: false,
             clustering_provider: None,
         }
     }
@@ -589,6 +593,39 @@ impl Transaction {
         let value: serde_json::Value = serde_json::from_str(schema_json)
             .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
         self.set_schema_value(value, allow_drop)
+    }
+
+    /// Replace the schema outright, for an overwrite of the whole table (`schema_mode=
+    /// "overwrite"`, delta-spark's `overwriteSchema`): columns may go, change type or be
+    /// renamed, since the commit must remove every live file (checked when it commits).
+    /// Partition columns stay and must be in the new schema; with column mapping every field
+    /// gets a new id and physical name, as new columns do.
+    pub fn replace_schema(&mut self, schema_json: &str) -> Result<()> {
+        self.open()?;
+        let mut m = self.current_metadata()?;
+        let mut value: serde_json::Value = serde_json::from_str(schema_json)
+            .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
+        let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
+        schema::check_columns(&proposed, &m.partition_columns)?;
+        let mode = ColumnMappingMode::from_config(
+            m.configuration
+                .get("delta.columnMapping.mode")
+                .map(String::as_str),
+        )?;
+        if mode != ColumnMappingMode::None {
+            schema::strip_column_mapping(&mut value);
+            let mut next: i64 = m
+                .configuration
+                .get("delta.columnMapping.maxColumnId")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            schema::assign_column_mapping(&mut value, &mut next);
+            m.configuration
+                .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+        }
+        m.schema_string = value.to_string();
+        self.replaces_schema = true;
+        self.stage_metadata(m)
     }
 
     /// RENAME COLUMN `path` (dotted for a nested field) TO `new_name`: the field keeps its

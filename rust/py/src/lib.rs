@@ -104,6 +104,13 @@ fn type_writable_as(data: &str, table: &str) -> PyResult<bool> {
     delta_occ_core::type_writable_as(data, table).py_err()
 }
 
+/// The table schema a `schema_mode="merge"` write of data with schema `data` evolves `table`
+/// to (schema JSON), or None when the data adds no column.
+#[pyfunction]
+fn merged_for_write(table: &str, data: &str) -> PyResult<Option<String>> {
+    delta_occ_core::merged_for_write(table, data).py_err()
+}
+
 /// The canonical partition string (None for null) of every value of an Arrow array.
 #[pyfunction]
 fn partition_strings(array: ArrowCapsules<'_>) -> PyResult<Vec<Option<String>>> {
@@ -187,6 +194,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rowexpr::referenced_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_isolation_level, m)?)?;
     m.add_function(wrap_pyfunction!(parse_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(merged_for_write, m)?)?;
     m.add_function(wrap_pyfunction!(rule_ids, m)?)?;
     m.add_function(wrap_pyfunction!(rule_description, m)?)?;
     m.add_function(wrap_pyfunction!(spark_file_keys, m)?)?;

@@ -226,6 +226,10 @@ impl TransactionHandle {
         .py_err()
     }
 
+    fn replace_schema(&self, schema_json: &str) -> PyResult<()> {
+        self.txn().replace_schema(schema_json).py_err()
+    }
+
     fn rename_column(&self, path: &str, new_name: &str) -> PyResult<()> {
         self.txn().rename_column(path, new_name).py_err()
     }

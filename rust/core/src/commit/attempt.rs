@@ -1,7 +1,7 @@
 //! One commit attempt's content: what is fixed for the whole loop (`Prepared`), the file actions
 //! with their DV files written (`Materialized`), and the commit file's bytes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{json, Map, Value};
 
@@ -87,6 +87,19 @@ pub(super) fn prepare(txn: &Transaction) -> Result<Prepared> {
         .expect("metadata is staged or read")
         .configuration
         .clone();
+    if let (true, Some(s)) = (txn.replaces_schema, snap) {
+        let removed: HashSet<&str> = txn.removes.iter().map(|r| &*r.path).collect();
+        let kept = s
+            .files()
+            .iter()
+            .filter(|f| !removed.contains(&*f.path))
+            .count();
+        if kept > 0 {
+            return Err(Error::invalid(format!(
+                "{table}: replacing the schema (schema_mode=\"overwrite\") needs an overwrite of the whole table, but {kept} live file(s) are not removed"
+            )));
+        }
+    }
     let data_removal = txn.removes.iter().any(|r| r.data_change) || !txn.dv_deletes.is_empty();
     // Append-only binds the table as this commit finds it: a staged metadata (a RESTORE of an
     // older version's) can neither lift it nor impose it on the commit that stages it.

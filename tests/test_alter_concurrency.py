@@ -171,3 +171,18 @@ def test_data_wins_and_the_alter_is_checked_against_it(engine, alter, op, tmp_pa
         assert doc["winning_version"] == won.version and doc["rule"].startswith(rule), doc
         assert call(e.t).version == won.version + 1
     assert _rows(e.t) == _expect(data_model(START), alter_model)
+
+
+@pytest.mark.parametrize("alter", list(ALTERS))
+def test_change_readers_stop_at_every_alter(alter, tmp_path):
+    """concurrency.md §7: a change reader stops with MetadataChangedException at the commit that
+    changes the definition, after yielding the commits before it."""
+    t = _table(tmp_path / "t")
+    start = t.version
+    t.append(pa.Table.from_pylist(NEW, schema=SCHEMA))
+    winner = ALTERS[alter][0](t)
+    seen = []
+    with pytest.raises(exc.MetadataChangedException, match=f"version {winner.version}"):
+        for change in t.changes(start):
+            seen.append(change["version"])
+    assert seen == [start, start + 1]  # changes(v) yields commit v first

@@ -766,3 +766,103 @@ def test_deltaspark_optimize_racing_our_delete_on_a_row_tracking_table(ds, tmp_p
     want = [[i, i] for i in range(12) if i not in (2, 9)]
     assert sorted(ds.sql(q)["last"]) == want
     assert sorted(r[0] for r in occ_rows(path, ["id"])) == [i for i, _ in want]
+
+
+# ============================================================================ 5. table definitions (issue 44)
+
+
+def test_deltaspark_reads_our_altered_tables(ds, tmp_path):
+    """Renamed, dropped, added and widened columns (and column mapping enabled on an existing
+    table): delta-spark reads the values the model says, then writes on, and we read that."""
+    path = tmp_path / "altered"
+    schema = pa.schema([("id", pa.int32()), ("name", pa.string()), ("gone", pa.string()), ("d", pa.date32())])
+    t = docc.Table.create(str(path), schema)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"], "gone": ["x", "y"],
+                       "d": [datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)]}, schema=schema))
+    t.set_properties({"delta.columnMapping.mode": "name"})
+    t.rename_column("name", "label")
+    t.drop_columns(["gone"])
+    t.add_columns([pa.field("extra", pa.string())])
+    t.widen_column("id", "long")
+    t.widen_column("d", "timestamp_ntz")
+    t.append(pa.table({"id": [2**40], "label": ["c"], "d": pa.array([datetime.datetime(2024, 1, 3, 6)], pa.timestamp("us")),
+                       "extra": ["e"]}))
+    cols = ["id", "label", "d", "extra"]
+    want = sort_rows([[1, "a", "2024-01-01 00:00:00", None], [2, "b", "2024-01-02 00:00:00", None],
+                      [2**40, "c", "2024-01-03 06:00:00", "e"]])
+    assert spark_rows(ds, path, cols) == want
+    assert occ_rows(path, cols) == want
+    ds.sql(f"INSERT INTO delta.`{path}` (id, label, d, extra) VALUES (7, 'z', TIMESTAMP_NTZ'2024-02-01 00:00:00', 'f')",
+           f"DELETE FROM delta.`{path}` WHERE id = 1")
+    want = sort_rows([r for r in want if r[0] != 1] + [[7, "z", "2024-02-01 00:00:00", "f"]])
+    assert occ_rows(path, cols) == want == spark_rows(ds, path, cols)
+
+
+def test_we_read_and_write_tables_deltaspark_altered(ds, tmp_path):
+    """delta-spark ran type widening, RENAME, DROP and ADD COLUMN on its table: we read the rows it
+    reads and keep writing (append, DELETE); it reads our writes."""
+    path = tmp_path / "spark-altered"
+    p = f"delta.`{path}`"
+    ds.sql(
+        f"CREATE TABLE {p} (id INT, a STRING, b INT, f FLOAT) USING delta TBLPROPERTIES "
+        "('delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true')",
+        f"INSERT INTO {p} VALUES (1, 'x', 10, 1.5), (2, 'y', 20, 2.5)",
+        f"ALTER TABLE {p} ALTER COLUMN id TYPE BIGINT",
+        f"ALTER TABLE {p} ALTER COLUMN f TYPE DOUBLE",
+        f"ALTER TABLE {p} RENAME COLUMN a TO label",
+        f"ALTER TABLE {p} DROP COLUMN b",
+        f"ALTER TABLE {p} ADD COLUMNS (c STRING)",
+        f"INSERT INTO {p} VALUES (3000000000, 'z', 3.25, 'new')",
+    )
+    cols = ["id", "label", "f", "c"]
+    want = sort_rows([[1, "x", 1.5, None], [2, "y", 2.5, None], [3000000000, "z", 3.25, "new"]])
+    assert spark_rows(ds, path, cols) == want
+    assert occ_rows(path, cols) == want
+    t = docc.Table(str(path))
+    assert t.snapshot().schema.field("id").type == pa.int64()
+    t.append(pa.table({"id": [4], "label": ["w"], "f": [4.0], "c": ["ours"]}))
+    t.delete("id = 1")
+    want = sort_rows([r for r in want if r[0] != 1] + [[4, "w", 4.0, "ours"]])
+    assert spark_rows(ds, path, cols) == want
+
+
+def test_we_read_what_deltaspark_converted_and_it_reads_what_we_converted(ds, tmp_path):
+    """CONVERT TO DELTA both ways over the same kind of directory (partitioned, written by
+    pyarrow): each reads the other's table with the rows pyarrow's dataset holds."""
+    import pyarrow.dataset as pads
+
+    rows = pa.table({"id": list(range(12)), "v": [f"s{i}" for i in range(12)], "p": [i % 3 for i in range(12)]})
+    want = sort_rows([[r["id"], r["v"], r["p"]] for r in rows.to_pylist()])
+    for name in ("ours", "theirs"):
+        pads.write_dataset(rows, tmp_path / name, format="parquet", partitioning=["p"], partitioning_flavor="hive")
+        read_back = pads.dataset(tmp_path / name, partitioning="hive").to_table().to_pylist()
+        assert sort_rows([[r["id"], r["v"], r["p"]] for r in read_back]) == want
+    docc.convert_to_delta(tmp_path / "ours", partition_by=pa.schema([("p", pa.int32())]))
+    ds.sql(f"CONVERT TO DELTA parquet.`{tmp_path / 'theirs'}` PARTITIONED BY (p INT)")
+    cols = ["id", "v", "p"]
+    assert spark_rows(ds, tmp_path / "ours", cols) == want
+    assert occ_rows(tmp_path / "theirs", cols) == want
+    t = docc.Table(str(tmp_path / "theirs"))
+    t.append(pa.table({"id": [100], "v": ["new"], "p": pa.array([1], pa.int32())}))
+    assert spark_rows(ds, tmp_path / "theirs", cols) == sort_rows(want + [[100, "new", 1]])
+
+
+def test_we_read_a_deltaspark_table_with_a_column_default(ds, tmp_path):
+    """ADD COLUMN ... DEFAULT (allowColumnDefaults): we read what delta-spark reads; writing new
+    rows is refused with a typed error until delta-occ applies defaults (never a silent NULL)."""
+    path = tmp_path / "spark-default"
+    p = f"delta.`{path}`"
+    ds.sql(
+        f"CREATE TABLE {p} (id BIGINT) USING delta TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')",
+        f"INSERT INTO {p} VALUES (1)",
+        f"ALTER TABLE {p} ADD COLUMN c INT",  # delta-spark refuses DEFAULT in ADD COLUMN on an existing table
+        f"ALTER TABLE {p} ALTER COLUMN c SET DEFAULT 5",
+        f"INSERT INTO {p} (id) VALUES (2)",
+    )
+    cols = ["id", "c"]
+    want = spark_rows(ds, path, cols)
+    assert want == sort_rows([[1, None], [2, 5]])
+    assert occ_rows(path, cols) == want
+    with pytest.raises(ex.DeltaOccError):
+        docc.Table(str(path)).append(pa.table({"id": [3]}))
+    assert occ_rows(path, cols) == want

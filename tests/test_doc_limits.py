@@ -103,9 +103,10 @@ def test_an_existing_constraint_the_core_cannot_evaluate_refuses_new_rows(tmp_pa
     assert t.delete("id = 1").committed  # removing rows cannot break it
 
 
-def test_generated_columns_refuse_new_rows_and_allow_deletes(tmp_path):
-    """Guide "CHECK constraints": generated columns are not enforced yet, so a table that has one
-    refuses new rows (naming it) rather than writing rows it cannot check; deletes work."""
+def test_a_generated_column_another_writer_declared_is_computed_and_checked(tmp_path):
+    """Guide "Generated columns and defaults": on a table whose generated column another writer
+    declared, new rows get the computed value (id * 2 by the expression) and a wrong given value
+    is refused, naming the column and the row; deletes work."""
     root = tmp_path / "t"
     t = docc.Table.create(root, pa.schema([("id", pa.int64()), ("g", pa.int64())]))
     t.append(pa.table({"id": [1], "g": [2]}))
@@ -115,8 +116,13 @@ def test_generated_columns_refuse_new_rows_and_allow_deletes(tmp_path):
     meta["schemaString"] = json.dumps(schema)
     _commit_by_hand(root, 2, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 4}}, {"metaData": meta}])
     t.refresh()
-    with pytest.raises(exc.UnsupportedFeatureError, match="generated column g"):
-        t.append(pa.table({"id": [2], "g": [4]}))
+    with pytest.raises(exc.ConstraintViolationError, match="generated column g.*'g': 5"):
+        t.append(pa.table({"id": [2], "g": [5]}))
+    t.append(pa.table({"id": [2], "g": [4]}))
+    t.append(pa.table({"id": [3]}))
+    assert sorted(t.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "g": 2}, {"id": 2, "g": 4}, {"id": 3, "g": 6}
+    ]
     assert t.delete("id = 1").committed
 
 

@@ -847,9 +847,9 @@ def test_we_read_what_deltaspark_converted_and_it_reads_what_we_converted(ds, tm
     assert spark_rows(ds, tmp_path / "theirs", cols) == sort_rows(want + [[100, "new", 1]])
 
 
-def test_we_read_a_deltaspark_table_with_a_column_default(ds, tmp_path):
-    """ADD COLUMN ... DEFAULT (allowColumnDefaults): we read what delta-spark reads; writing new
-    rows is refused with a typed error until delta-occ applies defaults (never a silent NULL)."""
+def test_a_default_deltaspark_set_later_applies_to_our_writes(ds, tmp_path):
+    """ALTER COLUMN SET DEFAULT on an existing column (allowColumnDefaults): the old row keeps its
+    NULL, rows written after without the column get 5, by delta-spark and by us alike."""
     path = tmp_path / "spark-default"
     p = f"delta.`{path}`"
     ds.sql(
@@ -863,6 +863,28 @@ def test_we_read_a_deltaspark_table_with_a_column_default(ds, tmp_path):
     want = spark_rows(ds, path, cols)
     assert want == sort_rows([[1, None], [2, 5]])
     assert occ_rows(path, cols) == want
-    with pytest.raises(ex.DeltaOccError):
-        docc.Table(str(path)).append(pa.table({"id": [3]}))
-    assert occ_rows(path, cols) == want
+    docc.Table(str(path)).append(pa.table({"id": [3]}))
+    want = sort_rows([[1, None], [2, 5], [3, 5]])
+    assert spark_rows(ds, path, cols) == want
+
+
+def test_generated_columns_and_defaults_both_ways_with_deltaspark(ds, tmp_path):
+    """Each side's table with a generated column and a default: each computes a missing value and
+    fills the default as the other does, and each refuses a wrong generated value on the other's
+    table (nothing written); the rows are the expressions' values (b = a * 10)."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    schema = pa.schema([("a", pa.int64()), pa.field("b", pa.int64(), metadata={"delta.generationExpression": "a * 10"}),
+                        pa.field("s", pa.string(), metadata={"CURRENT_DEFAULT": "'dflt'"})])
+    docc.Table.create(str(ours), schema)
+    ds.sql(f"CREATE TABLE delta.`{theirs}` (a BIGINT, b BIGINT GENERATED ALWAYS AS (a * 10), s STRING DEFAULT 'dflt') USING delta "
+           "TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')")
+    for path in (ours, theirs):
+        ds.sql(f"INSERT INTO delta.`{path}` (a) VALUES (1)")
+        docc.Table(str(path)).append(pa.table({"a": [2]}))
+        bad = ds.try_sql(f"INSERT INTO delta.`{path}` (a, b) VALUES (3, 99)")
+        assert not bad["ok"] and "GENERATED" in json.dumps(bad).upper(), bad
+        with pytest.raises(ex.ConstraintViolationError, match="generated column b"):
+            docc.Table(str(path)).append(pa.table({"a": [4], "b": [0]}))
+        want = sort_rows([[1, 10, "dflt"], [2, 20, "dflt"]])
+        assert spark_rows(ds, path, ["a", "b", "s"]) == want, path.name
+        assert occ_rows(path, ["a", "b", "s"]) == want, path.name

@@ -244,17 +244,94 @@ def test_spark_table_changes_its_definition_without_reaching_for_table(spark, tm
     assert st.snapshot().properties["owner"] == "me"
 
 
-@pytest.mark.parametrize("key, value", [("delta.generationExpression", "a + 1"), ("CURRENT_DEFAULT", "5")])
-def test_generated_columns_and_defaults_are_refused_not_dropped(tmp_path, key, value):
-    """Issue 44 case 1: the rule was dropped and the table created at protocol 1/2 without it.
-    Until delta-occ enforces these, declaring one is refused and nothing is created."""
-    field = pa.field("b", pa.int64(), metadata={key: value})
-    with pytest.raises(exc.InvalidArgumentError, match=f"{key}.*not supported"):
+# -- generated columns and column defaults (issue 44 item 1) ------------------------------------------
+GEN = pa.schema([
+    ("ts", pa.timestamp("us", tz="UTC")),
+    pa.field("day", pa.date32(), metadata={"delta.generationExpression": "CAST(ts AS DATE)"}),
+    ("a", pa.int64()),
+    pa.field("b", pa.int64(), metadata={"delta.generationExpression": "a * 2 + 1"}),
+    pa.field("tag", pa.string(), metadata={"delta.generationExpression": "concat('k', substring(CAST(a AS STRING), 1, 1))"}),
+    pa.field("src", pa.string(), metadata={"CURRENT_DEFAULT": "'batch'"}),
+])
+
+
+def _ts(*args) -> dt.datetime:
+    return dt.datetime(*args, tzinfo=dt.timezone.utc)
+
+
+def _gen_row(ts, a, src="batch") -> dict:
+    """A row as the expressions define it (computed here by hand, not by delta-occ)."""
+    return {"ts": ts, "day": ts.date(), "a": a, "b": a * 2 + 1, "tag": "k" + str(a)[0], "src": src}
+
+
+class _Embedded:
+    def __init__(self, root, request):
+        self.t = docc.Table.create(root, GEN, partition_by=["day"])
+
+    def data(self, rows, names):
+        return pa.table({n: [r[n] for r in rows] for n in names}, schema=pa.schema([GEN.field(n) for n in names]))
+
+    def rows(self):
+        return sorted(docc.Table(self.t.path).snapshot().to_pyarrow().to_pylist(), key=lambda r: r["a"])
+
+
+class _OnSpark(_Embedded):
+    def __init__(self, root, request):
+        from delta_occ.spark import SparkTable
+
+        super().__init__(root, request)
+        self.spark = request.getfixturevalue("spark")
+        self.t = SparkTable(self.spark, root)
+
+    def data(self, rows, names):
+        return self.spark.createDataFrame(super().data(rows, names).to_pandas())
+
+
+@pytest.mark.parametrize("engine", ["embedded", "spark"])
+def test_generated_columns_and_defaults_are_honoured(tmp_path, request, engine):
+    """Issue 44 case 1: the rule was dropped and the table created at protocol 1/2. Now the table
+    keeps the expressions and lists the features; both engines compute a missing generated value,
+    apply the default, refuse a wrong value (nothing written) and compute again on UPDATE and
+    MERGE. delta-kernel-rs reads the rows the expressions define."""
+    if engine == "spark":
+        pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
+    e = (_Embedded if engine == "embedded" else _OnSpark)(tmp_path / "t", request)
+    proto = _newest(tmp_path / "t", "protocol")
+    assert {"generatedColumns", "allowColumnDefaults"} <= set(proto["writerFeatures"])
+    fields = json.loads(_newest(tmp_path / "t", "metaData")["schemaString"])["fields"]
+    assert fields[1]["metadata"]["delta.generationExpression"] == "CAST(ts AS DATE)"
+    e.t.append(e.data([{"ts": _ts(2024, 1, 1, 5), "a": 1}], ["ts", "a"]))
+    e.t.append(e.data([{"ts": _ts(2024, 1, 2), "a": 2, "b": 5, "src": "given"}], ["ts", "a", "b", "src"]))
+    with pytest.raises(exc.ConstraintViolationError, match="generated column b"):
+        e.t.append(e.data([{"ts": _ts(2024, 1, 3), "a": 3, "b": 0}], ["ts", "a", "b"]))
+    assert e.rows() == [_gen_row(_ts(2024, 1, 1, 5), 1), _gen_row(_ts(2024, 1, 2), 2, "given")]
+    e.t.update("a = 1", {"a": "70"})
+    e.t.merge(e.data([{"a": 2, "ts": _ts(2024, 3, 1)}, {"a": 9, "ts": _ts(2024, 3, 2)}], ["a", "ts"]), "t.a = s.a",
+              when_matched_update={"ts": "s.ts"}, when_not_matched_insert=True)
+    want = [_gen_row(_ts(2024, 3, 1), 2, "given"), _gen_row(_ts(2024, 3, 2), 9), _gen_row(_ts(2024, 1, 1, 5), 70)]
+    assert e.rows() == want
+    assert kernel_rows(tmp_path / "t", "a") == want
+
+
+@pytest.mark.parametrize("field, match", [
+    (pa.field("g", pa.int64(), metadata={"delta.generationExpression": "no_such_fn(a)"}), "no_such_fn"),
+    (pa.field("g", pa.date32(), metadata={"delta.generationExpression": "current_date()"}), "not deterministic"),
+    (pa.field("g", pa.int64(), metadata={"delta.generationExpression": "CAST(a AS STRING) || 'x'"}), "not int64"),
+    (pa.field("g", pa.int64(), metadata={"CURRENT_DEFAULT": "a + 1"}), "unknown column 'a'"),
+])
+def test_generated_and_default_expressions_are_checked_at_create(tmp_path, field, match):
+    """Anything the engines could not apply is refused when declared, never dropped."""
+    with pytest.raises(exc.PredicateError, match=match):
         docc.Table.create(tmp_path / "t", pa.schema([("a", pa.int64()), field]))
     assert not (tmp_path / "t" / "_delta_log").exists() or not any((tmp_path / "t" / "_delta_log").iterdir())
-    t = docc.Table.create(tmp_path / "u", pa.schema([("a", pa.int64())]))
-    with pytest.raises(exc.InvalidArgumentError, match="not supported"):
-        t.add_columns([field])
+
+
+@pytest.mark.parametrize("key, value", [("delta.generationExpression", "a + 1"), ("CURRENT_DEFAULT", "5")])
+def test_generated_columns_and_defaults_cannot_be_added_later(tmp_path, key, value):
+    """The rows already in the table have no such values (delta-spark refuses this too)."""
+    t = docc.Table.create(tmp_path / "t", pa.schema([("a", pa.int64())]))
+    with pytest.raises(exc.InvalidArgumentError, match="declared when the table is created"):
+        t.add_columns([pa.field("b", pa.int64(), metadata={key: value})])
     assert t.refresh() == 0
 
 

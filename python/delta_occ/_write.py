@@ -20,9 +20,10 @@ from ._read import DataColumns, keep_mask, read_file
 from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .constraints import Rules
 from .exceptions import InvalidArgumentError, SchemaMismatchError
+from .generated import Generation
 from .identity import IdentityColumn, identity_columns
 from .operations import row_tracking
-from .operations.conform import check_writable, data_columns, unenforced_rules
+from .operations.conform import check_writable, data_columns
 from .operations.protocols import Staging
 from .scan_plan import scan_plan
 from .snapshot import Snapshot
@@ -74,7 +75,9 @@ class Layout:
         #: CHECK constraints and invariants, enforced on every new or changed row; a rule the core
         #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
         self.rules = Rules(props, self.delta_fields, self.schema)
-        self.unenforced = unenforced_rules(self.delta_fields) + self.rules.unenforceable
+        self.unenforced = self.rules.unenforceable
+        #: Generated columns and column defaults: filled in on new rows (``conform``).
+        self.generation = Generation(self.delta_fields, self.schema)
         #: Identity columns, by name (their high-water marks as read: the transaction's current
         #: marks are ``delta_occ.identity.reserve``'s).
         self.identity: Dict[str, IdentityColumn] = identity_columns(schema_json)
@@ -167,17 +170,20 @@ class Layout:
         of it; a missing nullable column filled with NULLs. Anything else is a
         SchemaMismatchError."""
         data = as_table(data)
-        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW], generated=self.identity)
+        omittable = list(self.identity) + self.generation.omittable
+        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW], generated=omittable)
         arrays = []
         for f, name in zip(self.schema, sources):
             if name is None:
-                arrays.append(pa.nulls(data.num_rows, f.type))
+                default = self.generation.default_values(f, data.num_rows)
+                arrays.append(pa.nulls(data.num_rows, f.type) if default is None else default)
                 continue
-            col = widened(f, data.column(name))
-            if not f.nullable and col.null_count:
+            arrays.append(widened(f, data.column(name)))
+        rows = self.generation.fill(pa.Table.from_arrays(arrays, schema=self.schema))
+        for f, col, name in zip(self.schema, rows.columns, sources):
+            if not f.nullable and col.null_count and (name is not None or f.name not in self.identity):
                 raise SchemaMismatchError(f"column {f.name!r} is NOT NULL but the data holds {col.null_count} null(s)", column=f.name)
-            arrays.append(col)
-        return pa.Table.from_arrays(arrays, schema=self.schema)
+        return rows
 
     def write(
         self, txn: Staging, data: pa.Table, *, data_change: bool = True, tags: Optional[Dict[str, str]] = None, rewrite: bool = False

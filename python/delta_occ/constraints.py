@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from . import _core, _rows
 from .exceptions import ConstraintViolationError, InvalidArgumentError, PredicateError
+from .generated import generation_expressions, rule_expression
 
 PREFIX = "delta.constraints."
 #: Names as delta-spark and Databricks accept them (letters, digits, underscores), which also
@@ -55,11 +56,13 @@ def constraint_key(props: Mapping[str, str], name: str) -> Optional[str]:
 
 
 def rules_of(props: Mapping[str, str], fields: Sequence[Dict[str, Any]]) -> List[Rule]:
-    """The table's rules, CHECK constraints first (by name), then invariants in schema order."""
+    """The table's rules, CHECK constraints first (by name), then generated columns and
+    invariants in schema order."""
     rules = sorted(
         (Rule("CHECK constraint", k[len(PREFIX):], v) for k, v in props.items() if is_constraint_key(k)),
         key=lambda r: r.name.lower(),
     )
+    rules += [Rule("generated column", c, rule_expression(c, e)) for c, e in generation_expressions(fields).items()]
     for f in fields:
         raw = (f.get("metadata") or {}).get("delta.invariants")
         if raw is None:

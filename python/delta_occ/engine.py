@@ -82,6 +82,10 @@ class ArrowEngine:
     def identity(self) -> Mapping[str, identity.IdentityColumn]:
         return self.lay.identity
 
+    @property
+    def generated(self) -> Sequence[str]:
+        return list(self.lay.generation.expressions)
+
     def record(self, record: OperationRecord) -> None:
         self.txn.stage_operation(*record)
 

@@ -8,9 +8,9 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import pyarrow as pa
 
-from . import _core, change_feed, constraints, engine, one_call, time_travel
+from . import _core, change_feed, constraints, engine, generated, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
-from ._schema import arrow_schema_to_delta, delta_type_json
+from ._schema import arrow_schema_to_delta, delta_schema_to_arrow, delta_type_json
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .merge_builder import MergeBuilder
@@ -92,6 +92,8 @@ def create_handle(
     props = {str(k): str(v) for k, v in (properties or {}).items()}
     if cluster_by is not None and (isinstance(cluster_by, str) or not all(isinstance(c, str) for c in cluster_by)):
         raise InvalidArgumentError(f"cluster_by must be a list of column names, got {cluster_by!r}")
+    # A generation expression or default no engine could apply is refused now, never dropped.
+    generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
     return _core.TableHandle.create(
         table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), list(cluster_by or [])
     )

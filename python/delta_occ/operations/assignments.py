@@ -3,10 +3,11 @@ errors worded as a bad value for a column, not as a predicate."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, TypeVar
+from typing import Any, Callable, Dict, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 
+from .._schema import arrow_type_to_delta
 from ..exceptions import InvalidArgumentError, PredicateError
 from ..identity import IdentityColumn, check_given, check_not_set
 
@@ -17,11 +18,19 @@ INSERT = "INSERT value"
 
 
 def resolve(
-    schema: pa.Schema, set_: Any, argument: str, check: Callable[[str], Expr], what: str = SET, identity: Mapping[str, IdentityColumn] = {},
+    schema: pa.Schema,
+    set_: Any,
+    argument: str,
+    check: Callable[[str], Expr],
+    what: str = SET,
+    identity: Mapping[str, IdentityColumn] = {},
+    generated: Sequence[str] = (),
 ) -> Dict[str, Expr]:
     """``{table column: check(text)}`` for ``set_`` (``argument``: its parameter name): unknown
     columns and expressions ``check`` refuses fail here, and so do identity columns no SET may
-    change and no INSERT may give (``identity``: the table's identity columns)."""
+    change and no INSERT may give (``identity``: the table's identity columns). A SET that does
+    not name a generated column (``generated``) sets it to NULL: the write computes it again
+    from the changed row (``delta_occ.generated``)."""
     if not isinstance(set_, Mapping) or not set_:
         raise InvalidArgumentError(f"{argument} must be a non-empty mapping of column name to SQL expression text")
     lower = {f.name.lower(): f.name for f in schema}
@@ -36,6 +45,10 @@ def resolve(
             raise assignment_error(what, name, text, e) from e
     if what == SET:
         check_not_set(identity, out)
+        for column in generated:
+            if column not in out:
+                delta_type = arrow_type_to_delta(schema.field(column).type)
+                out[column] = check(f"CAST(NULL AS {delta_type})" if isinstance(delta_type, str) else "NULL")
     else:
         check_given(identity, out, f"{argument}")
     return out

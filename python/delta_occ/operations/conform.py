@@ -1,6 +1,6 @@
 """Data against the table before any engine writes it: columns by name as Delta's schema
-enforcement allows (docs/guide.md "Policies"), and the table's data rules delta-occ does not
-enforce (which refuse writing new rows; CHECK constraints and invariants are delta_occ.constraints)."""
+enforcement allows (docs/guide.md "Policies"), and the refusal to write new rows under data rules
+that cannot be enforced (the rules are delta_occ.constraints and delta_occ.generated)."""
 
 from __future__ import annotations
 
@@ -40,23 +40,9 @@ def data_columns(
     return out
 
 
-def unenforced_rules(fields: List[dict]) -> List[str]:
-    """Data rules of the table that delta-occ does not enforce on rows it writes: generated
-    columns and column defaults (Delta protocol). CHECK constraints and invariants are enforced
-    (``delta_occ.constraints``), identity values generated (``delta_occ.identity``)."""
-    rules = []
-    for f in fields:
-        meta = f.get("metadata") or {}
-        if "delta.generationExpression" in meta:
-            rules.append(f"generated column {f['name']} ({meta['delta.generationExpression']})")
-        if "CURRENT_DEFAULT" in meta:
-            rules.append(f"default value of column {f['name']}")
-    return rules
-
-
 def check_writable(root: str, unenforced: Sequence[str]) -> None:
-    """New or changed rows would have to be checked against these rules; rows copied unchanged (a
-    rewrite) still obey them, so only new rows are refused."""
+    """New or changed rows would have to be checked against these rules (ones the core cannot
+    compile); rows copied unchanged (a rewrite) still obey them, so only new rows are refused."""
     if unenforced:
         raise UnsupportedFeatureError(
             f"delta-occ cannot write rows to {root}: it does not enforce "
@@ -65,4 +51,4 @@ def check_writable(root: str, unenforced: Sequence[str]) -> None:
         )
 
 
-__all__ = ["find_column", "data_columns", "unenforced_rules", "check_writable"]
+__all__ = ["find_column", "data_columns", "check_writable"]

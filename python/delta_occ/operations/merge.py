@@ -333,7 +333,7 @@ def check_clause(engine: Merger[Source, Expr], cols: MergeColumns, spec: ClauseS
                     if f.name.lower() in source_names and f.name not in engine.identity}
             if not set_:
                 raise InvalidArgumentError(f"{argument} *: the source has none of the table's columns {engine.schema.names}")
-        values = assignments.resolve(engine.schema, set_, argument, check, identity=engine.identity)
+        values = assignments.resolve(engine.schema, set_, argument, check, identity=engine.identity, generated=engine.generated)
     return Clause(spec.group, spec.action, spec.condition, values, spec.describe(), when)
 
 

@@ -79,6 +79,11 @@ class Engine(Protocol):
         ...
 
     @property
+    def generated(self) -> Sequence[str]:
+        """The table's generated columns (``delta_occ.generated``)."""
+        ...
+
+    @property
     def txn(self) -> Staging:
         """The transaction the operation stages on."""
         ...

@@ -35,7 +35,7 @@ class Updater(Engine, Protocol[Expr]):
 def update(engine: Updater[Expr], where: Optional[str], set_: Mapping[str, str]) -> None:
     now = Now()
     where, set_ = now.text(where), now.values(set_)
-    assign = assignments.resolve(engine.schema, set_, "set", engine.expression, identity=engine.identity)
+    assign = assignments.resolve(engine.schema, set_, "set", engine.expression, identity=engine.identity, generated=engine.generated)
     updated = engine.update_matching(where, assign)
     engine.record(commit_info.update(where, set_, updated))
 

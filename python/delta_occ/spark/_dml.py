@@ -80,6 +80,10 @@ class SparkEngine:
     def identity(self) -> Mapping[str, IdentityColumn]:
         return self.lay.identity
 
+    @property
+    def generated(self) -> Sequence[str]:
+        return list(self.lay.generation.expressions)
+
     def conform(self, data: Any, schema_mode: Optional[str]) -> DataFrame:
         if schema_mode is not None:
             raise InvalidArgumentError("the Spark engine does not change the schema: change it first (Table.set_schema)")

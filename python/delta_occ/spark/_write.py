@@ -27,7 +27,7 @@ from ..operations.bookkeeping import Bookkeeping
 from ..operations.conform import check_writable, data_columns
 from ..operations.protocols import Staging
 from ._columns import col, logical_schema, physical_schema
-from ._rowexpr import condition
+from ._rowexpr import Compiled, condition
 from ._session import F, Session, session_conf
 
 GROUP = "__delta_occ_group"
@@ -60,17 +60,20 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
     if not isinstance(df, DataFrame):
         raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
     schema = logical_schema(json_schema(lay))
-    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first", generated=lay.identity)
+    omittable = list(lay.identity) + lay.generation.omittable
+    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first", generated=omittable)
     out: List[Column] = []
     for f, name in zip(schema.fields, sources):
         if name is None:
-            out.append(F.lit(None).cast(f.dataType).alias(f.name))
+            default = lay.generation.default_values(lay.schema.field(f.name), 1)
+            value = None if default is None else default[0].as_py()
+            out.append(F.lit(value).cast(f.dataType).alias(f.name))
             continue
         data_type = df.schema[name].dataType
         if data_type != f.dataType and not widens(data_type.jsonValue(), f.dataType.jsonValue()):
             raise type_mismatch(f.name, f.dataType.simpleString(), data_type.simpleString())
         c = col(name).cast(f.dataType)
-        if not f.nullable:
+        if not f.nullable and f.name not in lay.generation.expressions:
             c = F.when(c.isNull(), F.raise_error(F.lit(f"delta-occ: column {f.name!r} is NOT NULL but the data holds a null end of column"))).otherwise(c)
         out.append(c.alias(f.name))
     return df.select(*out)
@@ -125,10 +128,23 @@ def write(
     on a partitioned table, the distinct partition tuples written (typed, as Arrow)."""
     if data_change and not rewrite:
         check_writable(lay.root, lay.unenforced)
+        df = generate(df, lay)
         if lay.rules:
             df = df.filter(rules_guard(lay))
     with rules_broken(lay):
         return _write(spark, lay, txn, job, df, data_change)
+
+
+def generate(df: DataFrame, lay: Layout) -> DataFrame:
+    """New or changed rows with each generated column's NULLs replaced by its computed value
+    (``delta_occ.generated``: the core's tree compiled to Spark columns, no Python on executors);
+    a given value stays, for the table's rules to check."""
+    if not lay.generation.expressions:
+        return df
+    types = {f.name: f.dataType for f in logical_schema(json_schema(lay)).fields}
+    return df.withColumns({
+        c: F.coalesce(col(c), Compiled(text, lay.schema).value().cast(types[c])) for c, text in lay.generation.expressions.items()
+    })
 
 
 def write_changes(spark: Session, lay: Layout, txn: Staging, job: Job, changes: Sequence[Tuple[str, DataFrame]]) -> None:
@@ -136,7 +152,7 @@ def write_changes(spark: Session, lay: Layout, txn: Staging, job: Job, changes: 
     files under ``_change_data/`` and stage their ``cdc`` actions (``delta_occ.change_data``):
     one Spark job for all kinds."""
     names = lay.schema.names  # (rows may carry more: positions, row ids)
-    frames = [df.select(*[col(n) for n in names]).withColumn(change_data.CHANGE_TYPE, F.lit(kind)) for kind, df in changes]
+    frames = [generate(df, lay).select(*[col(n) for n in names]).withColumn(change_data.CHANGE_TYPE, F.lit(kind)) for kind, df in changes]
     if not frames:
         return
     out = reduce(lambda a, b: a.unionByName(b), frames)

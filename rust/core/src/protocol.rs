@@ -113,6 +113,14 @@ pub fn for_new_table(props: &BTreeMap<String, String>, schema: &StructType) -> R
     if schema.has_identity_columns() {
         writer.push("identityColumns");
     }
+    // So do generation expressions and column defaults.
+    let declares = |key: &str| schema.fields.iter().any(|f| f.metadata.contains_key(key));
+    if declares(crate::schema_arrow::GENERATION_EXPRESSION) {
+        writer.push("generatedColumns");
+    }
+    if declares(crate::schema_arrow::CURRENT_DEFAULT) {
+        writer.push("allowColumnDefaults");
+    }
     // Row ids are handed out by the commit (`row_tracking`); their mark is a domain.
     if is_true(props, "delta.enableRowTracking") {
         if is_true(props, "delta.rowTrackingSuspended") {

@@ -217,15 +217,20 @@ pub fn delta_type(t: &A) -> Result<Value> {
         .ok_or_else(|| no_delta_type(t))
 }
 
-/// Arrow field metadata that becomes Delta column metadata (string values): a column comment
-/// and an invariant (`{"expression":{"expression":"<SQL>"}}`, the protocol's `invariants`).
-/// Identity keys are carried typed ([`identity_metadata`]). Anything else (parquet field ids,
-/// pandas metadata) is not carried into the table.
-const CARRIED_FIELD_METADATA: &[&str] = &["comment", "delta.invariants"];
+/// Arrow field metadata that becomes Delta column metadata (string values): a column comment,
+/// an invariant (`{"expression":{"expression":"<SQL>"}}`, the protocol's `invariants`), a
+/// generation expression (`generatedColumns`) and a column default (`allowColumnDefaults`), both
+/// SQL text the engines apply (`delta_occ.generated`). Identity keys are carried typed
+/// ([`identity_metadata`]). Anything else (parquet field ids, pandas metadata) is not carried.
+const CARRIED_FIELD_METADATA: &[&str] = &[
+    "comment",
+    "delta.invariants",
+    GENERATION_EXPRESSION,
+    CURRENT_DEFAULT,
+];
 
-/// Column rules delta-occ does not enforce yet (generated columns, column defaults): refused, so
-/// a table is never created or changed without a rule its user declared.
-const REFUSED_FIELD_METADATA: &[&str] = &["delta.generationExpression", "CURRENT_DEFAULT"];
+pub(crate) const GENERATION_EXPRESSION: &str = "delta.generationExpression";
+pub(crate) const CURRENT_DEFAULT: &str = "CURRENT_DEFAULT";
 
 const IDENTITY_START: &str = "delta.identity.start";
 const IDENTITY_STEP: &str = "delta.identity.step";
@@ -359,16 +364,6 @@ pub(crate) fn declare_identity_json(schema: &mut Value) -> Result<()> {
 }
 
 fn delta_field(f: &Field) -> Result<Value> {
-    if let Some(key) = REFUSED_FIELD_METADATA
-        .iter()
-        .find(|k| f.metadata().contains_key(k))
-    {
-        return Err(Error::invalid(format!(
-            "column {}: {key} ({}) is not supported by delta-occ yet; a table without the rule would accept values that break it",
-            f.name(),
-            if *key == "CURRENT_DEFAULT" { "a column default" } else { "a generated column" }
-        )));
-    }
     let mut metadata = serde_json::Map::new();
     for key in CARRIED_FIELD_METADATA {
         if let Some(v) = f.metadata().get(key) {

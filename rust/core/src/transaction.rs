@@ -940,6 +940,27 @@ impl Transaction {
                     self.root, self.read_version, f.name
                 )));
             }
+            // Rows already in the table have no generated value and were written without the
+            // default: delta-spark refuses declaring either on an existing column likewise.
+            for key in [
+                crate::schema_arrow::GENERATION_EXPRESSION,
+                crate::schema_arrow::CURRENT_DEFAULT,
+            ] {
+                if let Some(f) = proposed.fields.iter().find(|f| {
+                    f.metadata.get(key).is_some()
+                        && old
+                            .fields
+                            .iter()
+                            .find(|o| o.name == f.name)
+                            .is_none_or(|o| o.metadata.get(key) != f.metadata.get(key))
+                }) {
+                    return Err(Error::invalid(format!(
+                        "set_schema on {} (version {}): column {} cannot get {key} on an existing table; \
+                         generated columns and defaults are declared when the table is created",
+                        self.root, self.read_version, f.name
+                    )));
+                }
+            }
             // A clustering column must stay (as delta-spark refuses dropping one): change the
             // clustering first.
             let clustering = match self.domains.get(crate::clustering::DOMAIN) {

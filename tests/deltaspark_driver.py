@@ -47,7 +47,7 @@ def _session(jars: List[str]) -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC")
         # no auto-compaction / optimize-write surprises: every commit is the one the test asked for
         .config("spark.databricks.delta.autoCompact.enabled", "false")
         .config("spark.databricks.delta.optimizeWrite.enabled", "false")

@@ -28,6 +28,8 @@ def main() -> None:
         .appName("delta-occ-stream-test")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
+        # a short-lived driver (one of three per test): C1 and the serial GC start it fastest
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .getOrCreate()
     )
     sink = SparkTable(spark, table).foreach_batch_sink("stream-test")

@@ -248,7 +248,7 @@ def test_schema_evolution_adds_the_source_column_as_deltalake_does(tmp_path):
 def test_spark_builder_refuses_schema_evolution_and_runs_in_a_transaction(spark, tmp_path):
     t = _fresh(tmp_path / "t")
     st_ = spark_mod.SparkTable(spark, str(tmp_path / "t"))
-    with pytest.raises(exc.InvalidArgumentError, match="does not change the schema"):
+    with pytest.raises(exc.InvalidArgumentError, match="MERGE on the Spark engine does not change the schema"):
         st_.merge(spark.createDataFrame(SRC), "t.id = s.id").when_matched_update_all().with_schema_evolution().execute()
     assert docc.Table(tmp_path / "t").version == 1
     with st_.begin() as txn:

@@ -572,3 +572,24 @@ def test_a_staged_schema_replacement_needs_every_file_removed(tmp_path):
     with pytest.raises(exc.InvalidArgumentError, match="1 live file"):
         tx.commit()
     assert t.refresh() == 1
+
+
+@pytest.mark.parametrize("mode", ["merge", "overwrite"])
+def test_spark_writes_take_schema_mode_too(spark, tmp_path, mode):
+    """The same rule (operations.conform.evolve) on the Spark engine: merge adds the new nested
+    field and column, overwrite replaces the schema; delta-kernel-rs reads the rows written."""
+    spark_mod = pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
+    t = docc.Table.create(tmp_path / "t", S1, partition_by=["p"])
+    t.append(pa.table({"id": [1], "s": [{"a": 1}], "p": ["x"]}, schema=S1))
+    st = spark_mod.SparkTable(spark, tmp_path / "t")
+    if mode == "merge":
+        st.append(spark.createDataFrame(pa.table({"id": [2], "s": [{"a": 2, "b": "z"}], "p": ["y"], "n": [1.5]}, schema=S2).to_pandas()),
+                  schema_mode="merge")
+        want = [{"id": 1, "s": {"a": 1, "b": None}, "p": "x", "n": None}, {"id": 2, "s": {"a": 2, "b": "z"}, "p": "y", "n": 1.5}]
+    else:
+        new = pa.schema([("id", pa.string()), ("label", pa.string()), ("p", pa.string())])
+        st.overwrite(spark.createDataFrame(pa.table({"id": ["k1"], "label": ["one"], "p": ["x"]}, schema=new).to_pandas()),
+                     schema_mode="overwrite")
+        want = [{"id": "k1", "label": "one", "p": "x"}]
+    assert sorted(docc.Table(tmp_path / "t").snapshot().to_pyarrow().to_pylist(), key=lambda r: str(r["id"])) == want
+    assert kernel_rows(tmp_path / "t") == want

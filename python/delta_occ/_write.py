@@ -55,6 +55,8 @@ class Layout:
         #: object store), through the core.
         self.storage = h.storage
         schema_json = schema_json or h.schema_json
+        #: The schema written with (Delta JSON): the snapshot's, or the one staged in the transaction.
+        self.schema_json: str = schema_json
         self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
         self.delta_fields = json.loads(schema_json)["fields"]
         self.mode: str = h.column_mapping_mode

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core, _rows, identity
-from ._schema import arrow_schema_to_delta, arrow_widens, check_stored, delta_schema_to_arrow, type_name
+from ._schema import arrow_widens, check_stored, type_name
 from ._write import ROW, Layout, arange, as_table, chunks, concat, each
 from .change_data import Changes
 from .constraints import Compiled, Rule, compile_rule, first_broken
@@ -34,7 +34,7 @@ from .operations import overwrite as _overwrite
 from .operations import row_tracking
 from .operations import update as _update
 from .operations.commit_info import OperationRecord
-from .operations.conform import find_column
+from .operations.conform import evolve, find_column
 from .operations.merge import Matched, MergeColumns, MergePlan
 from .operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from .operations.protocols import Staging, Written
@@ -107,24 +107,10 @@ class ArrowEngine:
         return rows
 
     def _evolved(self, data: pa.Schema, schema_mode: Optional[str]) -> Layout:
-        """The layout to write ``data`` with. ``schema_mode="merge"``: the data's columns the
-        table lacks, at any depth, are added (nullable; the core's ``merged_for_write``) by a
-        schema change staged in this transaction, as delta-spark's ``mergeSchema`` does; existing
-        column types never change. ``"overwrite"`` (a whole-table overwrite only, checked by the
-        operation and again by the core at commit): the data's schema replaces the table's, as
-        delta-spark's ``overwriteSchema`` does."""
-        if schema_mode is None:
-            return self.lay
-        if schema_mode == "merge":
-            merged = _core.merged_for_write(self.txn.schema_json, arrow_schema_to_delta(data))
-            if merged is None:
-                return self.lay
-            self.txn.set_schema(delta_schema_to_arrow(merged))
-        elif schema_mode == "overwrite":
-            self.txn.replace_schema(data)
-        else:
-            raise InvalidArgumentError(f"schema_mode must be None, 'merge' or 'overwrite', got {schema_mode!r}")
-        _LAYOUTS.pop(self.txn, None)
+        """The layout to write ``data`` with, after the schema change ``schema_mode`` asks for
+        (``operations.conform.evolve``)."""
+        if evolve(self.txn, data, schema_mode):
+            _LAYOUTS.pop(self.txn, None)
         return self.lay
 
     def write(self, rows: pa.Table) -> Written:

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import Collection, List, Optional, Sequence, Tuple
 
-from ..exceptions import SchemaMismatchError, UnsupportedFeatureError
+import pyarrow as pa
+
+from .. import _core
+from .._schema import arrow_schema_to_delta, delta_schema_to_arrow
+from ..exceptions import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from .protocols import Staging
 
 
 def find_column(names: Sequence[str], name: str) -> Optional[str]:
@@ -40,6 +45,27 @@ def data_columns(
     return out
 
 
+def evolve(txn: Staging, data: pa.Schema, schema_mode: Optional[str]) -> bool:
+    """Stage the schema change a write of data with schema ``data`` asks for; whether it staged
+    one (the engine then writes with the new layout). ``schema_mode="merge"``: the data's columns
+    the table lacks, at any depth, are added (nullable; the core's ``merged_for_write``), as
+    delta-spark's ``mergeSchema``; existing column types never change. ``"overwrite"`` (a
+    whole-table overwrite only: the operation checks, and the core again at commit): the data's
+    schema replaces the table's, as delta-spark's ``overwriteSchema``."""
+    if schema_mode is None:
+        return False
+    if schema_mode == "merge":
+        merged = _core.merged_for_write(txn.schema_json, arrow_schema_to_delta(data))
+        if merged is None:
+            return False
+        txn.set_schema(delta_schema_to_arrow(merged))
+    elif schema_mode == "overwrite":
+        txn.replace_schema(data)
+    else:
+        raise InvalidArgumentError(f"schema_mode must be None, 'merge' or 'overwrite', got {schema_mode!r}")
+    return True
+
+
 def check_writable(root: str, unenforced: Sequence[str]) -> None:
     """New or changed rows would have to be checked against these rules (ones the core cannot
     compile); rows copied unchanged (a rewrite) still obey them, so only new rows are refused."""
@@ -51,4 +77,4 @@ def check_writable(root: str, unenforced: Sequence[str]) -> None:
         )
 
 
-__all__ = ["find_column", "data_columns", "check_writable"]
+__all__ = ["find_column", "data_columns", "evolve", "check_writable"]

@@ -107,6 +107,11 @@ class SparkTransaction(Lifecycle):
         #: committing ("driver"); for benchmarks and for users sizing their jobs.
         self.timings: Dict[str, float] = {"spark": 0.0, "driver": 0.0}
 
+    def relayout(self) -> None:
+        """Write with the schema staged in the transaction (a write's ``schema_mode``)."""
+        self.lay = Layout(self.txn.snapshot, self.txn.schema_json)
+        self.logical = logical_schema(self.txn.schema_json)
+
     def __repr__(self) -> str:
         return f"SparkTransaction(read_version={self.read_version}, state={self.state!r}, operations={self.txn.bookkeeping.operations})"
 
@@ -161,13 +166,17 @@ class SparkTransaction(Lifecycle):
         paths = self.txn.scan(where, ["path"]).column("path").to_pylist()
         return _read(self.spark, self.txn.snapshot, where, columns, paths)
 
-    def append(self, df: DataFrame) -> None:
-        """Stage an append of ``df`` (written by the executors)."""
-        self._run(_dml.append, check_frame(self.spark, df))
+    def append(self, df: DataFrame, *, schema_mode: Optional[str] = None) -> None:
+        """Stage an append of ``df`` (written by the executors); ``schema_mode`` as in
+        ``Transaction.append``."""
+        self._run(_dml.append, check_frame(self.spark, df), schema_mode)
 
-    def overwrite(self, df: DataFrame, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False) -> None:
-        """Stage an overwrite with ``df``: of the whole table, of the rows ``replace_where`` selects, or (``dynamic_partitions``) of the partitions ``df`` writes."""
-        self._run(_dml.overwrite, check_frame(self.spark, df), replace_where, bool(dynamic_partitions))
+    def overwrite(
+        self, df: DataFrame, replace_where: Optional[str] = None, *, dynamic_partitions: bool = False, schema_mode: Optional[str] = None
+    ) -> None:
+        """Stage an overwrite with ``df``: of the whole table, of the rows ``replace_where`` selects, or (``dynamic_partitions``) of the partitions ``df`` writes;
+        ``schema_mode`` as in ``Transaction.overwrite`` (``"overwrite"``: the whole table only)."""
+        self._run(_dml.overwrite, check_frame(self.spark, df), replace_where, bool(dynamic_partitions), schema_mode)
 
     def delete(self, where: Optional[str] = None) -> None:
         """Stage a DELETE of the rows ``where`` selects (every row when None)."""
@@ -427,11 +436,14 @@ class SparkTable:
         app_id: Optional[str] = None,
         app_version: Optional[int] = None,
         rerun_on_conflict: int = 0,
+        schema_mode: Optional[str] = None,
     ) -> CommitResult:
         """Blind append of a DataFrame (never conflicts with other appends). ``app_id`` /
-        ``app_version`` and ``rerun_on_conflict`` as in ``Table.append``."""
+        ``app_version``, ``rerun_on_conflict`` and ``schema_mode`` as in ``Table.append``."""
         app = one_call.app_args(app_id, app_version)
-        return self._one("append", (df,), {}, isolation_level, row_level, max_attempts, name="WRITE", app=app, rerun_on_conflict=rerun_on_conflict)
+        return self._one(
+            "append", (df,), {"schema_mode": schema_mode}, isolation_level, row_level, max_attempts, name="WRITE", app=app, rerun_on_conflict=rerun_on_conflict
+        )
 
     def foreach_batch_sink(self, app_id: str, **options: Any) -> Callable[[DataFrame, int], None]:
         """The function to pass to ``df.writeStream.foreachBatch``: each micro-batch is appended
@@ -461,13 +473,14 @@ class SparkTable:
         app_id: Optional[str] = None,
         app_version: Optional[int] = None,
         rerun_on_conflict: int = 0,
+        schema_mode: Optional[str] = None,
     ) -> CommitResult:
         """As ``Table.overwrite``: all rows, those matching ``replace_where``, or the partitions in ``df``."""
         app = one_call.app_args(app_id, app_version)
         return self._one(
             "overwrite",
             (df, replace_where),
-            {"dynamic_partitions": dynamic_partitions},
+            {"dynamic_partitions": dynamic_partitions, "schema_mode": schema_mode},
             isolation_level,
             row_level,
             max_attempts,

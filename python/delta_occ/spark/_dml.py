@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from .._schema import check_stored
 from .._write import Layout
@@ -22,7 +23,7 @@ from ..operations import optimize as _optimize
 from ..operations import overwrite as _overwrite
 from ..operations import update as _update
 from ..operations.commit_info import OperationRecord
-from ..operations.conform import find_column
+from ..operations.conform import evolve, find_column
 from ..operations.merge import Matched, MergeColumns, MergePlan
 from ..operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from ..operations.protocols import Staging, Written
@@ -56,7 +57,7 @@ class SparkEngine:
         self.ctx = ctx
         self.spark = ctx.spark
         self.txn: Staging = ctx.txn
-        # A Spark transaction never changes the schema: its layout is fixed.
+        # A write's schema_mode may stage a new schema: ``conform`` then takes the new layout.
         self.lay: Layout = ctx.lay
         self.schema: pa.Schema = ctx.lay.schema
         self.partition_columns: List[str] = ctx.lay.partition_columns
@@ -85,8 +86,9 @@ class SparkEngine:
         return list(self.lay.generation.expressions)
 
     def conform(self, data: Any, schema_mode: Optional[str]) -> DataFrame:
-        if schema_mode is not None:
-            raise InvalidArgumentError("the Spark engine does not change the schema: change it first (Table.set_schema)")
+        if schema_mode is not None and isinstance(data, DataFrame) and evolve(self.txn, to_arrow_schema(data.schema), schema_mode):
+            self.ctx.relayout()
+            self.lay, self.schema = self.ctx.lay, self.ctx.lay.schema
         return new_rows(self.txn, self.lay, conform(data, self.lay), data.columns)
 
     def write(self, rows: DataFrame) -> Written:
@@ -197,7 +199,7 @@ class SparkEngine:
 
     def prepare_source(self, source: DataFrame, columns: MergeColumns, keys: List[Tuple[str, str]], schema_mode: Optional[str]) -> DataFrame:
         if schema_mode is not None:
-            raise InvalidArgumentError("the Spark engine does not change the schema: change it first (Table.set_schema)")
+            raise InvalidArgumentError("MERGE on the Spark engine does not change the schema yet: add the columns first (add_columns), or append with schema_mode")
         return source  # keys are cast where they are summarised and compared (Spark's join)
 
     def _keys(self, source: DataFrame, target_column: str, source_column: str) -> DataFrame:
@@ -466,12 +468,14 @@ def _holds(cond: Optional[Compiled]) -> Column:
 # -- the operations, staged on a Spark transaction ----------------------------------------------
 
 
-def append(ctx: "SparkTransaction", df: DataFrame) -> None:
-    _append.append(SparkEngine(ctx), df)
+def append(ctx: "SparkTransaction", df: DataFrame, schema_mode: Optional[str] = None) -> None:
+    _append.append(SparkEngine(ctx), df, schema_mode)
 
 
-def overwrite(ctx: "SparkTransaction", df: DataFrame, replace_where: Optional[str], dynamic_partitions: bool) -> None:
-    _overwrite.overwrite(SparkEngine(ctx), df, replace_where, dynamic_partitions=dynamic_partitions)
+def overwrite(
+    ctx: "SparkTransaction", df: DataFrame, replace_where: Optional[str], dynamic_partitions: bool, schema_mode: Optional[str] = None
+) -> None:
+    _overwrite.overwrite(SparkEngine(ctx), df, replace_where, dynamic_partitions=dynamic_partitions, schema_mode=schema_mode)
 
 
 def delete(ctx: "SparkTransaction", where: Optional[str]) -> None:

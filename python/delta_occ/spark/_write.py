@@ -111,7 +111,7 @@ def new_rows(txn: Staging, lay: Layout, df: DataFrame, given: Sequence[str]) -> 
 
 
 def json_schema(lay: Layout) -> str:
-    return lay.snapshot.handle.schema_json
+    return lay.schema_json
 
 
 def write(

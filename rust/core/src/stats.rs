@@ -286,11 +286,11 @@ fn collect_leaves(
 
 /// `stats` (JSON) with the bounds and null counts of columns outside `indexed` left out;
 /// `numRecords` and any other key kept.
-pub(crate) fn keep_indexed(stats: &str, indexed: &Indexed) -> Result<String, String> {
+pub(crate) fn keep_indexed(stats: String, indexed: &Indexed) -> Result<String, String> {
     let Indexed::Paths(paths) = indexed else {
-        return Ok(stats.to_string());
+        return Ok(stats);
     };
-    let mut value: Value = serde_json::from_str(stats).map_err(|e| e.to_string())?;
+    let mut value: Value = serde_json::from_str(&stats).map_err(|e| e.to_string())?;
     for key in ["minValues", "maxValues", "nullCount"] {
         if let Some(Value::Object(m)) = value.get_mut(key) {
             retain_paths(m, paths, 0);
@@ -376,13 +376,17 @@ mod tests {
     fn keep_indexed_drops_the_other_columns() {
         let stats = r#"{"numRecords":3,"minValues":{"a":1,"b":2,"s":{"x":1,"y":2}},"maxValues":{"a":5,"b":6},"nullCount":{"a":0,"b":0,"s":{"x":0,"y":1}}}"#;
         let paths = Indexed::Paths(vec![vec!["a".into()], vec!["s".into(), "y".into()]]);
-        let kept: Value = serde_json::from_str(&keep_indexed(stats, &paths).unwrap()).unwrap();
+        let kept: Value =
+            serde_json::from_str(&keep_indexed(stats.to_string(), &paths).unwrap()).unwrap();
         let want: Value = serde_json::from_str(
             r#"{"numRecords":3,"minValues":{"a":1,"s":{"y":2}},"maxValues":{"a":5},"nullCount":{"a":0,"s":{"y":1}}}"#,
         )
         .unwrap();
         assert_eq!(kept, want);
-        assert_eq!(keep_indexed(stats, &Indexed::All).unwrap(), stats);
+        assert_eq!(
+            keep_indexed(stats.to_string(), &Indexed::All).unwrap(),
+            stats
+        );
     }
 
     #[test]

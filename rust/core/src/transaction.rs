@@ -288,12 +288,21 @@ impl Transaction {
                 })?;
         }
         // Only the table's indexed columns keep statistics, whichever engine computed them.
-        let config = self.current_metadata()?.configuration;
-        let indexed = crate::stats::indexed_columns(&schema, mapping, &partition_columns, &config);
-        let stats = stats
-            .map(|s| crate::stats::keep_indexed(&s, &indexed))
-            .transpose()
-            .map_err(|e| Error::invalid(format!("add_file({path:?}): stats: {e}")))?;
+        let stats = match stats {
+            None => None,
+            Some(s) => {
+                let config = match &self.metadata {
+                    Some(m) => &m.configuration,
+                    None => &self.snap()?.metadata().configuration,
+                };
+                let indexed =
+                    crate::stats::indexed_columns(&schema, mapping, &partition_columns, config);
+                Some(
+                    crate::stats::keep_indexed(s, &indexed)
+                        .map_err(|e| Error::invalid(format!("add_file({path:?}): stats: {e}")))?,
+                )
+            }
+        };
         let log_path: Box<str> = crate::uri::encode_log_path(&rel).into();
         if self.adds.iter().any(|a| *a.path == *log_path) {
             return Err(Error::invalid(format!(

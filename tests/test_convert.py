@@ -153,3 +153,31 @@ def test_convert_a_directory_spark_wrote(spark, tmp_path):
     assert t.snapshot().schema.field("ts").type == pa.timestamp("us", tz="UTC")
     st = spark_mod.SparkTable(spark, root)
     assert sorted(tuple(r) for r in st.to_df().select("id", "v", "ts", "p").collect()) == expected
+
+
+def test_convert_with_column_mapping_reads_the_files_by_their_names(tmp_path):
+    """The physical names are the names the files hold (a fresh col-<uuid> would read NULLs); the
+    statistics stay keyed by them. delta-kernel-rs reads the values written."""
+    root = tmp_path / "dir"
+    _parquet(root / "p=1/a.parquet", pa.table({"id": [1, 2], "v": ["x", "y"]}))
+    t = docc.convert_to_delta(root, partition_by=["p"], properties={"delta.columnMapping.mode": "name"})
+    want = [{"id": 1, "v": "x", "p": 1}, {"id": 2, "v": "y", "p": 1}]
+    assert _by_id(t.snapshot().to_pyarrow(), ["id", "v", "p"]) == want
+    assert _by_id(kernel_rows(t), ["id", "v", "p"]) == want
+    assert _by_id(t.snapshot().to_pyarrow(where="id > 1"), ["id"]) == [{"id": 2}]
+    t.rename_column("v", "w")
+    assert _by_id(t.snapshot().to_pyarrow(), ["id", "w"]) == [{"id": 1, "w": "x"}, {"id": 2, "w": "y"}]
+
+
+def test_convert_adopts_no_rule_from_the_files_schema(tmp_path):
+    """A generation expression in a file's field metadata was never checked on its rows: the
+    converted column is a plain one (its value 100 stays, and a new row's value is the given one)."""
+    root = tmp_path / "dir"
+    field = pa.field("g", pa.int64(), metadata={"delta.generationExpression": "a + 1", "comment": "kept"})
+    _parquet(root / "a.parquet", pa.table({"a": [5], "g": [100]}, schema=pa.schema([("a", pa.int64()), field])))
+    t = docc.convert_to_delta(root)
+    commit = (root / "_delta_log" / f"{0:020d}.json").read_text().splitlines()
+    schema = json.loads(next(json.loads(line)["metaData"]["schemaString"] for line in commit if '"metaData"' in line))
+    assert schema["fields"][1]["metadata"] == {"comment": "kept"}
+    t.append(pa.table({"a": [6], "g": [7]}))
+    assert sorted(t.snapshot().to_pyarrow().column("g").to_pylist()) == [7, 100]

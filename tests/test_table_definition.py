@@ -252,6 +252,7 @@ GEN = pa.schema([
     pa.field("b", pa.int64(), metadata={"delta.generationExpression": "a * 2 + 1"}),
     pa.field("tag", pa.string(), metadata={"delta.generationExpression": "concat('k', substring(CAST(a AS STRING), 1, 1))"}),
     pa.field("src", pa.string(), metadata={"CURRENT_DEFAULT": "'batch'"}),
+    pa.field("yr", pa.int32(), metadata={"delta.generationExpression": "year(ts)"}),
 ])
 
 
@@ -261,7 +262,7 @@ def _ts(*args) -> dt.datetime:
 
 def _gen_row(ts, a, src="batch") -> dict:
     """A row as the expressions define it (computed here by hand, not by delta-occ)."""
-    return {"ts": ts, "day": ts.date(), "a": a, "b": a * 2 + 1, "tag": "k" + str(a)[0], "src": src}
+    return {"ts": ts, "day": ts.date(), "a": a, "b": a * 2 + 1, "tag": "k" + str(a)[0], "src": src, "yr": ts.year}
 
 
 class _Embedded:
@@ -593,3 +594,37 @@ def test_spark_writes_take_schema_mode_too(spark, tmp_path, mode):
         want = [{"id": "k1", "label": "one", "p": "x"}]
     assert sorted(docc.Table(tmp_path / "t").snapshot().to_pyarrow().to_pylist(), key=lambda r: str(r["id"])) == want
     assert kernel_rows(tmp_path / "t") == want
+
+
+def test_widening_refusals_see_the_type_and_any_letter_case(tmp_path):
+    """Review findings: the current type is no widening (it would add the feature for nothing),
+    and a partition column is refused whatever the letter case."""
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("Day", pa.int32())]), partition_by=["day"])
+    with pytest.raises(exc.InvalidArgumentError, match="already of that type"):
+        t.widen_column("id", pa.int64())
+    with pytest.raises(exc.InvalidArgumentError, match="partition column"):
+        t.widen_column("Day", pa.int64())
+    assert t.refresh() == 0
+
+
+def test_schema_overwrite_keeps_declarations_and_refuses_dangling_rules(tmp_path):
+    commented = pa.field("v", pa.string(), metadata={"comment": "the value"})
+    t = docc.Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), commented, ("x", pa.int64())]))
+    t.add_constraint("x_pos", "x > 0")
+    t.append(pa.table({"id": [1], "v": ["a"], "x": [1]}))
+    with pytest.raises(exc.InvalidArgumentError, match="constraint x_pos"):
+        t.overwrite(pa.table({"id": [2], "v": ["b"]}), schema_mode="overwrite")
+    t.drop_constraint("x_pos")
+    t.overwrite(pa.table({"id": ["k"], "v": ["b"]}), schema_mode="overwrite")
+    fields = json.loads(_newest(tmp_path / "t", "metaData")["schemaString"])["fields"]
+    assert [f["name"] for f in fields] == ["id", "v"] and fields[1]["metadata"].get("comment") == "the value"
+
+
+@pytest.mark.parametrize("engine", ["embedded", "spark"])
+def test_a_merge_insert_naming_some_columns_applies_the_others_defaults(tmp_path, request, engine):
+    """Review finding: an INSERT with a value map left the other columns NULL, not their default."""
+    if engine == "spark":
+        pytest.importorskip("delta_occ.spark", reason="pyspark is not installed")
+    e = (_Embedded if engine == "embedded" else _OnSpark)(tmp_path / "t", request)
+    e.t.merge(e.data([{"a": 3, "ts": _ts(2024, 5, 1)}], ["a", "ts"]), "t.a = s.a", when_not_matched_insert={"a": "s.a", "ts": "s.ts"})
+    assert e.rows() == [_gen_row(_ts(2024, 5, 1), 3)]

@@ -85,6 +85,12 @@ class Layout:
         self.identity: Dict[str, IdentityColumn] = identity_columns(schema_json)
 
     @property
+    def omittable(self) -> List[str]:
+        """Columns new rows may leave out even when NOT NULL: identity, generated and defaulted
+        columns get their values from the table."""
+        return list(self.identity) + self.generation.omittable
+
+    @property
     def data_columns(self) -> List[str]:
         return [f.name for f in self.schema if f.name not in self.partition_columns]
 
@@ -172,8 +178,7 @@ class Layout:
         of it; a missing nullable column filled with NULLs. Anything else is a
         SchemaMismatchError."""
         data = as_table(data)
-        omittable = list(self.identity) + self.generation.omittable
-        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW], generated=omittable)
+        sources = data_columns([(f.name, f.nullable) for f in self.schema], data.column_names, _MERGE_HINT, ignore=[ROW], generated=self.omittable)
         arrays = []
         for f, name in zip(self.schema, sources):
             if name is None:

@@ -330,7 +330,10 @@ class ArrowEngine:
                 new_rows.append(self._new_rows(lay.conform(ins.select(given)), given))
             else:
                 assert isinstance(clause.values, dict)
-                new_rows.append(self._new_rows(lay.conform(_apply(mine, lay.schema, clause.values, {}, "INSERT value")), list(clause.values)))
+                # Only the columns the INSERT names are given: the others get their default,
+                # generated value or NULL from conform, as an append's missing columns do.
+                given = list(clause.values)
+                new_rows.append(self._new_rows(lay.conform(_apply(mine, lay.schema, clause.values, {}, "INSERT value").select(given)), given))
             inserted += mine.num_rows
             if lay.cdf:
                 changes += _merge.recorded(clause, None, new_rows[-1])

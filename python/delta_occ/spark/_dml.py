@@ -33,7 +33,7 @@ from ._columns import col, field, quote
 from ._rowexpr import Compiled, Resolver, compile_where
 from ._scan import FILE, ROW, ScanPlan, Selection, read_plan
 from ._session import F, window
-from ._write import GROUP, conform, new_rows, write, write_changes, write_groups
+from ._write import GROUP, conform, missing_column, new_rows, write, write_changes, write_groups
 from ._zorder import KEYS, integer_div, with_curve_keys
 
 if TYPE_CHECKING:
@@ -316,7 +316,7 @@ class SparkEngine:
                 ins = new_rows(self.txn, self.lay, conform(unmatched.select(*[F.col(f"{quote(cols.sa)}.{quote(c)}").alias(c) for c in given]), self.lay), given)
             else:
                 assert isinstance(clause.values, dict)
-                base = {f.name: F.lit(None).cast(f.dataType) for f in self.ctx.logical.fields}
+                base = {f.name: missing_column(self.lay, f) for f in self.ctx.logical.fields}
                 ins = new_rows(self.txn, self.lay, self._project(unmatched, clause.values, base, resolve), list(clause.values))
             if self.lay.cdf:
                 ins = ins.localCheckpoint()  # written twice (data, changes): the same rows both times

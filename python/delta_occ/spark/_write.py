@@ -17,6 +17,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
+from pyspark.sql.types import StructField
 
 from .. import change_data, identity
 from .._schema import type_mismatch, widens
@@ -60,14 +61,11 @@ def conform(df: DataFrame, lay: Layout) -> DataFrame:
     if not isinstance(df, DataFrame):
         raise InvalidArgumentError(f"data must be a pyspark DataFrame, got {type(df).__name__}")
     schema = logical_schema(json_schema(lay))
-    omittable = list(lay.identity) + lay.generation.omittable
-    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first", generated=omittable)
+    sources = data_columns([(f.name, f.nullable) for f in schema.fields], df.columns, "change the schema first", generated=lay.omittable)
     out: List[Column] = []
     for f, name in zip(schema.fields, sources):
         if name is None:
-            default = lay.generation.default_values(lay.schema.field(f.name), 1)
-            value = None if default is None else default[0].as_py()
-            out.append(F.lit(value).cast(f.dataType).alias(f.name))
+            out.append(missing_column(lay, f).alias(f.name))
             continue
         data_type = df.schema[name].dataType
         if data_type != f.dataType and not widens(data_type.jsonValue(), f.dataType.jsonValue()):
@@ -135,16 +133,27 @@ def write(
         return _write(spark, lay, txn, job, df, data_change)
 
 
+def missing_column(lay: Layout, f: StructField) -> Column:
+    """The value of a column new rows leave out: its default, else NULL (a generated column's
+    NULL is computed by ``generate``)."""
+    default = lay.generation.default_values(lay.schema.field(f.name), 1)
+    return F.lit(None if default is None else default[0].as_py()).cast(f.dataType)
+
+
 def generate(df: DataFrame, lay: Layout) -> DataFrame:
     """New or changed rows with each generated column's NULLs replaced by its computed value
     (``delta_occ.generated``: the core's tree compiled to Spark columns, no Python on executors);
     a given value stays, for the table's rules to check."""
     if not lay.generation.expressions:
         return df
-    types = {f.name: f.dataType for f in logical_schema(json_schema(lay)).fields}
-    return df.withColumns({
-        c: F.coalesce(col(c), Compiled(text, lay.schema).value().cast(types[c])) for c, text in lay.generation.expressions.items()
-    })
+    fields = {f.name: f for f in logical_schema(json_schema(lay)).fields}
+    out: Dict[str, Column] = {}
+    for c, text in lay.generation.expressions.items():
+        value = F.coalesce(col(c), Compiled(text, lay.schema).value().cast(fields[c].dataType))
+        if not fields[c].nullable:  # an expression that gives NULL cannot fill a NOT NULL column
+            value = F.when(value.isNull(), F.raise_error(F.lit(f"delta-occ: column {c!r} is NOT NULL but the data holds a null end of column"))).otherwise(value)
+        out[c] = value
+    return df.withColumns(out)
 
 
 def write_changes(spark: Session, lay: Layout, txn: Staging, job: Job, changes: Sequence[Tuple[str, DataFrame]]) -> None:

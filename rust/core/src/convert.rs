@@ -46,6 +46,11 @@ pub fn convert(
         )));
     }
     let names: Vec<&str> = partition_by.iter().map(|c| c.name.as_str()).collect();
+    let mapped = crate::schema::ColumnMappingMode::from_config(
+        properties
+            .get("delta.columnMapping.mode")
+            .map(String::as_str),
+    )? != crate::schema::ColumnMappingMode::None;
     let values = files
         .iter()
         .map(|f| partition_values(&root, &f.name, &names))
@@ -80,8 +85,18 @@ pub fn convert(
                 Some(_) => {}
                 None => {
                     first_seen.push(&file.name);
-                    // Rows of a file without the column read it as NULL.
-                    fields.push(json!({"name": f["name"], "type": f["type"], "nullable": true, "metadata": f["metadata"]}));
+                    // Rows of a file without the column read it as NULL. Of the metadata a
+                    // file's schema carries only a comment is adopted: a rule (generation
+                    // expression, default, identity, invariant) was never checked on its rows.
+                    let mut metadata = json!({});
+                    if let Some(c) = f["metadata"].get("comment") {
+                        metadata["comment"] = c.clone();
+                    }
+                    // With column mapping the physical name is the name the files hold.
+                    if mapped {
+                        metadata["delta.columnMapping.physicalName"] = f["name"].clone();
+                    }
+                    fields.push(json!({"name": f["name"], "type": f["type"], "nullable": true, "metadata": metadata}));
                 }
             }
         }
@@ -92,8 +107,13 @@ pub fn convert(
             Some(t) => t.clone(),
             None => json!(infer_type(values.iter().map(|v| v[i].as_deref()))),
         };
+        let mut metadata = json!({});
+        if mapped {
+            // Partition values are keyed by the physical name: keep the directories' names.
+            metadata["delta.columnMapping.physicalName"] = json!(column.name);
+        }
         fields.push(
-            json!({"name": column.name, "type": data_type, "nullable": true, "metadata": {}}),
+            json!({"name": column.name, "type": data_type, "nullable": true, "metadata": metadata}),
         );
     }
     let schema = json!({"type": "struct", "fields": fields}).to_string();

@@ -616,6 +616,19 @@ impl Transaction {
             .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
         let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
         schema::check_columns(&proposed, &m.partition_columns)?;
+        // A column that stays keeps what was declared on it (comment, invariant, generation
+        // expression, default, identity); a rule or clustering that names a removed column
+        // would be left dangling: refused, as drop_columns refuses it.
+        let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
+        for gone in old.fields.iter().filter(|o| {
+            !proposed
+                .fields
+                .iter()
+                .any(|f| f.name.eq_ignore_ascii_case(&o.name))
+        }) {
+            self.refuse_referenced(&m, &gone.name, "schema_mode=\"overwrite\" removing")?;
+        }
+        schema::carry_field_metadata(&mut value, &old);
         let mode = ColumnMappingMode::from_config(
             m.configuration
                 .get("delta.columnMapping.mode")
@@ -750,6 +763,18 @@ impl Transaction {
     pub fn widen_column(&mut self, path: &str, to_json: &str) -> Result<()> {
         let to: serde_json::Value = serde_json::from_str(to_json)
             .map_err(|e| Error::invalid(format!("widen_column({path:?}): type JSON: {e}")))?;
+        let (_, mut value) = self.current_schema()?;
+        let (parents, leaf) = split_path(path);
+        let current = fields_at(&mut value, &parents)
+            .and_then(|fs| fs.iter().find(|f| f["name"].as_str() == Some(leaf)))
+            .map(|f| f["type"].clone())
+            .ok_or_else(|| self.no_such_column("widen_column", path))?;
+        if current == to {
+            return Err(Error::invalid(format!(
+                "widen_column({path:?}, {to}) on {}: the column is already of that type",
+                self.root
+            )));
+        }
         let staged = self.metadata.clone();
         let mut m = self.current_metadata()?;
         m.configuration
@@ -774,7 +799,11 @@ impl Transaction {
         let changes = crate::schema_change::type_changes(old, proposed)
             .map_err(|why| Error::invalid(format!("schema change on {}: {why}", self.root)))?;
         for c in changes {
-            if c.field.len() == 1 && partition_columns.contains(&c.field[0]) {
+            if c.field.len() == 1
+                && partition_columns
+                    .iter()
+                    .any(|p| p.eq_ignore_ascii_case(&c.field[0]))
+            {
                 return Err(Error::invalid(format!(
                     "changing the type of partition column `{}` on {} is not supported: its values are in every file's path",
                     c.field[0], self.root

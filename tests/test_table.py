@@ -87,7 +87,6 @@ def test_nested_columns_round_trip_under_column_mapping(tmp_path, mode):
     ({"partition_by": ["nope"]}, exc.InvalidArgumentError),
     ({"properties": {"delta.isolationLevel": "Strict"}}, exc.InvalidArgumentError),
     ({"properties": {"delta.isolationLevel": "SnapshotIsolation"}}, exc.InvalidArgumentError),
-    ({"properties": {"delta.enableTypeWidening": "true"}}, exc.UnsupportedFeatureError),
     ({"properties": {"delta.enableRowTracking": "true", "delta.rowTrackingSuspended": "true"}}, exc.InvalidArgumentError),
     ({"properties": {"delta.columnMapping.mode": "fancy"}}, exc.InvalidArgumentError),
     ({"schema": pa.schema([("u", pa.uint32())])}, exc.InvalidArgumentError),

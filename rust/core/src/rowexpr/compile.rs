@@ -1064,7 +1064,11 @@ impl Compiler<'_> {
             other => return Err(self.error(self.at(other), "LIKE needs a string literal pattern")),
         };
         let x = self.node(x, None)?;
-        let x = self.cast(x, &DataType::Utf8)?;
+        let mut x = self.cast(x, &DataType::Utf8)?;
+        if ci {
+            // ILIKE is LIKE over lower() of both sides in Spark, so lower(upper(x)) -> lower(x).
+            x = without_case_conversion(x);
+        }
         let like = boolean(
             Kind::Like {
                 expr: Box::new(x),
@@ -1247,7 +1251,10 @@ impl Compiler<'_> {
         let (args, ty) = match func {
             Func::Upper | Func::Lower | Func::Trim | Func::Length => {
                 arity(1, 1)?;
-                let x = self.cast(args.pop().expect("one"), &DataType::Utf8)?;
+                let mut x = self.cast(args.pop().expect("one"), &DataType::Utf8)?;
+                if matches!(func, Func::Upper | Func::Lower) {
+                    x = without_case_conversion(x);
+                }
                 let ty = if func == Func::Length {
                     DataType::Int32
                 } else {
@@ -1703,4 +1710,18 @@ fn trunc_unit(s: &str) -> Option<TruncUnit> {
         "MICROSECOND" => U::Microsecond,
         _ => return None,
     })
+}
+
+/// `x` without an outer upper() / lower(): an enclosing case conversion decides the case, and
+/// Spark's optimizer drops the inner one (SimplifyCaseConversionExpressions), which changes the
+/// result where the full mappings disagree (`lower(upper('straße'))` is `strasse` evaluated
+/// as written, `straße` in Spark). Every engine must select the same rows.
+fn without_case_conversion(mut x: Node) -> Node {
+    while let Kind::Func(Func::Upper | Func::Lower, args) = &mut x.kind {
+        match args.pop() {
+            Some(inner) => x = inner,
+            None => break,
+        }
+    }
+    x
 }

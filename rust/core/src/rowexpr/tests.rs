@@ -106,6 +106,27 @@ fn strings_like_and_functions() {
     );
 }
 
+/// Spark drops an inner upper() / lower() under another case conversion, and under ILIKE (LIKE of
+/// lower() of both sides): `upper('straße')` is `STRASSE`, yet `upper(s) ILIKE '%ß%'` holds for
+/// 'straße' in Spark 4.2 (seen in tests/test_condition_agreement.py). The core does the same.
+#[test]
+fn an_inner_case_conversion_is_dropped_as_spark_drops_it() {
+    let schema = Schema::new(vec![Field::new("s", DataType::Utf8, true)]);
+    let b = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(StringArray::from(vec![Some("straße"), Some("STRASSE")])) as ArrayRef],
+    )
+    .unwrap();
+    let m = |text: &str| -> Vec<bool> {
+        let e = RowExpr::compile(text, &b.schema(), &[]).unwrap();
+        e.mask(&b).unwrap().iter().map(|v| v.unwrap()).collect()
+    };
+    assert_eq!(m("upper(s) = 'STRASSE'"), [true, true]);
+    assert_eq!(m("upper(s) ILIKE '%ß%'"), [true, false]);
+    assert_eq!(m("lower(upper(s)) = 'straße'"), [true, false]);
+    assert_eq!(m("upper(lower(upper(s))) = 'STRASSE'"), [true, true]);
+}
+
 #[test]
 fn arithmetic_is_checked_and_remainder_keeps_the_dividend_sign() {
     let v = values("id % 3");

@@ -52,7 +52,7 @@ def delta_type_json(t: Any) -> str:
         return json.dumps(t)
     if not isinstance(t, pa.DataType):
         raise InvalidArgumentError(f"a column type must be a pyarrow DataType or a Delta type name, got {t!r}")
-    return json.dumps(json.loads(arrow_schema_to_delta(pa.schema([pa.field("x", t)])))["fields"][0]["type"])
+    return _core.delta_type_json(t.__arrow_c_schema__())
 
 
 # -- schema enforcement (docs/guide.md "Policies") ------------------------------------------------

@@ -58,6 +58,7 @@ class Generation:
         self.defaults = column_defaults(fields)
         self._schema = schema
         self._compiled: Dict[str, Any] = {}
+        self._default_values: Dict[str, pa.Scalar] = {}
 
     def __bool__(self) -> bool:
         return bool(self.expressions or self.defaults)
@@ -73,14 +74,17 @@ class Generation:
         return self._compiled[column]
 
     def default_values(self, field: pa.Field, n: int) -> Optional[pa.Array]:
-        """The column default of ``field`` for ``n`` new rows (``current_date()`` /
-        ``current_timestamp()`` at this write's instant), None when it has none."""
+        """The column default of ``field`` for ``n`` new rows, None when it has none. It is
+        evaluated once per table layout (one transaction's writes): ``current_date()`` /
+        ``current_timestamp()`` name one instant for all of them."""
         text = self.defaults.get(field.name)
         if text is None:
             return None
-        one = pa.table({"_": pa.nulls(1)})
-        value = _rows.values(one, _rows.compile(Now().text(text), one.schema), f"the default of column {field.name}")
-        return pa.repeat(value.cast(field.type)[0], n)
+        if field.name not in self._default_values:
+            one = pa.table({"_": pa.nulls(1)})
+            value = _rows.values(one, _rows.compile(Now().text(text), one.schema), f"the default of column {field.name}")
+            self._default_values[field.name] = value.cast(field.type)[0]
+        return pa.repeat(self._default_values[field.name], n)
 
     def fill(self, rows: pa.Table) -> pa.Table:
         """``rows`` with each generated column's NULLs replaced by its computed value (a given

@@ -92,10 +92,6 @@ pub fn convert(
                     if let Some(c) = f["metadata"].get("comment") {
                         metadata["comment"] = c.clone();
                     }
-                    // With column mapping the physical name is the name the files hold.
-                    if mapped {
-                        metadata["delta.columnMapping.physicalName"] = f["name"].clone();
-                    }
                     fields.push(json!({"name": f["name"], "type": f["type"], "nullable": true, "metadata": metadata}));
                 }
             }
@@ -107,16 +103,17 @@ pub fn convert(
             Some(t) => t.clone(),
             None => json!(infer_type(values.iter().map(|v| v[i].as_deref()))),
         };
-        let mut metadata = json!({});
-        if mapped {
-            // Partition values are keyed by the physical name: keep the directories' names.
-            metadata["delta.columnMapping.physicalName"] = json!(column.name);
-        }
         fields.push(
-            json!({"name": column.name, "type": data_type, "nullable": true, "metadata": metadata}),
+            json!({"name": column.name, "type": data_type, "nullable": true, "metadata": {}}),
         );
     }
-    let schema = json!({"type": "struct", "fields": fields}).to_string();
+    let mut schema = json!({"type": "struct", "fields": fields});
+    if mapped {
+        // The physical names are the names the files (and partition directories) hold, at
+        // every depth; ids are handed out as for a new table.
+        crate::schema::name_physical_as_logical(&mut schema);
+    }
+    let schema = schema.to_string();
     let mut txn = new_table_transaction(
         &root,
         &schema,

@@ -358,12 +358,11 @@ pub(crate) fn assign_column_mapping(t: &mut Value, next_id: &mut i64) {
 }
 
 /// Column mapping enabled on an existing table: every field's physical name is its current
-/// name (the data files hold the columns by those names), then ids as for a new table.
-pub(crate) fn enable_column_mapping(t: &mut Value, next_id: &mut i64) {
+/// name (the data files hold the columns by those names); ids follow as for new fields.
+pub(crate) fn name_physical_as_logical(t: &mut Value) {
     for_each_field(t, &mut |name, m| {
         m.insert("delta.columnMapping.physicalName".into(), name);
     });
-    assign_column_mapping(t, next_id);
 }
 
 /// Remove every field's column-mapping id and physical name (at any depth).

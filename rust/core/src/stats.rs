@@ -284,22 +284,25 @@ fn collect_leaves(
     physical.pop();
 }
 
-/// `stats` (JSON) with the bounds and null counts of columns outside `indexed` left out;
-/// `numRecords` and any other key kept.
-pub(crate) fn keep_indexed(stats: String, indexed: &Indexed) -> Result<String, String> {
+/// Leave out of `stats` (parsed JSON) the bounds and null counts of columns outside `indexed`
+/// (`numRecords` and any other key kept); whether anything was left out.
+pub(crate) fn keep_indexed(stats: &mut Value, indexed: &Indexed) -> bool {
     let Indexed::Paths(paths) = indexed else {
-        return Ok(stats);
+        return false;
     };
-    let mut value: Value = serde_json::from_str(&stats).map_err(|e| e.to_string())?;
+    let mut changed = false;
     for key in ["minValues", "maxValues", "nullCount"] {
-        if let Some(Value::Object(m)) = value.get_mut(key) {
-            retain_paths(m, paths, 0);
+        if let Some(Value::Object(m)) = stats.get_mut(key) {
+            let before = m.len();
+            changed |= retain_paths(m, paths, 0) || m.len() != before;
         }
     }
-    Ok(value.to_string())
+    changed
 }
 
-fn retain_paths(m: &mut Map<String, Value>, paths: &[Vec<String>], depth: usize) {
+/// Keep the keys of `m` on one of `paths` (at `depth`); whether a nested map lost a key.
+fn retain_paths(m: &mut Map<String, Value>, paths: &[Vec<String>], depth: usize) -> bool {
+    let mut nested_changed = false;
     m.retain(|k, v| {
         let under: Vec<Vec<String>> = paths
             .iter()
@@ -309,12 +312,14 @@ fn retain_paths(m: &mut Map<String, Value>, paths: &[Vec<String>], depth: usize)
         match v {
             _ if under.is_empty() => false,
             Value::Object(inner) if under.iter().all(|p| p.len() > depth + 1) => {
-                retain_paths(inner, &under, depth + 1);
+                let before = inner.len();
+                nested_changed |= retain_paths(inner, &under, depth + 1) || inner.len() != before;
                 !inner.is_empty()
             }
             _ => true,
         }
     });
+    nested_changed
 }
 
 #[cfg(test)]
@@ -376,17 +381,16 @@ mod tests {
     fn keep_indexed_drops_the_other_columns() {
         let stats = r#"{"numRecords":3,"minValues":{"a":1,"b":2,"s":{"x":1,"y":2}},"maxValues":{"a":5,"b":6},"nullCount":{"a":0,"b":0,"s":{"x":0,"y":1}}}"#;
         let paths = Indexed::Paths(vec![vec!["a".into()], vec!["s".into(), "y".into()]]);
-        let kept: Value =
-            serde_json::from_str(&keep_indexed(stats.to_string(), &paths).unwrap()).unwrap();
+        let mut kept: Value = serde_json::from_str(stats).unwrap();
+        assert!(keep_indexed(&mut kept, &paths));
         let want: Value = serde_json::from_str(
             r#"{"numRecords":3,"minValues":{"a":1,"s":{"y":2}},"maxValues":{"a":5},"nullCount":{"a":0,"s":{"y":1}}}"#,
         )
         .unwrap();
         assert_eq!(kept, want);
-        assert_eq!(
-            keep_indexed(stats.to_string(), &Indexed::All).unwrap(),
-            stats
-        );
+        let mut all: Value = serde_json::from_str(stats).unwrap();
+        assert!(!keep_indexed(&mut all, &Indexed::All));
+        assert_eq!(all, serde_json::from_str::<Value>(stats).unwrap());
     }
 
     #[test]

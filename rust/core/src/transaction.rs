@@ -279,28 +279,27 @@ impl Transaction {
             partition_values,
             path,
         )?;
-        if let Some(s) = &stats {
-            serde_json::from_str::<serde_json::Value>(s)
-                .ok()
-                .filter(|v| v.is_object())
-                .ok_or_else(|| {
-                    Error::invalid(format!("add_file({path:?}): stats must be a JSON object"))
-                })?;
-        }
-        // Only the table's indexed columns keep statistics, whichever engine computed them.
+        // Only the table's indexed columns keep statistics, whichever engine computed them: the
+        // stats are parsed once, to check them and to drop the others (written again only then).
         let stats = match stats {
             None => None,
             Some(s) => {
+                let mut value = serde_json::from_str::<serde_json::Value>(&s)
+                    .ok()
+                    .filter(|v| v.is_object())
+                    .ok_or_else(|| {
+                        Error::invalid(format!("add_file({path:?}): stats must be a JSON object"))
+                    })?;
                 let config = match &self.metadata {
                     Some(m) => &m.configuration,
                     None => &self.snap()?.metadata().configuration,
                 };
                 let indexed =
                     crate::stats::indexed_columns(&schema, mapping, &partition_columns, config);
-                Some(
-                    crate::stats::keep_indexed(s, &indexed)
-                        .map_err(|e| Error::invalid(format!("add_file({path:?}): stats: {e}")))?,
-                )
+                Some(match crate::stats::keep_indexed(&mut value, &indexed) {
+                    true => value.to_string(),
+                    false => s,
+                })
             }
         };
         let log_path: Box<str> = crate::uri::encode_log_path(&rel).into();
@@ -386,11 +385,7 @@ impl Transaction {
     fn layout(&self) -> Result<(StructType, ColumnMappingMode, Vec<String>)> {
         if let Some(m) = &self.metadata {
             let schema = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
-            let mode = ColumnMappingMode::from_config(
-                m.configuration
-                    .get("delta.columnMapping.mode")
-                    .map(String::as_str),
-            )?;
+            let mode = mapping_mode(m)?;
             return Ok((schema, mode, m.partition_columns.clone()));
         }
         let s = self.snap()?;
@@ -559,7 +554,7 @@ impl Transaction {
     /// change would need the data rewritten: refused. Returns the mode's spelling to store.
     fn change_column_mapping(&self, m: &mut Metadata, to: &str) -> Result<String> {
         let key = "delta.columnMapping.mode";
-        let from = ColumnMappingMode::from_config(m.configuration.get(key).map(String::as_str))?;
+        let from = mapping_mode(m)?;
         let wanted = ColumnMappingMode::from_config(Some(to))?;
         if from == wanted {
             return Ok(to.to_string());
@@ -577,11 +572,9 @@ impl Transaction {
         }
         let mut value: serde_json::Value = serde_json::from_str(&m.schema_string)
             .map_err(|e| Error::invalid(format!("schema JSON: {e}")))?;
-        let mut next = 0;
-        schema::enable_column_mapping(&mut value, &mut next);
+        schema::name_physical_as_logical(&mut value);
+        assign_new_ids(m, &mut value);
         m.schema_string = value.to_string();
-        m.configuration
-            .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
         Ok("name".into())
     }
 
@@ -629,21 +622,9 @@ impl Transaction {
             self.refuse_referenced(&m, &gone.name, "schema_mode=\"overwrite\" removing")?;
         }
         schema::carry_field_metadata(&mut value, &old);
-        let mode = ColumnMappingMode::from_config(
-            m.configuration
-                .get("delta.columnMapping.mode")
-                .map(String::as_str),
-        )?;
-        if mode != ColumnMappingMode::None {
+        if mapping_mode(&m)? != ColumnMappingMode::None {
             schema::strip_column_mapping(&mut value);
-            let mut next: i64 = m
-                .configuration
-                .get("delta.columnMapping.maxColumnId")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            schema::assign_column_mapping(&mut value, &mut next);
-            m.configuration
-                .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+            assign_new_ids(&mut m, &mut value);
         }
         m.schema_string = value.to_string();
         self.replaces_schema = true;
@@ -878,12 +859,7 @@ impl Transaction {
     }
 
     fn needs_column_mapping(&self, m: &Metadata, what: &str) -> Result<()> {
-        let mode = ColumnMappingMode::from_config(
-            m.configuration
-                .get("delta.columnMapping.mode")
-                .map(String::as_str),
-        )?;
-        if mode == ColumnMappingMode::None {
+        if mapping_mode(m)? == ColumnMappingMode::None {
             return Err(Error::UnsupportedFeature {
                 table: self.root.to_string(),
                 version: Some(self.read_version),
@@ -954,11 +930,7 @@ impl Transaction {
     fn set_schema_value(&mut self, mut value: serde_json::Value, allow_drop: bool) -> Result<()> {
         self.open()?;
         let mut m = self.current_metadata()?;
-        let mode = ColumnMappingMode::from_config(
-            m.configuration
-                .get("delta.columnMapping.mode")
-                .map(String::as_str),
-        )?;
+        let mode = mapping_mode(&m)?;
         let old = StructType::parse(&m.schema_string).map_err(Error::invalid)?;
         let proposed = StructType::parse(&value.to_string()).map_err(Error::invalid)?;
         schema::check_columns(&proposed, &m.partition_columns)?;
@@ -1049,14 +1021,7 @@ impl Transaction {
         schema::carry_field_metadata(&mut value, &old);
         self.record_type_changes(&mut value, &old, &proposed, &m.partition_columns)?;
         if mode != ColumnMappingMode::None {
-            let mut next: i64 = m
-                .configuration
-                .get("delta.columnMapping.maxColumnId")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            schema::assign_column_mapping(&mut value, &mut next);
-            m.configuration
-                .insert("delta.columnMapping.maxColumnId".into(), next.to_string());
+            assign_new_ids(&mut m, &mut value);
         }
         let text = value.to_string();
         m.schema_string = text;
@@ -1314,6 +1279,28 @@ fn fmt_ms(ms: i64) -> String {
 }
 
 /// A dotted column path as (the struct columns leading to it, its own name).
+/// The column mapping mode `m` configures.
+fn mapping_mode(m: &Metadata) -> Result<ColumnMappingMode> {
+    ColumnMappingMode::from_config(
+        m.configuration
+            .get("delta.columnMapping.mode")
+            .map(String::as_str),
+    )
+}
+
+/// Give the fields of `schema` that have none a column-mapping id and physical name, counting on
+/// from `m`'s `delta.columnMapping.maxColumnId`, which moves to the last id handed out.
+fn assign_new_ids(m: &mut Metadata, schema: &mut serde_json::Value) {
+    let key = "delta.columnMapping.maxColumnId";
+    let mut next: i64 = m
+        .configuration
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    schema::assign_column_mapping(schema, &mut next);
+    m.configuration.insert(key.into(), next.to_string());
+}
+
 fn split_path(path: &str) -> (Vec<&str>, &str) {
     let mut parts: Vec<&str> = path.split('.').collect();
     let leaf = parts.pop().unwrap_or_default();

@@ -41,7 +41,7 @@ def test_each_keeps_order_starts_nothing_after_an_error_and_raises_the_earliest(
 
     import pytest
 
-    from delta_occ._write import each
+    from delta_occ.workers import each
 
     assert each(list(range(50)), lambda x: x * x) == [x * x for x in range(50)]
     threads = set()

@@ -1,5 +1,5 @@
-"""Reading a snapshot's rows with pyarrow: DVs applied, column mapping resolved to logical names,
-partition columns filled from the log."""
+"""Reading the columns of one data file: column mapping resolved to logical names and the table's
+types (``delta_occ.reader`` reads a snapshot's files with it)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _arrow, _core, _rows
+from . import _arrow, _core
 from ._schema import delta_schema_to_arrow, field_id, physical_schema
-from .exceptions import InvalidArgumentError
 
 
 class DataColumns(NamedTuple):
@@ -118,54 +117,3 @@ def keep_mask(handle: Any, log_path: str, n: int) -> pa.Array:
     """Boolean mask of the file's rows its DV keeps (checked against the file's row count)."""
     bits = handle.keep_mask(log_path, n)
     return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
-
-
-def read_snapshot(
-    handle: Any, schema: pa.Schema, columns: Optional[Sequence[str]] = None, where: Optional[str] = None
-) -> pa.Table:
-    delta_schema = json.loads(handle.schema_json)
-    mode = handle.column_mapping_mode
-    partition_cols = handle.partition_columns
-    by_name = {f["name"]: f for f in delta_schema["fields"]}
-    if columns is None:
-        columns = [f["name"] for f in delta_schema["fields"]]
-    else:
-        columns = list(columns)
-        if not columns:
-            raise InvalidArgumentError("columns must name at least one column (or be None for all)")
-        unknown = [c for c in columns if c not in by_name]
-        if unknown:
-            raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {list(by_name)}")
-    out_columns = columns
-    selected = None
-    expression = None
-    if where is not None:
-        selected, _ = handle.prune(where)
-        expression = _rows.compile(where, schema)
-        columns = columns + [c for c in expression.columns if c not in columns]
-    data_fields = data_columns([by_name[c] for c in columns if c not in partition_cols], mode)
-    out_schema = pa.schema([schema.field(c) for c in columns])
-    # Only the files the predicate may match are listed, with their partition values.
-    files = handle.data_files(selected)
-    result_schema = pa.schema([schema.field(c) for c in out_columns])
-    if not files:
-        return result_schema.empty_table()
-    parts = _arrow.batch(handle.partition_values(selected))
-    part_columns = {c: parts.column(parts.schema.get_field_index(c)) for c in columns if c in partition_cols}
-    tables = []
-    storage = handle.storage
-    for i, (abs_path, log_path, has_dv) in enumerate(files):
-        data, n = read_file(storage, abs_path, data_fields)
-        arrays = []
-        for c in columns:
-            if c in part_columns:
-                arrays.append(pa.repeat(part_columns[c][i], n))
-            else:
-                arrays.append(data[c])
-        table = pa.Table.from_arrays(arrays, schema=out_schema)
-        if has_dv:
-            table = table.filter(keep_mask(handle, log_path, n))
-        if expression is not None:
-            table = table.filter(_rows.mask(table, expression)).select(out_columns)
-        tables.append(table)
-    return pa.concat_tables(tables)

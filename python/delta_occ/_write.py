@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import threading
 import uuid
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import _arrow, _core, change_data
-from ._read import DataColumns, keep_mask, read_file
 from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .constraints import Rules
 from .exceptions import InvalidArgumentError, SchemaMismatchError
@@ -25,21 +22,11 @@ from .identity import IdentityColumn, identity_columns
 from .operations import row_tracking
 from .operations.conform import check_writable, data_columns
 from .operations.protocols import Staging
-from .scan_plan import scan_plan
+from .reader import ROW, Reader
 from .snapshot import Snapshot
+from .workers import each
 
-ROW = "__delta_occ_row"
 _MERGE_HINT = 'pass schema_mode="merge" to add them, or change the schema first'
-
-
-class _Planned(NamedTuple):
-    """A file's scan-plan entry, as reading it needs it."""
-
-    abs_path: str
-    has_dv: bool
-    partition_values: Dict[str, Any]
-    base_row_id: Optional[int]
-    default_row_commit_version: Optional[int]
 
 
 class Layout:
@@ -70,10 +57,8 @@ class Layout:
         self.cdf = change_data.enabled(props)
         #: The physical materialized row-id and row-commit-version columns, when rows keep ids.
         self.row_id_columns = row_tracking.materialized(props)
-        # Per file read so far: its scan-plan entry (``_Planned``); looked up in the core for the
-        # files read only, so a DML costs what it touches, not the table's file count.
-        self._plan: Dict[str, _Planned] = {}
-        self._selections: Dict[Tuple[Optional[Tuple[str, ...]], bool, bool], Tuple[List[pa.Field], DataColumns, pa.Schema]] = {}
+        #: Reads the snapshot's files (under the schema written with).
+        self.reader = Reader(snapshot, schema_json)
         #: CHECK constraints and invariants, enforced on every new or changed row; a rule the core
         #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
         self.rules = Rules(props, self.delta_fields, self.schema)
@@ -93,82 +78,6 @@ class Layout:
     @property
     def data_columns(self) -> List[str]:
         return [f.name for f in self.schema if f.name not in self.partition_columns]
-
-    # -- reading ------------------------------------------------------------------------------
-
-    def prefetch(self, paths: Sequence[str]) -> None:
-        """Look up the files about to be read in one call to the core (a call per file cost
-        about 0.1 ms each, a tenth of reading a 1,000-row file)."""
-        missing = [p for p in dict.fromkeys(paths) if p not in self._plan]
-        if not missing:
-            return
-        plan, partition_values = scan_plan(self.snapshot.handle, missing, self.partition_columns)
-        abs_paths = plan.column("abs_path").to_pylist()
-        dv = plan.column("dv_cardinality").to_pylist()
-        base = plan.column("base_row_id").to_pylist()
-        version = plan.column("default_row_commit_version").to_pylist()
-        values = partition_values.columns
-        for i, path in enumerate(missing):
-            parts = {c: values[k][i] for k, c in enumerate(self.partition_columns)}
-            self._plan[path] = _Planned(abs_paths[i], dv[i] > 0, parts, base[i], version[i])
-
-    def _entry(self, path: str) -> _Planned:
-        """The file's scan-plan entry (the core says "not a live file of version N" for any
-        other path)."""
-        if path not in self._plan:
-            self.prefetch([path])
-        return self._plan[path]
-
-    def _columns(self, columns: Optional[Sequence[str]], positions: bool, ids: bool = False) -> Tuple[List[pa.Field], DataColumns, pa.Schema]:
-        """Per selection of columns (computed once): the table fields read, their data columns
-        (with ``ids``, the materialized row-id columns too), and the schema of the rows returned."""
-        key = (None if columns is None else tuple(columns), positions, ids)
-        got = self._selections.get(key)
-        if got is None:
-            fields = [f for f in self.schema if columns is None or f.name in columns]
-            data = [i for i, f in enumerate(self.schema) if (columns is None or f.name in columns) and f.name not in self.partition_columns]
-            wanted = DataColumns([self.schema.field(i) for i in data], [self.physical.field(i) for i in data])
-            schema = pa.schema(fields)
-            if positions:
-                schema = schema.append(pa.field(ROW, pa.uint64()))
-            if ids and self.row_id_columns:
-                kept = [pa.field(row_tracking.ROW_ID, pa.int64()), pa.field(row_tracking.ROW_COMMIT_VERSION, pa.int64())]
-                wanted = DataColumns(wanted.logical + kept, wanted.physical + [pa.field(n, pa.int64()) for n in self.row_id_columns])
-                schema = pa.schema(list(schema) + kept)
-            got = self._selections[key] = (fields, wanted, schema)
-        return got
-
-    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> pa.Table:
-        """Live rows of a file of the snapshot, plus ROW (physical position) unless `positions`
-        is False: every column, or only `columns` (table column names) when given. ``ids``, on a
-        table whose rows keep their ids: the rows also carry their ids and commit versions
-        (``row_tracking.ROW_ID`` and ``ROW_COMMIT_VERSION``), for the copies to keep them."""
-        entry = self._entry(path)
-        abs_path, has_dv, parts = entry.abs_path, entry.has_dv, entry.partition_values
-        with_ids = ids and self.row_id_columns is not None
-        fields, wanted, schema = self._columns(columns, positions, with_ids)
-        data, n = read_file(self.storage, abs_path, wanted)
-        arrays = []
-        for f in fields:
-            if f.name in self.partition_columns:
-                arrays.append(pa.repeat(parts[f.name], n).cast(f.type))
-            else:
-                arrays.append(data[f.name])
-        if positions:
-            arrays.append(arange(n))
-        if with_ids:
-            arrays += row_tracking.ids_of(
-                data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), entry.base_row_id, entry.default_row_commit_version, self.root, path
-            )
-        table = pa.Table.from_arrays(arrays, schema=schema)
-        if has_dv:
-            table = table.filter(keep_mask(self.snapshot.handle, path, n))
-        return table
-
-    def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> List[pa.Table]:
-        """`read_rows` of each file, in order, on a few threads (see `each`)."""
-        self.prefetch(paths)
-        return each(paths, lambda path: self.read_rows(path, columns, positions, ids))
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -297,59 +206,6 @@ class Layout:
         return rel, partition, len(data_bytes), "" if changes else file_stats(physical, data_bytes)
 
 
-#: Threads for per-file work (reading, matching, encoding): pyarrow releases the GIL. One more than
-#: the cores, so that a core is not left idle while a thread waits for the GIL or the disk (rewrite
-#: DELETE of 10 files on 2 cores: 3 threads ~7% faster than 2).
-_WORKERS = max(2, min(8, (os.cpu_count() or 2) + 1))
-
-
-def each(items: Sequence[Any], fn: Any) -> List[Any]:
-    """`fn(item)` for every item on a few threads, results in order; after an error no item is
-    started, and the error of the earliest failed item is raised once the running ones are done.
-
-    The calling thread is one of the workers and the items are handed out in order from a shared
-    counter, not as one future per item: with 100 files of 1,000 rows (OPTIMIZE) the futures, their
-    wake-ups and a pool's own threads cost about as much as the work saved (100 reads: 23 ms in
-    one thread, 26 ms through a ThreadPoolExecutor, 19 ms this way)."""
-    n = len(items)
-    if n <= 1:
-        return [fn(x) for x in items]
-    results: List[Any] = [None] * n
-    errors: List[Tuple[int, BaseException]] = []
-    order = iter(range(n))  # next() of a range iterator is one C call: atomic under the GIL
-
-    def work() -> None:
-        while not errors:
-            i = next(order, n)
-            if i == n:
-                return
-            try:
-                results[i] = fn(items[i])
-            except BaseException as e:  # re-raised below, in the caller's thread
-                errors.append((i, e))
-
-    helpers = [threading.Thread(target=work, daemon=True) for _ in range(min(_WORKERS, n) - 1)]
-    for t in helpers:
-        t.start()
-    try:
-        work()
-    except BaseException as e:  # (an interrupt between items): stop the helpers too
-        errors.append((-1, e))
-        raise
-    finally:
-        for t in helpers:
-            t.join()
-    if errors:
-        raise min(errors, key=lambda e: e[0])[1]
-    return results
-
-
-def chunks(items: Sequence[Any], size: int = 4 * _WORKERS) -> Iterator[Sequence[Any]]:
-    """Slices of `items`, so that per-file work holds a bounded number of files in memory."""
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
 def as_table(data: Any) -> pa.Table:
     """Data to write as a pyarrow Table (a Table, RecordBatch or RecordBatchReader)."""
     if isinstance(data, pa.RecordBatchReader):
@@ -422,12 +278,6 @@ def partition_strings(rows: pa.Table, columns: List[str]) -> List[Dict[str, Opti
     """Per row of ``rows``, the ``partitionValues`` of ``columns`` as the core spells them."""
     per_column = {c: _core.partition_strings(_arrow.array_capsules(rows.column(c))) for c in columns}
     return [{c: per_column[c][i] for c in columns} for i in range(rows.num_rows)]
-
-
-def arange(n: int, type: Optional[pa.DataType] = None) -> pa.Array:
-    """0 .. n-1 built in Arrow (no Python list of n ints): the positions of a repeat of True
-    (uint64 unless `type` says otherwise)."""
-    return pc.indices_nonzero(pa.repeat(True, n)).cast(type or pa.uint64())
 
 
 def stats_json(data: pa.Table) -> str:

@@ -17,10 +17,12 @@ import pyarrow.compute as pc
 
 from . import _arrow
 from ._read import DataColumns, read_file
-from ._write import ROW, Layout, each
+from ._write import Layout
 from .change_data import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, DELETE, INSERT, KINDS, PROPERTY, Changes, enabled
 from .exceptions import InvalidArgumentError, VersionNotFoundError
+from .reader import ROW
 from .snapshot import Snapshot
+from .workers import each
 
 
 class FeedSource(Protocol):
@@ -162,7 +164,7 @@ def _commit_changes(commit: CommitChanges) -> Changes:
         lay = commit.layout
         # Partition values typed by the core, as a live file's are (one row per cdc file).
         values = cdc_partition_values(commit)
-        tables = each(list(range(len(commit.cdc))), lambda i: _read_cdc(lay, commit.cdc[i], values.slice(i, 1)))
+        tables = each(list(range(len(commit.cdc))), lambda i: _read_cdc(lay, commit.cdc[i], values.slice(i, 1)), lay.reader.concurrency)
         rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         kinds = rows.column(CHANGE_TYPE)
         rows = rows.drop_columns([CHANGE_TYPE])
@@ -170,13 +172,13 @@ def _commit_changes(commit: CommitChanges) -> Changes:
     out: Changes = []
     if commit.removed:
         assert commit.before is not None
-        for path, rows in zip(commit.removed, commit.before.read_many(commit.removed)):
+        for path, rows in zip(commit.removed, commit.before.reader.read_many(commit.removed)):
             if path in commit.readded:  # the same file with a larger DV: its rows the new DV hides
-                still = commit.layout.read_rows(path, columns=[], positions=True).column(ROW)
+                still = commit.layout.reader.read_rows(path, columns=[], positions=True).column(ROW)
                 rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW), value_set=still.combine_chunks())))
             out.append((DELETE, rows.drop_columns([ROW])))
     if commit.added:
-        out += [(INSERT, rows) for rows in commit.layout.read_many(commit.added, positions=False)]
+        out += [(INSERT, rows) for rows in commit.layout.reader.read_many(commit.added, positions=False)]
     return out
 
 

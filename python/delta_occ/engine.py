@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from . import _core, _rows, identity
 from ._schema import arrow_widens, check_stored, type_name
-from ._write import ROW, Layout, arange, as_table, chunks, concat, each
+from ._write import Layout, as_table, concat
 from .change_data import Changes
 from .constraints import Compiled, Rule, compile_rule, first_broken
 from .exceptions import InvalidArgumentError, PredicateError
@@ -39,6 +39,7 @@ from .operations.merge import Matched, MergeColumns, MergePlan
 from .operations.optimize import PROVENANCE_TAG, BinFile, Compacted, provenance_tag
 from .operations.protocols import Staging, Written
 from .operations.removal import Removal, choose
+from .reader import ROW, arange
 
 #: Each transaction's Layout, built on first use (weakly held: it goes with the transaction).
 _LAYOUTS: "weakref.WeakKeyDictionary[Staging, Layout]" = weakref.WeakKeyDictionary()
@@ -242,7 +243,7 @@ class ArrowEngine:
         residual_conds = [cols.joined(sql) for sql in plan.residual]
         conds = {g: [c.when for c in plan.group(g)] for g in _merge.GROUPS}  # compiled by the operation
         self._files = self.txn.scan(plan.read_where, ["path"]).column("path").to_pylist()
-        self._file_rows = lay.read_many(self._files, ids=True)
+        self._file_rows = lay.reader.read_many(self._files, ids=True)
         every, on_side = [], []
         for i, rows in enumerate(self._file_rows):
             rows = rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int32()), rows.num_rows))
@@ -348,7 +349,7 @@ class ArrowEngine:
         rows_out = 0
         files_per_bin = []
         for b in bins:
-            parts = lay.read_many([f["path"] for f in b], positions=False, ids=True)
+            parts = lay.reader.read_many([f["path"] for f in b], positions=False, ids=True)
             provenance = provenance_tag([(f, p.num_rows) for f, p in zip(b, parts)])
             data = concat(parts, lay.schema)
             rows_out += data.num_rows
@@ -361,7 +362,7 @@ class ArrowEngine:
         rows_out = 0
         files_per_bin = []
         for b, per_file in zip(bins, rows_per_file):
-            data = concat(lay.read_many([f["path"] for f in b], positions=False, ids=True), lay.schema)
+            data = concat(lay.reader.read_many([f["path"] for f in b], positions=False, ids=True), lay.schema)
             rows_out += data.num_rows
             if not data.num_rows:
                 files_per_bin.append(0)
@@ -410,16 +411,15 @@ class ArrowEngine:
         lay = self.lay
 
         def find(path: str) -> Optional[Tuple[str, Any, pa.Array, int]]:
-            rows = lay.read_rows(path, columns, positions=lay.dv_enabled, ids=ids)  # positions only to mark rows in DVs
+            rows = lay.reader.read_rows(path, columns, positions=lay.dv_enabled, ids=ids)  # positions only to mark rows in DVs
             hit = _rows.mask(rows, cond)
             n = pc.sum(hit).as_py() or 0
             if not n:
                 return None  # a file without a match is let go at once
             return (path, rows if then is None else then(rows, hit), hit, n)
 
-        for chunk in chunks(self.txn.scan(where, ["path"]).column("path").to_pylist()):
-            lay.prefetch(chunk)
-            yield from (found for found in each(chunk, find) if found is not None)
+        paths = self.txn.scan(where, ["path"]).column("path").to_pylist()
+        yield from (found for found in lay.reader.each(paths, find) if found is not None)
 
 
 def _kept(rows: pa.Table, hit: pa.Array) -> pa.Table:
@@ -582,10 +582,9 @@ def check_rules(txn: Staging, rules: Sequence[Rule]) -> None:
     paths = txn.scan(None, ["path"]).column("path").to_pylist()
     columns = sorted({c for x in compiled for c in x.expr.columns}) or [lay.schema.names[0]]
     where = f"{lay.root} at version {txn.snapshot.version}"
-    for start in range(0, len(paths), 16):
-        for rows in lay.read_many(paths[start:start + 16], columns, positions=False):
-            for c in compiled:
-                first_broken(c, rows, lay.root, where)
+    for rows in lay.reader.each(paths, lambda path: lay.reader.read_rows(path, columns, positions=False)):
+        for c in compiled:
+            first_broken(c, rows, lay.root, where)
 
 
 def optimize(

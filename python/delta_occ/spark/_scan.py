@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 
 from .. import _arrow, _core
-from .._write import arange
 from ..exceptions import DeltaOccError, InvalidArgumentError
 from ..operations import row_tracking
 from ..operations.row_tracking import ROW_COMMIT_VERSION, ROW_ID
+from ..reader import arange
 from ..scan_plan import scan_plan
 from ._columns import col, logical_schema, physical_schema, quote
 from ._rowexpr import Compiled

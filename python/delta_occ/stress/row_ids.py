@@ -44,7 +44,7 @@ def check(t: Table, latest: int) -> List[str]:
                 continue
             if version != added_at[f["path"]]:
                 anomalies.append(f"version {v}: {f['path']} has defaultRowCommitVersion {version} but was added at version {added_at[f['path']]}")
-            rows = lay.read_rows(f["path"], ["id", "x"], positions=False, ids=True)
+            rows = lay.reader.read_rows(f["path"], ["id", "x"], positions=False, ids=True)
             columns = (rows.column(c).to_pylist() for c in ("id", "x", ROW_ID, ROW_COMMIT_VERSION))
             for key, x, rid, rv in zip(*columns):
                 now.add(key)

@@ -8,11 +8,11 @@ from typing import Any, Dict, List, Optional, Sequence
 import pyarrow as pa
 
 from . import _arrow, _core
-from ._read import read_snapshot
 from ._schema import delta_schema_to_arrow
 from .exceptions import InvalidArgumentError
 from .instant import Now
 from .isolation import IsolationLevel
+from .reader import SnapshotRead
 
 
 class Snapshot:
@@ -96,10 +96,40 @@ class Snapshot:
         return pa.Array.from_buffers(pa.uint64(), len(data) // 8, [None, pa.py_buffer(data)])
 
     def to_pyarrow(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
-        """The table's rows with DVs applied, logical column names, partition columns filled."""
+        """The table's rows with DVs applied, logical column names, partition columns filled, in
+        table order; ``where`` (SQL text) keeps the rows it is TRUE on, ``columns`` picks columns.
+        Files are fetched several at a time (``delta_occ.reader.concurrency``)."""
+        return self._read(where, columns).table()
+
+    def to_batches(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None, batch_size: Optional[int] = None) -> pa.RecordBatchReader:
+        """`to_pyarrow` as a stream of record batches (of at most ``batch_size`` rows), read as it
+        is consumed: memory holds the files in flight (``delta_occ.reader.memory_budget``), not
+        the table. The files to read are fixed when it is called."""
+        return self._read(where, columns).batches(batch_size)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The rows as an Arrow C stream (the Arrow PyCapsule interface): DuckDB, polars and
+        ``pa.table()`` read a snapshot directly, DVs applied, in bounded memory."""
+        return self.to_batches().__arrow_c_stream__(requested_schema)
+
+    def to_pandas(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None) -> Any:
+        """`to_pyarrow` as a pandas DataFrame (pandas must be installed)."""
+        return self.to_pyarrow(where, columns).to_pandas()
+
+    def to_pyarrow_dataset(self) -> Any:
+        """The live files as a ``pyarrow.dataset.Dataset`` (partition columns as constants per
+        file), for engines that plan their own scans. Only where a plain parquet reader sees the
+        rows Delta means: a table with deletion vectors on live files, column mapping or a widened
+        column type is refused (UnsupportedFeatureError naming it) — read those with
+        `to_batches`, which applies them."""
+        from .dataset import snapshot_dataset
+
+        return snapshot_dataset(self)
+
+    def _read(self, where: Optional[str], columns: Optional[Sequence[str]]) -> SnapshotRead:
         if where is not None and not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
-        return read_snapshot(self._h, self.schema, columns, Now().text(where))
+        return SnapshotRead(self, columns, Now().text(where))
 
     def app_version(self, app_id: str) -> int:
         """The latest version recorded for an application id, or -1."""

@@ -1,10 +1,47 @@
-"""delta-occ: optimistic concurrency control for Delta Lake writers."""
+"""delta-occ: optimistic concurrency control for Delta Lake writers.
 
-from . import engine, exceptions
+``import delta_occ`` loads the core and the exceptions only; each public name's module (and
+pyarrow with it) is imported on first use of the name (PEP 562), so a process that never reads or
+writes rows does not pay for pyarrow's import."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, List
+
+from . import exceptions
 from ._core import __version__
 from .isolation import IsolationLevel
-from .snapshot import Snapshot
-from .table import Table, convert_to_delta
-from .transaction import CommitResult, Transaction
+
+if TYPE_CHECKING:
+    from . import engine
+    from .snapshot import Snapshot
+    from .table import Table, convert_to_delta
+    from .transaction import CommitResult, Transaction
+
+#: Where each lazily imported public name lives (module relative to the package).
+_LAZY = {
+    "Table": ".table",
+    "convert_to_delta": ".table",
+    "Snapshot": ".snapshot",
+    "Transaction": ".transaction",
+    "CommitResult": ".transaction",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "engine":
+        return importlib.import_module(".engine", __name__)
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "convert_to_delta", "engine", "exceptions", "__version__"]

@@ -22,6 +22,7 @@ __all__ = [
     "SnapshotHandle",
     "TransactionHandle",
     "StorageHandle",
+    "RowGroupFilter",
     "parse_isolation_level",
     "parse_commit",
     "RowExpr",
@@ -291,6 +292,8 @@ class SnapshotHandle:
         """Deleted row positions of a live file as little-endian u64 bytes."""
     def keep_mask(self, path: str, num_rows: int) -> bytes:
         """Packed LSB-first bits, 1 = row kept; DeletionVectorError if the DV exceeds num_rows."""
+    def row_group_filter(self, predicate: str) -> "RowGroupFilter":
+        """``predicate`` compiled for skipping row groups whose footer statistics rule it out."""
     def prune(self, predicate: str) -> Tuple[List[int], str]:
         """Indices of files that may match (partition values and statistics), and the resolved
         predicate as JSON text (for the Spark integration)."""
@@ -321,9 +324,18 @@ class StorageHandle:
     def list(self, path: str, recursive: bool = True) -> List[Tuple[str, int]]:
         """``(name relative to path, size)`` of the files under ``path``, in name order."""
     def read_parquet_columns(
-        self, path: str, wanted: List[Tuple[str, Optional[int]]]
-    ) -> Optional[Tuple[List[Optional[Tuple[Any, Any]]], int]]: ...
+        self, path: str, wanted: List[Tuple[str, Optional[int]]], filter: Optional["RowGroupFilter"] = None
+    ) -> Optional[Tuple[List[Optional[Tuple[Any, Any]]], int, Optional[List[Tuple[int, int]]]]]:
+        """The wanted columns of the row groups ``filter`` may match (all without one), the file's
+        row count, and ``(first row, rows)`` of each group read when some were skipped."""
     def footer_stats(self, path: str) -> Tuple[str, int]: ...
+
+@final
+class RowGroupFilter:
+    """A ``where`` compiled against a snapshot (``SnapshotHandle.row_group_filter``)."""
+
+    def may_match(self, stats: str) -> bool:
+        """Whether a row group with these Delta stats (JSON text) may hold a matching row."""
 
 def parquet_footer_stats(path: str) -> Tuple[str, int]:
     """Delta stats JSON and row count of a parquet file from its footer (no data read): the

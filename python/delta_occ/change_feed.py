@@ -197,7 +197,7 @@ def _read_cdc(lay: Any, cdc: Mapping[str, Any], partition_values: pa.Table) -> p
         [lay.schema.field(i) for i in data_idx] + [pa.field(CHANGE_TYPE, pa.string())],
         [lay.physical.field(i) for i in data_idx] + [pa.field(CHANGE_TYPE, pa.string())],
     )
-    data, n = read_file(lay.storage, unquote(cdc["path"]), wanted)
+    data, n, _ = read_file(lay.storage, unquote(cdc["path"]), wanted)
     arrays = []
     for f in lay.schema:
         if f.name in lay.partition_columns:

@@ -67,7 +67,7 @@ def snapshot_dataset(snapshot: "Snapshot") -> ds.Dataset:
         paths: List[str] = [storage.local_path(abs_path) or abs_path for abs_path, _, _ in files]
     else:
         filesystem = pafs.PyFileSystem(_StorageFiles(storage))
-        paths = [log_path for _, log_path, _ in files]
+        paths = [abs_path for abs_path, _, _ in files]
     partitions = _partition_expressions(snapshot, partition_columns, len(files))
     return ds.FileSystemDataset.from_paths(paths, schema=schema, format=fmt, filesystem=filesystem, partitions=partitions)
 

@@ -35,7 +35,7 @@ ROW = "__delta_occ_row"
 OBJECT_STORE_CONCURRENCY = 16
 #: Bytes of data files (their size in the log) a streamed read holds at once, unless
 #: ``DELTA_OCC_READ_MEMORY`` (bytes) says otherwise; always at least one file.
-MEMORY_BUDGET = 64 << 20
+MEMORY_BUDGET = 32 << 20
 
 
 def _setting(name: str, default: int) -> int:
@@ -58,7 +58,7 @@ def concurrency(local: bool) -> int:
 
 
 def memory_budget() -> int:
-    """Bytes of data files a streamed read holds at once: ``$DELTA_OCC_READ_MEMORY``, else 64 MiB."""
+    """Bytes of data files a streamed read holds at once: ``$DELTA_OCC_READ_MEMORY``, else 32 MiB."""
     return _setting("DELTA_OCC_READ_MEMORY", MEMORY_BUDGET)
 
 
@@ -149,31 +149,37 @@ class Reader:
             got = self._selections[key] = Selection(fields, wanted, schema)
         return got
 
-    def read_rows(self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> pa.Table:
+    def read_rows(
+        self, path: str, columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False, filter: Any = None
+    ) -> pa.Table:
         """Live rows of a file of the snapshot, plus ROW (physical position) unless `positions`
         is False: every column, or only `columns` (table column names) when given, in table
         order. ``ids``, on a table whose rows keep their ids: the rows also carry their ids and
         commit versions (``row_tracking.ROW_ID`` and ``ROW_COMMIT_VERSION``), for the copies to
-        keep them."""
+        keep them. ``filter`` (a ``_core.RowGroupFilter``): the row groups whose footer
+        statistics rule it out are skipped (their rows are not returned)."""
         entry = self.entry(path)
         with_ids = ids and self.row_id_columns is not None
         fields, wanted, schema = self.selection(columns, positions, with_ids)
-        data, n = read_file(self.storage, entry.abs_path, wanted)
+        data, n, kept = read_file(self.storage, entry.abs_path, wanted, filter)
+        at = arange(n) if kept is None else _positions(kept)
+        m = len(at)
         arrays = []
         for f in fields:
             if f.name in self.partition_columns:
-                arrays.append(pa.repeat(entry.partition_values[f.name], n).cast(f.type))
+                arrays.append(pa.repeat(entry.partition_values[f.name], m).cast(f.type))
             else:
                 arrays.append(data[f.name])
         if positions:
-            arrays.append(arange(n))
+            arrays.append(at)
         if with_ids:
             arrays += row_tracking.ids_of(
-                data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], arange(n), entry.base_row_id, entry.default_row_commit_version, self.root, path
+                data[row_tracking.ROW_ID], data[row_tracking.ROW_COMMIT_VERSION], at, entry.base_row_id, entry.default_row_commit_version, self.root, path
             )
         table = pa.Table.from_arrays(arrays, schema=schema)
         if entry.has_dv:
-            table = table.filter(keep_mask(self.handle, path, n))
+            keep = keep_mask(self.handle, path, n)
+            table = table.filter(keep if kept is None else keep.take(at))
         return table
 
     def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> List[pa.Table]:
@@ -193,6 +199,14 @@ class Reader:
         most ``memory_budget()`` bytes of files (their size in the log) held at once."""
         self.prefetch(paths)
         return ordered(paths, read, self.concurrency, weight=lambda p: self._plan[p].size, budget=memory_budget())
+
+
+def _positions(kept: Sequence[Tuple[int, int]]) -> pa.Array:
+    """The physical positions (uint64) of the rows of the row groups read: ``(first row, rows)``
+    each."""
+    if not kept:
+        return pa.array([], pa.uint64())
+    return pa.concat_arrays([pc.add(arange(count), pa.scalar(first, pa.uint64())) for first, count in kept])
 
 
 def arange(n: int, type: Optional[pa.DataType] = None) -> pa.Array:
@@ -223,11 +237,14 @@ class SnapshotRead:
         self.schema = pa.schema([schema.field(c) for c in columns])
         self._columns = columns
         self._expression = None
+        self._filter = None
         selected = None
         read = list(columns)
         if where is not None:
             selected, _ = snapshot.handle.prune(where)
             self._expression = _rows.compile(where, schema)
+            # Row groups too: a group whose footer statistics rule the condition out is skipped.
+            self._filter = snapshot.handle.row_group_filter(where)
             read += [c for c in self._expression.columns if c not in read]
         self._read = read
         self.reader = Reader(snapshot)
@@ -235,7 +252,7 @@ class SnapshotRead:
         self.paths: List[str] = [log_path for _, log_path, _ in snapshot.handle.data_files(selected)]
 
     def _file(self, path: str) -> pa.Table:
-        rows = self.reader.read_rows(path, self._read, positions=False)
+        rows = self.reader.read_rows(path, self._read, positions=False, filter=self._filter)
         if self._expression is not None:
             rows = rows.filter(_rows.mask(rows, self._expression))
         return rows.select(self._columns)

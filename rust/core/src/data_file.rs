@@ -27,10 +27,27 @@ pub struct FileColumns {
     /// read): an INT96 timestamp inside a nested column, which only a top-level column's type
     /// hint reads at microseconds. Other readers may.
     pub undecodable: Option<&'static str>,
+    /// When row groups were skipped ([`read_columns_where`]): the physical rows read, as
+    /// `(first row, rows)` per row group kept, in file order. None: every row was read.
+    pub kept: Option<Vec<(u64, u64)>>,
 }
+
+/// Which row groups of a file a read keeps, judged by each group's Delta stats JSON
+/// ([`crate::parquet_stats::row_group_stats`]).
+pub type KeepRowGroup<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 
 /// The columns `wanted` (physical name, field id) of the parquet file at `path`.
 pub fn read_columns(path: &Location, wanted: &[(&str, Option<i64>)]) -> Result<FileColumns> {
+    read_columns_where(path, wanted, None)
+}
+
+/// [`read_columns`] of the row groups `keep` accepts only (all when None): a group whose footer
+/// statistics rule out a predicate is neither fetched nor decoded.
+pub fn read_columns_where(
+    path: &Location,
+    wanted: &[(&str, Option<i64>)],
+    keep: Option<KeepRowGroup<'_>>,
+) -> Result<FileColumns> {
     let f = path.open().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound if crate::error::problem_of(&e).is_none() => {
             Error::corrupt(path, None, "data file referenced by the log does not exist")
@@ -62,6 +79,7 @@ pub fn read_columns(path: &Location, wanted: &[(&str, Option<i64>)]) -> Result<F
             arrays: vec![None; wanted.len()],
             rows,
             undecodable: Some("an INT96 timestamp inside a nested column"),
+            kept: None,
         });
     }
     let meta = match int96.microseconds(meta.schema()) {
@@ -73,13 +91,29 @@ pub fn read_columns(path: &Location, wanted: &[(&str, Option<i64>)]) -> Result<F
         None => meta,
     };
     let arrow_schema = meta.schema().clone();
-    prefetch_roots(&f, &meta, &roots).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
+    let groups = kept_groups(&meta, keep);
+    let all: Vec<usize>;
+    let read_groups = match &groups {
+        Some(g) => g.as_slice(),
+        None => {
+            all = (0..meta.metadata().num_row_groups()).collect();
+            &all
+        }
+    };
+    prefetch_roots(&f, &meta, &roots, read_groups).map_err(|e| Error::io(path, e))?;
+    let kept = groups.as_ref().map(|g| group_rows(&meta, g));
+    let rows_read = kept
+        .as_ref()
+        .map_or(rows, |k| k.iter().map(|(_, n)| n).sum());
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
+    if let Some(g) = groups {
+        builder = builder.with_row_groups(g);
+    }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let batches: Vec<RecordBatch> = builder
         .with_projection(mask)
         // One batch: the columns are returned whole, and a concatenation would copy them again.
-        .with_batch_size((rows as usize).max(1))
+        .with_batch_size((rows_read as usize).max(1))
         .build()
         .map_err(|e| parquet_error(path, e))?
         .collect::<std::result::Result<_, _>>()
@@ -105,7 +139,33 @@ pub fn read_columns(path: &Location, wanted: &[(&str, Option<i64>)]) -> Result<F
         arrays,
         rows,
         undecodable: None,
+        kept,
     })
+}
+
+/// The row groups `keep` accepts, or None when it accepts all (or there is no `keep`).
+fn kept_groups(meta: &ArrowReaderMetadata, keep: Option<KeepRowGroup<'_>>) -> Option<Vec<usize>> {
+    let keep = keep?;
+    let md = meta.metadata();
+    let groups: Vec<usize> = (0..md.num_row_groups())
+        .filter(|&g| keep(&crate::parquet_stats::row_group_stats(md, g)))
+        .collect();
+    (groups.len() < md.num_row_groups()).then_some(groups)
+}
+
+/// `(first row, rows)` of each of `groups` (ascending) in the file.
+fn group_rows(meta: &ArrowReaderMetadata, groups: &[usize]) -> Vec<(u64, u64)> {
+    let md = meta.metadata();
+    let mut first = Vec::with_capacity(md.num_row_groups());
+    let mut at = 0u64;
+    for g in md.row_groups() {
+        first.push(at);
+        at += g.num_rows().max(0) as u64;
+    }
+    groups
+        .iter()
+        .map(|&g| (first[g], md.row_group(g).num_rows().max(0) as u64))
+        .collect()
 }
 
 /// Fetch (from an object store) the column chunks of the root columns `roots` in every row group:
@@ -114,6 +174,7 @@ fn prefetch_roots(
     f: &FileReader,
     meta: &ArrowReaderMetadata,
     roots: &[usize],
+    groups: &[usize],
 ) -> std::io::Result<()> {
     if f.is_local() {
         return Ok(());
@@ -122,10 +183,10 @@ fn prefetch_roots(
     let leaves: Vec<usize> = (0..descr.num_columns())
         .filter(|&l| roots.contains(&descr.get_column_root_idx(l)))
         .collect();
-    let ranges: Vec<std::ops::Range<u64>> = meta
-        .metadata()
-        .row_groups()
+    let md = meta.metadata();
+    let ranges: Vec<std::ops::Range<u64>> = groups
         .iter()
+        .map(|&g| md.row_group(g))
         .flat_map(|g| {
             leaves.iter().map(move |&l| {
                 let (start, len) = g.column(l).byte_range();

@@ -94,7 +94,10 @@ pub use predicate::{select_files, Predicate};
 // Rules the Python engine applies to data files exactly as the core does.
 pub use arrow_stats::{rows_stats, written_file_stats};
 pub use clustering::columns as clustering_columns;
-pub use data_file::{read_columns as read_data_file_columns, FileColumns};
+pub use data_file::{
+    read_columns as read_data_file_columns, read_columns_where as read_data_file_columns_where,
+    FileColumns, KeepRowGroup,
+};
 pub use parquet_stats::{footer_stats, footer_stats_of_bytes};
 pub use restore::{restore, Restored};
 pub use row_tracking::{rule_schema as row_rule_schema, ROW_COMMIT_VERSION_RULE, ROW_ID_RULE};

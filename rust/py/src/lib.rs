@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod arrow;
 mod dv;
 mod errors;
+mod row_group_filter;
 mod rowexpr;
 mod schema;
 mod snapshot;
@@ -80,7 +81,7 @@ fn read_parquet_columns<'py>(
     let at = py
         .detach(|| delta_occ_core::Location::parse(&path, &Default::default()))
         .py_err()?;
-    storage::read_columns(py, &at, wanted)
+    Ok(storage::read_columns(py, &at, wanted, None)?.map(|(arrays, rows, _)| (arrays, rows)))
 }
 
 /// The key Spark reports as `_metadata.file_path` for each absolute local path.
@@ -186,6 +187,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transaction::TransactionHandle>()?;
     m.add_class::<storage::StorageHandle>()?;
     m.add_class::<rowexpr::PyRowExpr>()?;
+    m.add_class::<row_group_filter::RowGroupFilter>()?;
     m.add_function(wrap_pyfunction!(rowexpr::conjuncts, m)?)?;
     m.add_function(wrap_pyfunction!(rowexpr::unqualified, m)?)?;
     m.add_function(wrap_pyfunction!(table::history_report, m)?)?;

@@ -267,6 +267,22 @@ impl SnapshotHandle {
         Ok(PyBytes::new(py, &mask))
     }
 
+    /// `predicate` compiled for skipping the row groups of this snapshot's files whose footer
+    /// statistics rule it out (`StorageHandle.read_parquet_columns(filter=)`).
+    fn row_group_filter(
+        &self,
+        py: Python<'_>,
+        predicate: String,
+    ) -> PyResult<crate::row_group_filter::RowGroupFilter> {
+        py.detach(|| {
+            let s = &self.inner;
+            let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
+            delta_occ_core::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)
+        })
+        .py_err()
+        .map(|predicate| crate::row_group_filter::RowGroupFilter { predicate })
+    }
+
     /// File skipping for `to_pyarrow(where=)`: the indices (in `files()` order) of files that may
     /// hold matching rows, and the resolved expression as JSON text.
     fn prune(&self, py: Python<'_>, predicate: String) -> PyResult<(Vec<usize>, String)> {

@@ -163,6 +163,23 @@ impl Predicate {
         eval::may_match(&self.expr, &d)
     }
 
+    /// Whether some row of a part of a data file (a parquet row group) whose Delta stats JSON is
+    /// `stats` may satisfy the predicate. Partition columns count as unknown (not as NULL, as
+    /// in a file without their values): the file was judged by them already.
+    pub fn stats_may_match(&self, stats: &str) -> bool {
+        if self.is_all() || !self.has_data_conjuncts {
+            return true;
+        }
+        let pv = crate::log::actions::PartitionValues::default();
+        let mut d = eval::domains(&self.columns, &pv, Some(stats), true);
+        for (domain, c) in d.iter_mut().zip(&self.columns) {
+            if c.partition {
+                *domain = eval::Domain::Unknown;
+            }
+        }
+        eval::may_match(&self.expr, &d)
+    }
+
     /// Exactly deterministic, and free of nested/complex references (row-level evaluation).
     pub fn is_deterministic(&self) -> bool {
         self.expr.is_deterministic()
@@ -400,6 +417,26 @@ mod tests {
             &["p".to_string(), "d".to_string()],
         )
         .unwrap()
+    }
+
+    /// A row group is judged by its stats alone: a partition column is unknown there, never
+    /// NULL (`p IS NOT NULL` must not rule a group out), and a data bound still does.
+    #[test]
+    fn row_group_stats_judge_data_columns_only() {
+        let stats =
+            r#"{"numRecords":2,"minValues":{"x":1},"maxValues":{"x":50},"nullCount":{"x":0}}"#;
+        for (text, may) in [
+            ("x > 10", true),
+            ("x > 50", false),
+            ("x > 10 AND p IS NOT NULL", true),
+            ("x > 10 AND p IS NULL", true),
+            ("x > 50 AND p = 3", false),
+            ("x > 50 OR p = 3", true),
+            ("x IS NULL", false),
+            ("p = 3", true),
+        ] {
+            assert_eq!(pred(text).stats_may_match(stats), may, "{text}");
+        }
     }
 
     fn file(p: Option<&str>, stats: Option<&str>) -> AddFile {

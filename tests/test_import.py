@@ -1,0 +1,46 @@
+"""``import delta_occ`` loads nothing heavy (issue 45, item 4): pyarrow, numpy, pandas and polars
+are imported on first use of a name that needs them, never by the import itself. Checked in fresh
+processes (``sys.modules``); the time it takes is measured in BENCHMARKS.md, not asserted here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import delta_occ
+
+HEAVY = ("pyarrow", "numpy", "pandas", "polars")
+
+
+def _modules_after(code: str) -> list:
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "code, loaded",
+    [
+        ("import delta_occ", []),
+        ("import delta_occ; delta_occ.IsolationLevel.parse('serializable'); delta_occ.__version__", []),
+        ("from delta_occ import exceptions; exceptions.ConcurrentAppendException", []),
+        ("import delta_occ; delta_occ.Table", ["numpy", "pyarrow"]),
+    ],
+    ids=["import", "isolation-level", "exceptions", "table"],
+)
+def test_import_loads_heavy_modules_only_when_used(code, loaded):
+    assert _modules_after(code) == loaded
+
+
+def test_every_public_name_resolves_and_unknown_names_raise():
+    for name in delta_occ.__all__:
+        assert getattr(delta_occ, name) is not None
+        assert name in dir(delta_occ)
+    from delta_occ import Snapshot, Table
+
+    assert Table.__module__ == "delta_occ.table" and Snapshot.__module__ == "delta_occ.snapshot"
+    with pytest.raises(AttributeError, match="no attribute 'Tabel'"):
+        delta_occ.Tabel  # noqa: B018

@@ -457,13 +457,17 @@ class Table:
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
         storage_options: Optional[Mapping[str, str]] = None,
+        description: Optional[str] = None,
     ) -> Transaction:
-        """A transaction that creates the table (read version -1). Committing it after another
-        writer created the table raises ProtocolChangedException with the empty-directory hint."""
+        """A transaction that creates the table (read version -1): what it stages (an
+        ``append``, say) is in version 0 with the table. Committing it after another writer
+        created the table raises ProtocolChangedException with the empty-directory hint."""
         props = {str(k): str(v) for k, v in (properties or {}).items()}
+        schema_json = arrow_schema_to_delta(schema)
+        generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
         return Transaction(
             _core.TableHandle.begin_create(
-                table_location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
+                table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), description
             )
         )
 

@@ -31,8 +31,38 @@ def is_pandas(data: Any) -> bool:
 
 
 def as_table(data: Any, what: str = "data") -> pa.Table:
-    """``data`` as a pyarrow Table (a reader or stream read to its end). ``what``: the
-    argument's name, for the InvalidArgumentError anything else raises."""
+    """``data`` as a pyarrow Table (a reader or stream read to its end), view types (polars'
+    strings) as their plain forms. ``what``: the argument's name, for the InvalidArgumentError
+    anything else raises."""
+    table = _read(data, what)
+    schema = pa.schema([f.with_type(_plain(f.type)) for f in table.schema], metadata=table.schema.metadata)
+    return table if schema == table.schema else table.cast(schema)
+
+
+_IS_LIST_VIEW = getattr(pa.types, "is_list_view", lambda t: False)
+_IS_LARGE_LIST_VIEW = getattr(pa.types, "is_large_list_view", lambda t: False)
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """``t`` with string / binary / list views as string, binary and lists (what Delta's types
+    are read as, and what every pyarrow kernel takes: a MERGE join cannot take a view)."""
+    name = str(t)  # (views are pyarrow >= 16; the names are what older versions can compare)
+    if name == "string_view":
+        return pa.string()
+    if name == "binary_view":
+        return pa.binary()
+    large_view = _IS_LARGE_LIST_VIEW(t)
+    if _IS_LIST_VIEW(t) or large_view or pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field.with_type(_plain(t.value_type))
+        return pa.large_list(item) if pa.types.is_large_list(t) or large_view else pa.list_(item)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_plain(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_plain(t.key_type)), t.item_field.with_type(_plain(t.item_type)), t.keys_sorted)
+    return t
+
+
+def _read(data: Any, what: str) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):

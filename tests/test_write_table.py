@@ -103,6 +103,17 @@ def test_the_first_write_carries_name_description_and_properties(tmp_path):
     assert r.version == 1
 
 
+def test_a_table_stands_for_its_uri(tmp_path):
+    uri = str(tmp_path / "t")
+    docc.write_table(uri, ROWS)
+    t = docc.Table(uri)
+    assert docc.write_table(t, MORE, "append").version == 1
+    assert deltalake_rows(uri, None) == rows_of(pa.concat_tables([ROWS, MORE]))
+    with pytest.raises(ex.InvalidArgumentError, match="storage_options go with a path"):
+        docc.write_table(t, MORE, "append", storage_options={"AWS_REGION": "x"})
+    assert DeltaTable(uri).version() == 1
+
+
 def test_replace_where_on_a_new_table_checks_every_row(tmp_path):
     uri = str(tmp_path / "t")
     # deltalake refuses rows outside its predicate on a new table too

@@ -118,6 +118,7 @@ class TableHandle:
         properties: Dict[str, str],
         name: Optional[str] = None,
         storage_options: Optional[Dict[str, str]] = None,
+        description: Optional[str] = None,
     ) -> "TransactionHandle":
         """The transaction that creates the table (read version -1)."""
     def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
@@ -257,6 +258,15 @@ class SnapshotHandle:
     def files(self, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
         """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch);
         only the named columns when given."""
+    @property
+    def table_features(self) -> List[str]:
+        """Every feature the protocol supports, sorted (legacy versions' implied ones too)."""
+    def commit_timestamp(self) -> Optional[int]:
+        """When this version was committed (epoch ms: in-commit timestamp or commit file time), or None."""
+    def create_checkpoint(self) -> None:
+        """Write this version's checkpoint and point _last_checkpoint at it."""
+    def cleanup_log(self, now_ms: Optional[int] = None) -> Dict[str, Any]:
+        """Delete expired log files: boundary (oldest readable version or None), deleted, sidecars_deleted."""
     def vacuum(
         self, retention_ms: Optional[int] = None, enforce_retention: bool = True, dry_run: bool = False, now_ms: Optional[int] = None,
     ) -> Dict[str, object]:

@@ -121,6 +121,13 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
     })
 }
 
+/// Log cleanup asked for outside a commit (`Table.cleanup_metadata`): [`expire`], on a table
+/// this client may write (it must understand the checkpoints it keeps).
+pub fn cleanup(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
+    crate::protocol::check_writable(snap.protocol(), &snap.root.to_string(), snap.version())?;
+    expire(snap, now_ms)
+}
+
 /// Delete every log file of a version before `snap`'s (which has just been checkpointed), oldest
 /// first, whatever its age, and every sidecar the new checkpoint does not name once it is a day
 /// old: DROP FEATURE's history truncation.

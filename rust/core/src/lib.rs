@@ -83,6 +83,7 @@ pub use log::path::commit_path;
 // Transactions and the commit loop (validate = check against the winners without committing).
 pub use commit::check_record::CheckRecord;
 pub use commit::committer::{commit, CommitResult};
+pub use commit::log_cleanup::{expire as cleanup_log, Cleaned};
 pub use commit::options::{CommitOptions, Interrupt};
 pub use commit::winners::{validate, Validation};
 pub use transaction::{Transaction, TxnOptions, TxnState};

@@ -338,6 +338,32 @@ impl SnapshotHandle {
         Ok(d)
     }
 
+    /// Log cleanup of this snapshot's table (`delta_occ_core::cleanup_log`, what
+    /// a commit runs after each checkpoint): a dict with `boundary` (the oldest version kept
+    /// reconstructable, None when nothing expired), `deleted`, `sidecars_deleted` and
+    /// `probes_deleted`. `now_ms`: the instant ages are judged at (default: now).
+    #[pyo3(signature = (now_ms=None))]
+    fn cleanup_log<'py>(
+        &self,
+        py: Python<'py>,
+        now_ms: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let now = now_ms.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        });
+        let r = py
+            .detach(|| delta_occ_core::cleanup_log(&self.inner, now))
+            .py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("boundary", r.boundary)?;
+        d.set_item("deleted", r.deleted)?;
+        d.set_item("sidecars_deleted", r.sidecars_deleted)?;
+        d.set_item("probes_deleted", r.probes_deleted)?;
+        Ok(d)
+    }
+
     /// `[(log path, dv unique id or None, deletion timestamp or None)]`.
     fn tombstones(&self) -> Vec<(String, Option<String>, Option<i64>)> {
         self.inner

@@ -261,9 +261,11 @@ class Table:
         before the oldest version still in the window, so without a checkpoint nothing goes
         (:meth:`create_checkpoint` first). Returns ``deleted`` (log files), ``sidecars_deleted``
         and ``oldest_version`` (the version the log now starts at, or None when nothing
-        expired); time travel before that version fails afterwards."""
+        expired); time travel before that version fails afterwards. ``probes_deleted``: the
+        conditional-write probes (``_delta_log/.delta-occ-probe-*``) left by killed writers and
+        older than an hour, removed too."""
         c = self.newest_snapshot().handle.cleanup_log()
-        return {"deleted": c["deleted"], "sidecars_deleted": c["sidecars_deleted"], "oldest_version": c["boundary"]}
+        return {"deleted": c["deleted"], "sidecars_deleted": c["sidecars_deleted"], "oldest_version": c["boundary"], "probes_deleted": c["probes_deleted"]}
 
     # -- transactions --------------------------------------------------------------------------
 

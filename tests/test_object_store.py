@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import time
@@ -43,8 +44,6 @@ def keys(s3, prefix: str):
         r = s3.request("GET", f"/{BUCKET}", query=q)
         assert r.status == 200, r
         body = r.body.decode()
-        import re
-
         out += re.findall(r"<Key>([^<]+)</Key>", body)
         m = re.search(r"<NextContinuationToken>([^<]+)</NextContinuationToken>", body)
         if not m:
@@ -342,6 +341,97 @@ def test_a_credential_that_cannot_delete_still_commits(s3):
         assert t.append(rows([1])).version == 1
     prefix = uri.split(f"{BUCKET}/", 1)[1]
     assert [k for k in keys(s3, prefix) if ".delta-occ-probe-" in k], "the probe object stays"
+
+
+PROBE = re.compile(r"_delta_log/\.delta-occ-probe-(\d+)-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
+
+
+def test_a_probe_left_by_a_killed_process_is_removed_once_stale(loc, s3):
+    """Issue 45 item 5. A writer SIGKILLed between the conditional-write probe's first PUT (landed)
+    and its delete leaves the probe in `_delta_log/`. Every reader skips it (delta-occ, deltalake,
+    delta-kernel-rs read the table with it there); log cleanup keeps it while it is fresh (a live
+    writer's probe in progress stays too, through a checkpoint's cleanup), keeps it without error
+    when the credential may not delete, and removes it, and nothing else, once it is older than
+    an hour. Expected rows: the ones this test committed."""
+    import signal
+    import threading
+
+    import deltalake
+
+    from servers.faultproxy import FaultProxy
+
+    uri, opts = loc
+    prefix = uri.split(f"{BUCKET}/", 1)[1]
+    t = docc.Table.create(uri, SCHEMA, storage_options=opts, properties={"delta.checkpointInterval": "2"})
+    t.append(rows([0, 1]))  # version 1
+
+    def writer(proxy: FaultProxy, ids) -> subprocess.Popen:
+        code = (
+            "import sys, pyarrow as pa, delta_occ as docc\n"
+            f"t = docc.Table({uri!r}, storage_options={dict(opts, AWS_ENDPOINT_URL=proxy.endpoint)!r})\n"
+            f"ids = {list(ids)!r}\n"
+            "t.append(pa.table({'id': pa.array(ids, pa.int64()), 'p': ['a'] * len(ids), 'x': pa.array([i * 10 for i in ids], pa.int64())}))\n"
+        )
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def probes():
+        return sorted(k for k in keys(s3, prefix) if PROBE.search(k))
+
+    def read_everywhere():
+        fresh = docc.Table(uri, storage_options=opts)
+        ours = sorted(fresh.snapshot().to_pyarrow().column("id").to_pylist())
+        theirs = sorted(deltalake.DeltaTable(uri, storage_options=opts).to_pyarrow_table().column("id").to_pylist())
+        kernel = sorted(kernel_rows(fresh).column("id").to_pylist())
+        return ours, theirs, kernel
+
+    # 1. Killed after the probe's first PUT landed, before anything else.
+    with FaultProxy(s3.endpoint) as proxy:
+        child: list = []
+        proxy.landed("PUT", r"/_delta_log/\.delta-occ-probe-", lambda: (child[0].kill(), child[0].wait(30)))
+        started = time.time() * 1000
+        child.append(writer(proxy, [99]))
+        out, err = child[0].communicate(timeout=120)
+        ended = time.time() * 1000
+    assert child[0].returncode == -signal.SIGKILL, (child[0].returncode, err[-2000:])
+    (left,) = probes()
+    created = int(PROBE.search(left).group(1))
+    assert started <= created <= ended, "the probe's name carries its creation time"
+    assert read_everywhere() == ([0, 1],) * 3, "every reader skips the leftover"
+
+    # 2. Fresh probes stay: the leftover, and a live writer's probe held in progress, through a
+    # cleanup now and through the one a checkpoint runs (version 2, checkpointInterval 2).
+    with FaultProxy(s3.endpoint) as proxy:
+        held, release = threading.Event(), threading.Event()
+        proxy.landed("PUT", r"/_delta_log/\.delta-occ-probe-", lambda: (held.set(), release.wait(60)))
+        live = writer(proxy, [7])
+        try:
+            assert held.wait(60), "the live writer never probed"
+            (live_probe,) = set(probes()) - {left}
+            assert t.newest_snapshot().handle.cleanup_log()["probes_deleted"] == 0
+            r = t.append(rows([2]))
+            assert r.version == 2 and r.checkpoint_written and r.checkpoint_error is None, r
+            assert set(probes()) == {left, live_probe}
+        finally:
+            release.set()
+        out, err = live.communicate(timeout=120)
+    assert live.returncode == 0, err[-2000:]
+    assert probes() == [left], "the live writer removed its own probe"
+
+    # 3. A credential that may write but not delete: the stale probe stays, no error.
+    later = int(time.time() * 1000) + 2 * 3600 * 1000
+    with FaultProxy(s3.endpoint) as proxy:
+        proxy.refuse_deletes()
+        no_delete = docc.Table(uri, storage_options=dict(opts, AWS_ENDPOINT_URL=proxy.endpoint))
+        cleaned = no_delete.snapshot().handle.cleanup_log(now_ms=later)
+        assert proxy.injected["refuse_deletes"] >= 1, "the cleanup tried"
+    assert cleaned["probes_deleted"] == 0 and probes() == [left]
+
+    # 4. Two hours on, the stale probe goes, and nothing else.
+    before = set(keys(s3, prefix))
+    cleaned = docc.Table(uri, storage_options=opts).snapshot().handle.cleanup_log(now_ms=later)
+    assert cleaned == {"boundary": None, "deleted": 0, "sidecars_deleted": 0, "probes_deleted": 1}, cleaned
+    assert set(keys(s3, prefix)) == before - {left}
+    assert read_everywhere() == ([0, 1, 2, 7],) * 3
 
 
 def test_unknown_outcome_keeps_the_files(s3):

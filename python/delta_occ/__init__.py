@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .table import Table, convert_to_delta
     from .transaction import CommitResult, Transaction
+    from .write_modes import write_table
 
 #: Where each lazily imported public name lives (module relative to the package).
 _LAZY = {
@@ -26,6 +27,7 @@ _LAZY = {
     "Snapshot": ".snapshot",
     "Transaction": ".transaction",
     "CommitResult": ".transaction",
+    "write_table": ".write_modes",
 }
 
 
@@ -44,4 +46,4 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "convert_to_delta", "engine", "exceptions", "__version__"]
+__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "convert_to_delta", "write_table", "engine", "exceptions", "__version__"]

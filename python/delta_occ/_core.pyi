@@ -119,6 +119,7 @@ class TableHandle:
         properties: Dict[str, str],
         name: Optional[str] = None,
         storage_options: Optional[Dict[str, str]] = None,
+        description: Optional[str] = None,
     ) -> "TransactionHandle":
         """The transaction that creates the table (read version -1)."""
     def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
@@ -258,12 +259,24 @@ class SnapshotHandle:
     def files(self, columns: Optional[List[str]] = None) -> List[Tuple[object, object]]:
         """Arrow PyCapsules (schema, array) per batch, one row per live file (at least one batch);
         only the named columns when given."""
+    @property
+    def table_features(self) -> List[str]:
+        """Every feature the protocol supports, sorted (legacy versions' implied ones too)."""
+    def commit_timestamp(self) -> Optional[int]:
+        """When this version was committed (epoch ms: in-commit timestamp or commit file time), or None."""
+    def create_checkpoint(self) -> None:
+        """Write this version's checkpoint and point _last_checkpoint at it."""
     def vacuum(
         self, retention_ms: Optional[int] = None, enforce_retention: bool = True, dry_run: bool = False, now_ms: Optional[int] = None,
     ) -> Dict[str, object]:
         """VACUUM the table of this snapshot: ``version``, ``retention_ms``, ``cutoff_ms``,
         ``bytes``, ``files`` (``[(path relative to the root, size)]``), ``kept_referenced``,
         ``kept_recent``, ``dry_run``. GIL released."""
+    def cleanup_log(self, now_ms: Optional[int] = None) -> Dict[str, Optional[int]]:
+        """Log cleanup as a commit runs it after a checkpoint, ages judged at ``now_ms`` (default
+        now): ``boundary`` (oldest version kept reconstructable, None when nothing expired),
+        ``deleted``, ``sidecars_deleted``, ``probes_deleted`` (stale conditional-write probes).
+        GIL released."""
     def compaction_bins(self, indices: Optional[List[int]], target: int) -> List[List[int]]:
         """OPTIMIZE's bins, as indices into ``files()``, among the files at ``indices`` (all when
         None): per partition in order of first appearance, the files below ``target`` bytes and

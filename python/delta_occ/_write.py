@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _arrow, _core, change_data
+from . import _arrow, _core, change_data, data_input
 from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
 from .constraints import Rules
-from .exceptions import InvalidArgumentError, SchemaMismatchError
+from .exceptions import SchemaMismatchError
 from .generated import Generation
 from .identity import IdentityColumn, identity_columns
 from .operations import row_tracking
@@ -207,14 +207,8 @@ class Layout:
 
 
 def as_table(data: Any) -> pa.Table:
-    """Data to write as a pyarrow Table (a Table, RecordBatch or RecordBatchReader)."""
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if not isinstance(data, pa.Table):
-        raise InvalidArgumentError(f"data must be a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data).__name__}")
-    return data
+    """Data to write as a pyarrow Table (whatever ``delta_occ.data_input`` accepts)."""
+    return data_input.as_table(data)
 
 
 def widened(f: pa.Field, col: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Proto
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core, _rows, identity
+from . import _core, _rows, data_input, identity
 from ._schema import arrow_widens, check_stored, type_name
 from ._write import Layout, as_table, concat
 from .change_data import Changes
@@ -200,11 +200,7 @@ class ArrowEngine:
     # -- merge -------------------------------------------------------------------------------
 
     def merge_source(self, source: Any) -> pa.Table:
-        if isinstance(source, pa.RecordBatchReader):
-            source = source.read_all()
-        if not isinstance(source, pa.Table):
-            raise InvalidArgumentError(f"source must be a pyarrow Table, got {type(source).__name__}")
-        return source
+        return data_input.as_table(source, "source")
 
     def source_schema(self, source: pa.Table) -> pa.Schema:
         return source.schema
@@ -409,6 +405,8 @@ class ArrowEngine:
         comes in place of the rows. ``ids``: the rows carry their row ids (``Layout.read_rows``),
         for operations that copy them."""
         lay = self.lay
+        if lay.snapshot.version < 0:
+            return  # a transaction that creates the table: it has no rows yet
 
         def find(path: str) -> Optional[Tuple[str, Any, pa.Array, int]]:
             rows = lay.reader.read_rows(path, columns, positions=lay.dv_enabled, ids=ids)  # positions only to mark rows in DVs

@@ -84,12 +84,14 @@ def backoff(rerun: int) -> float:
     return min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (rerun - 1)) * random.uniform(0.5, 1.5)
 
 
-def _skipped(txn: Transaction, operation: str, reason: str) -> CommitResult:
+def not_written(version: int, operation: str, reason: str) -> CommitResult:
+    """The result of an operation that wrote nothing because of its input (``reason``), on the
+    table at ``version``."""
     return CommitResult(
-        version=txn.read_version,
+        version=version,
         attempts=0,
         isolation_level=IsolationLevel.SNAPSHOT_ISOLATION,
-        read_version=txn.read_version,
+        read_version=version,
         rebased_over=[],
         rows_resolved=0,
         operation=operation,
@@ -140,7 +142,7 @@ def run(
                 t.abort()
                 raise
             if reason is not None:
-                skipped = _skipped(t, operation, reason)
+                skipped = not_written(t.read_version, operation, reason)
                 t.abort()
                 return skipped
         try:
@@ -164,4 +166,4 @@ def _note_executions(e: DeltaConcurrentModificationException, executions: int, r
     e.reruns = reruns
 
 
-__all__ = ["RERUNNABLE", "AppVersion", "app_args", "backoff", "rereadable", "rerun_arg", "run"]
+__all__ = ["RERUNNABLE", "AppVersion", "app_args", "backoff", "not_written", "rereadable", "rerun_arg", "run"]

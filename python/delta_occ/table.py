@@ -11,6 +11,7 @@ import pyarrow as pa
 from . import _core, change_feed, constraints, engine, generated, one_call, time_travel
 from ._args import LevelLike, int_arg, level_name
 from ._schema import arrow_schema_to_delta, delta_schema_to_arrow, delta_type_json
+from .detail import describe
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .merge_builder import MergeBuilder
@@ -233,6 +234,38 @@ class Table:
         if limit is not None:
             limit = int_arg("limit", limit, 0)
         return [history_entry(version, info) for version, info in self._h.history(limit)]
+
+    def detail(self) -> Dict[str, Any]:
+        """DESCRIBE DETAIL of the newest version (refreshes first): ``format``, ``id``,
+        ``name``, ``description``, ``location``, ``createdAt``, ``lastModified``,
+        ``partitionColumns``, ``clusteringColumns``, ``numFiles``, ``sizeInBytes``,
+        ``properties``, ``minReaderVersion``, ``minWriterVersion``, ``tableFeatures`` (see
+        ``delta_occ.detail``)."""
+        return describe(self.newest_snapshot(), self.path)
+
+    def create_checkpoint(self) -> int:
+        """Write a checkpoint of the newest version (refreshes first) and point
+        ``_delta_log/_last_checkpoint`` at it, as a commit does every
+        ``delta.checkpointInterval`` versions; returns its version. Readers then load the table
+        from it instead of replaying the commits before it. Refused (UnsupportedFeatureError) on
+        a table delta-occ cannot write."""
+        snap = self.newest_snapshot()
+        snap.handle.create_checkpoint()
+        return snap.version
+
+    def cleanup_metadata(self) -> Dict[str, Any]:
+        """Log cleanup (deltalake's ``cleanup_metadata``): delete the commits, checkpoints and
+        checksum files older than ``delta.logRetentionDuration`` (default 30 days) that no
+        version inside that window needs, as commits do after each checkpoint (nothing when
+        ``delta.enableExpiredLogCleanup=false``). The log keeps the newest checkpoint at or
+        before the oldest version still in the window, so without a checkpoint nothing goes
+        (:meth:`create_checkpoint` first). Returns ``deleted`` (log files), ``sidecars_deleted``
+        and ``oldest_version`` (the version the log now starts at, or None when nothing
+        expired); time travel before that version fails afterwards. ``probes_deleted``: the
+        conditional-write probes (``_delta_log/.delta-occ-probe-*``) left by killed writers and
+        older than an hour, removed too."""
+        c = self.newest_snapshot().handle.cleanup_log()
+        return {"deleted": c["deleted"], "sidecars_deleted": c["sidecars_deleted"], "oldest_version": c["boundary"], "probes_deleted": c["probes_deleted"]}
 
     # -- transactions --------------------------------------------------------------------------
 
@@ -457,13 +490,17 @@ class Table:
         properties: Optional[Mapping[str, str]] = None,
         name: Optional[str] = None,
         storage_options: Optional[Mapping[str, str]] = None,
+        description: Optional[str] = None,
     ) -> Transaction:
-        """A transaction that creates the table (read version -1). Committing it after another
-        writer created the table raises ProtocolChangedException with the empty-directory hint."""
+        """A transaction that creates the table (read version -1): what it stages (an
+        ``append``, say) is in version 0 with the table. Committing it after another writer
+        created the table raises ProtocolChangedException with the empty-directory hint."""
         props = {str(k): str(v) for k, v in (properties or {}).items()}
+        schema_json = arrow_schema_to_delta(schema)
+        generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
         return Transaction(
             _core.TableHandle.begin_create(
-                table_location(path), arrow_schema_to_delta(schema), partition_by_arg(partition_by), props, name, storage_options_arg(storage_options)
+                table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), description
             )
         )
 
@@ -480,6 +517,28 @@ class Table:
         return self._metadata_commit(
             "SET TBLPROPERTIES", {"properties": props}, lambda t: t.set_properties(props), isolation_level, max_attempts
         )
+
+    def unset_properties(self, keys: Union[str, Sequence[str]], *, if_exists: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
+        """ALTER TABLE UNSET TBLPROPERTIES in one metadata commit (fails every concurrent
+        writer). A key the table does not have raises InvalidArgumentError, as in Delta, unless
+        ``if_exists`` (UNSET TBLPROPERTIES IF EXISTS): then it is skipped, and when no key is
+        set nothing is committed (``committed=False``)."""
+        names = [keys] if isinstance(keys, str) else [str(k) for k in keys]
+
+        def stage(txn: Transaction) -> None:
+            current = txn.snapshot.properties
+            missing = [k for k in names if k not in current]
+            if missing and not if_exists:
+                raise InvalidArgumentError(
+                    f"UNSET TBLPROPERTIES on {self.path} (version {txn.read_version}): the table has no property "
+                    f"{', '.join(map(repr, missing))} (if_exists=True skips absent keys)",
+                    table=self.path, version=txn.read_version,
+                )
+            present = [k for k in names if k in current]
+            if present:
+                txn.unset_properties(present)
+
+        return self._metadata_commit("UNSET TBLPROPERTIES", {"properties": names, "ifExists": if_exists}, stage, None, max_attempts)
 
     def add_constraint(self, name: str, expr: str, *, max_attempts: Optional[int] = None) -> CommitResult:
         """Add a CHECK constraint (``ALTER TABLE ADD CONSTRAINT``): ConstraintViolationError,

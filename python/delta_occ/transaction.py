@@ -130,6 +130,8 @@ class Transaction(Lifecycle):
 
     @property
     def snapshot(self) -> "Snapshot":
+        """The snapshot this transaction read; for one that creates the table, the table as its
+        version 0 will define it (version -1, no files), which the rows it writes are laid out by."""
         h = self._h.snapshot
         if h is None:
             raise InvalidArgumentError("this transaction creates the table; there is no snapshot to read yet")

@@ -13,6 +13,8 @@ Faults are rules on PUTs whose path matches a pattern:
   AccessDenied for each key.
 
 ``delay`` (seconds) holds every request that long before forwarding it: a cloud round trip.
+``after`` and ``landed`` run a test's function at one request: once it is answered, or once it
+has reached the server and before its answer goes back (to kill the client in between).
 
 SigV4 signatures stay valid: the request goes upstream byte for byte, ``Host`` header included.
 """
@@ -71,6 +73,7 @@ class FaultProxy:
         # Seconds added before each request is forwarded: a cloud region's round trip.
         self.delay = 0.0
         self._after: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
+        self._landed: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -94,11 +97,19 @@ class FaultProxy:
         with self._lock:
             self._after.append((method, re.compile(pattern), fn))
 
-    def _take_after(self, method: str, path: str) -> Optional[Callable[[], None]]:
+    def landed(self, method: str, pattern: str, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once, when the first ``method`` request whose path matches ``pattern`` has
+        reached the server and before its answer goes back: e.g. SIGKILL the client between a
+        PUT that landed and its next request, or hold the answer while the test looks at the
+        store. The answer then goes back (nowhere, to a killed client)."""
         with self._lock:
-            for i, (m, pattern, fn) in enumerate(self._after):
+            self._landed.append((method, re.compile(pattern), fn))
+
+    def _take(self, hooks: List[Tuple[str, Pattern[str], Callable[[], None]]], method: str, path: str) -> Optional[Callable[[], None]]:
+        with self._lock:
+            for i, (m, pattern, fn) in enumerate(hooks):
                 if m == method and pattern.search(path):
-                    del self._after[i]
+                    del hooks[i]
                     return fn
         return None
 
@@ -163,6 +174,14 @@ class FaultProxy:
                     status, out_headers = resp.status, {k: v for k, v in resp.getheaders() if k.lower() not in _HOP}
                 finally:
                     conn.close()
+                landed = proxy._take(proxy._landed, method, path)
+                if landed is not None:
+                    landed()
+                    try:
+                        self._answer(status, out_headers, data, head=method == "HEAD")
+                    except OSError:  # the client is gone
+                        self.close_connection = True
+                    return
                 if method == "PUT":
                     if status == 412 and "if-none-match" in {k.lower() for k in headers} and proxy._rule("ignore_conditions", method, path):
                         self._answer(200, {"ETag": '"ignored"'}, b"")
@@ -180,7 +199,7 @@ class FaultProxy:
                             self._answer(500, {"Content-Type": "application/xml"}, b"<Error><Code>InternalError</Code></Error>")
                             return
                 self._answer(status, out_headers, data, head=method == "HEAD")
-                hook = proxy._take_after(method, path)
+                hook = proxy._take(proxy._after, method, path)
                 if hook is not None:
                     hook()
 

@@ -331,11 +331,27 @@ class SparkTable:
         """The commits, newest first (as :meth:`delta_occ.Table.history`)."""
         return self.table.history(limit)
 
+    def detail(self) -> Dict[str, Any]:
+        """DESCRIBE DETAIL (as :meth:`delta_occ.Table.detail`)."""
+        return self.table.detail()
+
+    def create_checkpoint(self) -> int:
+        """:meth:`delta_occ.Table.create_checkpoint` of this table (written by the driver)."""
+        return self.table.create_checkpoint()
+
+    def cleanup_metadata(self) -> Dict[str, Any]:
+        """:meth:`delta_occ.Table.cleanup_metadata` of this table (run by the driver)."""
+        return self.table.cleanup_metadata()
+
     # -- the table's definition: log-only commits made on the driver (as on Table) --------------
 
     def set_properties(self, props: Mapping[str, str], *, max_attempts: Optional[int] = None) -> CommitResult:
         """:meth:`delta_occ.Table.set_properties` of this table."""
         return self.table.set_properties(props, max_attempts=max_attempts)
+
+    def unset_properties(self, keys: Union[str, Sequence[str]], *, if_exists: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
+        """:meth:`delta_occ.Table.unset_properties` of this table."""
+        return self.table.unset_properties(keys, if_exists=if_exists, max_attempts=max_attempts)
 
     def set_schema(self, schema: pa.Schema, *, allow_drop: bool = False, max_attempts: Optional[int] = None) -> CommitResult:
         """:meth:`delta_occ.Table.set_schema` of this table (a pyarrow schema)."""

@@ -73,6 +73,9 @@ pub use isolation::IsolationLevel;
 pub use schema::ColumnMappingMode;
 pub use snapshot::Snapshot;
 pub use table::{begin_create, history_of, Table};
+// What a snapshot tells about its table (DESCRIBE DETAIL).
+pub use protocol::supported_features;
+pub use time_travel::commit_timestamp;
 
 // The log: actions, commit files, and a commit as a concurrent writer sees it.
 pub use conflict::WinningCommit;
@@ -83,6 +86,9 @@ pub use log::path::commit_path;
 // Transactions and the commit loop (validate = check against the winners without committing).
 pub use commit::check_record::CheckRecord;
 pub use commit::committer::{commit, CommitResult};
+// Checkpoints and log cleanup asked for outside a commit.
+pub use commit::checkpoint::create as create_checkpoint;
+pub use commit::log_cleanup::{cleanup as cleanup_log, Cleaned};
 pub use commit::options::{CommitOptions, Interrupt};
 pub use commit::winners::{validate, Validation};
 pub use transaction::{Transaction, TxnOptions, TxnState};

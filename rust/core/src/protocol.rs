@@ -265,6 +265,22 @@ fn legacy_features(p: &Protocol) -> (Vec<&'static str>, Vec<&'static str>) {
     (reader, writer)
 }
 
+/// Every feature the protocol supports, by name and sorted: its reader and writer features and
+/// those its legacy versions imply (DESCRIBE DETAIL's `tableFeatures`).
+pub fn supported_features(p: &Protocol) -> Vec<String> {
+    let (legacy_r, legacy_w) = legacy_features(p);
+    let mut all: Vec<String> = legacy_r
+        .iter()
+        .chain(&legacy_w)
+        .map(|s| s.to_string())
+        .collect();
+    all.extend(p.reader_features.iter().flatten().cloned());
+    all.extend(p.writer_features.iter().flatten().cloned());
+    all.sort();
+    all.dedup();
+    all
+}
+
 /// `current` with the writer features `add` (table features: writer 7), or `None` if it
 /// already supports them all.
 pub fn with_writer_features(current: &Protocol, add: &[&str]) -> Option<Protocol> {
@@ -332,6 +348,32 @@ mod tests {
             reader_features: Some(feats.iter().map(|s| s.to_string()).collect()),
             writer_features: Some(feats.iter().map(|s| s.to_string()).collect()),
         }
+    }
+
+    #[test]
+    fn supported_features_include_the_legacy_ones() {
+        // Delta's legacy protocol versions imply these features (PROTOCOL.md "Table Features").
+        let legacy = Protocol {
+            min_reader_version: 2,
+            min_writer_version: 5,
+            reader_features: None,
+            writer_features: None,
+        };
+        assert_eq!(
+            supported_features(&legacy),
+            [
+                "appendOnly",
+                "changeDataFeed",
+                "checkConstraints",
+                "columnMapping",
+                "generatedColumns",
+                "invariants"
+            ]
+        );
+        assert_eq!(
+            supported_features(&proto(3, &["deletionVectors"])),
+            ["deletionVectors"]
+        );
     }
 
     #[test]

@@ -125,6 +125,7 @@ impl Table {
             partition_by.clone(),
             properties.clone(),
             name,
+            None,
         )?;
         let params = BTreeMap::from([
             (
@@ -162,6 +163,7 @@ impl Table {
 
 /// The transaction that creates a table (read version -1). Committing it when another writer
 /// created the table first raises ProtocolChangedException with the empty-directory hint.
+/// `name` and `description`: the table's, in its metadata.
 pub fn begin_create(
     location: &str,
     storage_options: &BTreeMap<String, String>,
@@ -169,11 +171,16 @@ pub fn begin_create(
     partition_by: Vec<String>,
     properties: BTreeMap<String, String>,
     name: Option<String>,
+    description: Option<String>,
 ) -> Result<Transaction> {
     let root = Location::parse(location, storage_options)?;
     refuse_existing_table(&root)?;
     refuse_data_files(&root)?;
-    new_table_transaction(&root, schema_string, partition_by, properties, name)
+    let mut txn = new_table_transaction(&root, schema_string, partition_by, properties, name)?;
+    if let Some(m) = txn.metadata.as_mut() {
+        m.description = description;
+    }
+    Ok(txn)
 }
 
 /// Refuse a location that is a file or already holds a Delta table (a commit in its log).

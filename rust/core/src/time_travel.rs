@@ -20,6 +20,46 @@ use crate::log::segment::log_dir;
 use crate::protocol::is_true;
 use crate::snapshot::Snapshot;
 
+/// When `snap`'s version was committed (epoch milliseconds), as delta-spark's snapshot timestamp
+/// (DESCRIBE DETAIL's `lastModified`): its in-commit timestamp where the table has them from that
+/// version on, else its commit file's modification time. `None` when neither is there (the
+/// commit file of a version read from its checkpoint was cleaned up).
+pub fn commit_timestamp(snap: &Snapshot) -> Result<Option<i64>> {
+    let v = snap.version();
+    let config = &snap.metadata().configuration;
+    let path = commit_path(&log_dir(&snap.root), v);
+    let ict = is_true(config, "delta.enableInCommitTimestamps")
+        && config
+            .get("delta.inCommitTimestampEnablementVersion")
+            .and_then(|e| e.trim().parse::<i64>().ok())
+            .is_none_or(|e| v >= e);
+    if ict {
+        let info = match &snap.state.commit_info {
+            Some(text) => Some(text.to_string()),
+            None => match read_commit_info(&path, v) {
+                Ok(info) => info,
+                Err(_) if !path.exists().unwrap_or(true) => None,
+                Err(e) => return Err(e),
+            },
+        };
+        if let Some(info) = info {
+            return serde_json::from_str::<Value>(&info)
+                .ok()
+                .and_then(|c| c.get("inCommitTimestamp").and_then(Value::as_i64))
+                .map(Some)
+                .ok_or_else(|| {
+                    Error::corrupt(
+                        &path,
+                        Some(v),
+                        "in-commit timestamps are enabled but the commit has no commitInfo.inCommitTimestamp",
+                    )
+                });
+        }
+    }
+    let listing = crate::log::segment::list(&snap.root, v)?;
+    Ok(listing.commits.get(&v).and_then(|f| f.modified))
+}
+
 /// The version of `latest`'s table current at `ts_ms` (epoch milliseconds): `latest`'s own
 /// version for any instant after it was committed. An instant before the oldest version that
 /// can still be read is an error: before the table existed an invalid argument, after log

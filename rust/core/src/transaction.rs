@@ -158,6 +158,20 @@ impl Transaction {
         self.snapshot.as_ref()
     }
 
+    /// A transaction that creates the table: the table as its version 0 will define it (the
+    /// staged protocol and metadata, no files), at version -1. An engine lays out the data it
+    /// writes into the new table with it, so the table and its first rows are one commit.
+    /// `None` for a transaction that read a table.
+    pub fn created_snapshot(&self) -> Result<Option<Snapshot>> {
+        if self.snapshot.is_some() {
+            return Ok(None);
+        }
+        let mut state = crate::log::replay::LogState::new();
+        state.protocol = Some(self.current_protocol()?);
+        state.metadata = Some(self.current_metadata()?);
+        Snapshot::from_state(&self.root, state).map(Some)
+    }
+
     pub fn state(&self) -> TxnState {
         self.state
     }

@@ -314,6 +314,24 @@ impl SnapshotHandle {
             .collect()
     }
 
+    /// Every feature the table's protocol supports, sorted (legacy versions' implied ones too).
+    #[getter]
+    fn table_features(&self) -> Vec<String> {
+        delta_occ_core::supported_features(self.inner.protocol())
+    }
+
+    /// When this version was committed (epoch ms; `delta_occ_core::commit_timestamp`), or None.
+    fn commit_timestamp(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        py.detach(|| delta_occ_core::commit_timestamp(&self.inner))
+            .py_err()
+    }
+
+    /// Write this version's checkpoint and point `_last_checkpoint` at it.
+    fn create_checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| delta_occ_core::create_checkpoint(&self.inner))
+            .py_err()
+    }
+
     /// VACUUM this snapshot's table (`delta_occ_core::vacuum`): a dict with the files deleted (or
     /// to delete, `dry_run`) as `[(path relative to the root, size)]` and the counts kept.
     /// `now_ms`: the instant the retention window ends (default: now).
@@ -351,6 +369,32 @@ impl SnapshotHandle {
         d.set_item("kept_referenced", r.kept_referenced)?;
         d.set_item("kept_recent", r.kept_recent)?;
         d.set_item("dry_run", r.dry_run)?;
+        Ok(d)
+    }
+
+    /// Log cleanup of this snapshot's table (`delta_occ_core::cleanup_log`, what
+    /// a commit runs after each checkpoint): a dict with `boundary` (the oldest version kept
+    /// reconstructable, None when nothing expired), `deleted`, `sidecars_deleted` and
+    /// `probes_deleted`. `now_ms`: the instant ages are judged at (default: now).
+    #[pyo3(signature = (now_ms=None))]
+    fn cleanup_log<'py>(
+        &self,
+        py: Python<'py>,
+        now_ms: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let now = now_ms.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        });
+        let r = py
+            .detach(|| delta_occ_core::cleanup_log(&self.inner, now))
+            .py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("boundary", r.boundary)?;
+        d.set_item("deleted", r.deleted)?;
+        d.set_item("sidecars_deleted", r.sidecars_deleted)?;
+        d.set_item("probes_deleted", r.probes_deleted)?;
         Ok(d)
     }
 

@@ -204,7 +204,8 @@ impl TableHandle {
 
     /// The transaction that creates a table at `location` (read version -1).
     #[staticmethod]
-    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None, storage_options=None))]
+    #[pyo3(signature = (location, schema_json, partition_by, properties, name=None, storage_options=None, description=None))]
+    #[allow(clippy::too_many_arguments)]
     fn begin_create(
         py: Python<'_>,
         location: String,
@@ -213,6 +214,7 @@ impl TableHandle {
         properties: BTreeMap<String, String>,
         name: Option<String>,
         storage_options: Option<BTreeMap<String, String>>,
+        description: Option<String>,
     ) -> PyResult<TransactionHandle> {
         let options = storage_options.unwrap_or_default();
         py.detach(|| {
@@ -223,6 +225,7 @@ impl TableHandle {
                 partition_by,
                 properties,
                 name,
+                description,
             )
         })
         .py_err()

@@ -80,9 +80,17 @@ impl TransactionHandle {
         Ok(self.txn().current_metadata().py_err()?.schema_string)
     }
 
+    /// The snapshot read; for a transaction that creates the table, the table as its version 0
+    /// will define it (version -1, no files: `Transaction::created_snapshot`).
     #[getter]
-    fn snapshot(&self) -> Option<SnapshotHandle> {
-        self.txn().snapshot().cloned().map(SnapshotHandle::new)
+    fn snapshot(&self) -> PyResult<Option<SnapshotHandle>> {
+        let t = self.txn();
+        if let Some(snap) = t.snapshot() {
+            return Ok(Some(SnapshotHandle::new(snap.clone())));
+        }
+        Ok(t.created_snapshot()
+            .py_err()?
+            .map(|s| SnapshotHandle::new(Arc::new(s))))
     }
 
     /// Record the read and return the matching live files as a `files()` batch.

@@ -308,6 +308,13 @@ pub fn write(snap: &Snapshot) -> Result<()> {
     }
 }
 
+/// A checkpoint asked for outside a commit (`Table.create_checkpoint`): only of a table this
+/// client may write, since a checkpoint restates every action of the table.
+pub fn create(snap: &Snapshot) -> Result<()> {
+    crate::protocol::check_writable(snap.protocol(), &snap.root.to_string(), snap.version())?;
+    write(snap)
+}
+
 fn write_last_checkpoint(dir: &Location, last: serde_json::Value) -> Result<()> {
     log_store::put_replace(&dir.join("_last_checkpoint"), last.to_string().as_bytes())
 }

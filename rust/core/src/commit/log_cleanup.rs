@@ -12,6 +12,10 @@
 //! Sidecars (V2 checkpoints) that no remaining checkpoint names are deleted too, but only once
 //! they are older than the window and a day (protocol-notes.md §4.4): a checkpoint writer writes
 //! its sidecars before the file that names them, so a young unnamed sidecar may be in use.
+//!
+//! Leftover conditional-write probes (`.delta-occ-probe-*`, [`crate::storage::probe`]) go too,
+//! once stale, whatever the retention and also when expired-log cleanup is off: they are no
+//! part of the log, only litter a killed prober (or one that may not delete) left behind.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +24,7 @@ use crate::log::path::{checksum_version, parse_name, LogFile, LogFileKind};
 use crate::log::segment::log_dir;
 use crate::properties::parse_interval_ms;
 use crate::snapshot::Snapshot;
-use crate::storage::Location;
+use crate::storage::{probe, Location};
 
 /// `delta.logRetentionDuration`'s default: 30 days.
 pub const DEFAULT_LOG_RETENTION_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -33,6 +37,8 @@ pub struct Cleaned {
     pub deleted: usize,
     /// Unreferenced sidecars deleted.
     pub sidecars_deleted: usize,
+    /// Stale conditional-write probes deleted.
+    pub probes_deleted: usize,
 }
 
 /// A sidecar younger than this is never deleted, named or not.
@@ -51,20 +57,25 @@ struct Version {
 
 /// Clean up `snap`'s log at instant `now_ms` (after a checkpoint of `snap`'s version).
 pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
+    let dir = log_dir(&snap.root);
+    let entries = dir.list(None, false).map_err(|e| Error::io(&dir, e))?;
+    // First, and never an error: a failed expiry below must not keep the litter.
+    let probes_deleted = probe::remove_stale(&dir, &entries, now_ms);
     let config = &snap.metadata().configuration;
     if config
         .get("delta.enableExpiredLogCleanup")
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("false"))
     {
-        return Ok(Cleaned::default());
+        return Ok(Cleaned {
+            probes_deleted,
+            ..Cleaned::default()
+        });
     }
     let retention = config
         .get("delta.logRetentionDuration")
         .and_then(|v| parse_interval_ms(v))
         .unwrap_or(DEFAULT_LOG_RETENTION_MS);
     let cutoff = now_ms.saturating_sub(retention);
-    let dir = log_dir(&snap.root);
-    let entries = dir.list(None, false).map_err(|e| Error::io(&dir, e))?;
     let mut versions: BTreeMap<i64, Version> = BTreeMap::new();
     for e in &entries {
         let (version, kind) = match parse_name(&e.name) {
@@ -118,7 +129,15 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
         boundary,
         deleted,
         sidecars_deleted,
+        probes_deleted,
     })
+}
+
+/// Log cleanup asked for outside a commit (`Table.cleanup_metadata`): [`expire`], on a table
+/// this client may write (it must understand the checkpoints it keeps).
+pub fn cleanup(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
+    crate::protocol::check_writable(snap.protocol(), &snap.root.to_string(), snap.version())?;
+    expire(snap, now_ms)
 }
 
 /// Delete every log file of a version before `snap`'s (which has just been checkpointed), oldest
@@ -127,6 +146,8 @@ pub fn expire(snap: &Snapshot, now_ms: i64) -> Result<Cleaned> {
 pub fn truncate_before(snap: &Snapshot) -> Result<Cleaned> {
     let dir = log_dir(&snap.root);
     let entries = dir.list(None, false).map_err(|e| Error::io(&dir, e))?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let probes_deleted = probe::remove_stale(&dir, &entries, now_ms);
     let mut doomed: Vec<(i64, &str)> = entries
         .iter()
         .filter_map(|e| {
@@ -142,12 +163,13 @@ pub fn truncate_before(snap: &Snapshot) -> Result<Cleaned> {
         let at = dir.join(name);
         at.delete().map_err(|e| Error::io(&at, e))?;
     }
-    let older_than = chrono::Utc::now().timestamp_millis() - SIDECAR_MIN_AGE_MS;
+    let older_than = now_ms - SIDECAR_MIN_AGE_MS;
     let sidecars_deleted = expire_sidecars(snap, &dir, &entries, snap.version(), older_than)?;
     Ok(Cleaned {
         boundary: Some(snap.version()),
         deleted: doomed.len(),
         sidecars_deleted,
+        probes_deleted,
     })
 }
 
@@ -223,4 +245,54 @@ fn expire_sidecars(
         }
     }
     Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::probe;
+    use crate::table::Table;
+
+    const SCHEMA: &str =
+        r#"{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}"#;
+    const HOUR: i64 = 3600 * 1000;
+
+    /// A stale probe goes at every cleanup, also with expired-log cleanup off; a fresh one and
+    /// every log file stay.
+    #[test]
+    fn stale_probes_go_whatever_the_log_settings() {
+        for enabled in ["true", "false"] {
+            let dir = tempfile::tempdir().unwrap();
+            let props = BTreeMap::from([(
+                "delta.enableExpiredLogCleanup".to_string(),
+                enabled.to_string(),
+            )]);
+            let path = dir.path().to_str().unwrap();
+            let t = Table::create(path, &Default::default(), SCHEMA, vec![], props, None).unwrap();
+            let log = dir.path().join("_delta_log");
+            let now = chrono::Utc::now().timestamp_millis();
+            let (stale, fresh) = (probe::name(now - 2 * HOUR), probe::name(now - 1000));
+            for (name, age) in [(&stale, 2 * HOUR), (&fresh, 1000)] {
+                let f = std::fs::File::create(log.join(name)).unwrap();
+                let at =
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis((now - age) as u64);
+                f.set_modified(at).unwrap();
+            }
+            let cleaned = expire(&t.latest(), now).unwrap();
+            assert_eq!(
+                cleaned.probes_deleted, 1,
+                "enableExpiredLogCleanup={enabled}"
+            );
+            assert_eq!((cleaned.deleted, cleaned.boundary), (0, None));
+            let mut left: Vec<String> = std::fs::read_dir(&log)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            left.sort();
+            assert_eq!(
+                left,
+                vec![fresh.clone(), "00000000000000000000.json".into()]
+            );
+        }
+    }
 }

@@ -15,6 +15,7 @@ use bytes::Bytes;
 mod local;
 mod object;
 mod options;
+pub mod probe;
 mod process;
 mod reader;
 

@@ -524,7 +524,7 @@ impl Storage for ObjectStorage {
         }
         let probe = self.join(
             log_dir,
-            &format!(".delta-occ-probe-{}", uuid::Uuid::new_v4()),
+            &super::probe::name(chrono::Utc::now().timestamp_millis()),
         );
         let first = self.create(&probe, b"delta-occ checks conditional creates\n");
         let second = match first {
@@ -533,7 +533,8 @@ impl Storage for ObjectStorage {
             Err(e) => return Err(e),
         };
         // A credential that may write but not delete leaves the hidden probe behind: harmless
-        // (readers skip names starting with '.'), and no reason to refuse commits.
+        // (readers skip names starting with '.'), no reason to refuse commits, and removed by a
+        // later log cleanup once stale (see `probe`), as is one whose process was killed here.
         let _ = self.delete(&probe);
         match second {
             Ok(false) => {}

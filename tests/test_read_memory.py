@@ -19,7 +19,6 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 import delta_occ as docc
 

@@ -182,6 +182,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // True only in the build the tests make for themselves (cargo feature `test-hooks`).
     m.add("TEST_HOOKS", delta_occ_core::test_hooks::ENABLED)?;
+    // Only a function pointer: no thread or runtime is started here.
+    delta_occ_core::set_io_idle_hook(storage::collect_memory);
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
     m.add_class::<transaction::TransactionHandle>()?;

@@ -17,6 +17,7 @@ mod object;
 mod options;
 pub mod probe;
 mod process;
+pub use process::set_io_idle_hook;
 mod reader;
 
 pub use reader::FileReader;

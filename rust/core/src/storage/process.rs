@@ -112,6 +112,18 @@ unsafe impl<T: Send> Send for PerProcess<T> {}
 /// never at import time; two worker threads (requests wait on the network, not the CPU).
 static RUNTIME: PerProcess<tokio::runtime::Runtime> = PerProcess::new();
 
+/// Run by each I/O thread as it goes idle (see [`set_io_idle_hook`]).
+static ON_IDLE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Have each I/O thread run `hook` as it goes idle (once per process; later calls are ignored).
+/// The response buffers an I/O thread allocates are freed by the threads that read them, and an
+/// allocator with per-thread heaps (mimalloc) hands their pages back only when the owning thread
+/// collects: the embedding sets its allocator's collect here, so that a long streamed read does
+/// not keep every response it ever received.
+pub fn set_io_idle_hook(hook: fn()) {
+    let _ = ON_IDLE.set(hook);
+}
+
 /// Run `future` to completion on this process's runtime, blocking the calling thread (never a
 /// runtime thread: the core's callers are plain threads).
 pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
@@ -120,6 +132,11 @@ pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .thread_name("delta-occ-io")
+                .on_thread_park(|| {
+                    if let Some(hook) = ON_IDLE.get() {
+                        hook()
+                    }
+                })
                 .enable_all()
                 .build()
                 .expect("cannot start the I/O runtime (out of threads or file descriptors)")

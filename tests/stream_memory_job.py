@@ -65,7 +65,7 @@ def ours(location: str, options_json: str) -> dict:
     options = json.loads(options_json) or None
     snap = docc.Table(location, storage_options=options).snapshot()
     per_file = PerFile()
-    reader = snap.to_batches(columns=["id", "file_no", "x"])
+    reader = snap.to_batches(columns=["id", "file_no", "x"], batch_size=262_144)  # small hashing temporaries
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := current RSS
     before = _rss("VmRSS")

@@ -270,8 +270,14 @@ class SnapshotRead:
             raise InvalidArgumentError(f"batch_size must be a positive whole number of rows, got {batch_size!r}")
 
         def batches() -> Iterator[pa.RecordBatch]:
+            pool = pa.default_memory_pool()
             for t in self.tables():
                 yield from t.to_batches(max_chunksize=batch_size)
+                del t
+                # pyarrow's allocator keeps freed pages for reuse; a stream would hold about a
+                # file's worth more per file read (peak RSS growth streaming 650 MB: 244 MB
+                # without this, 141 MB with).
+                pool.release_unused()
 
         return pa.RecordBatchReader.from_batches(self.schema, batches())
 

@@ -358,7 +358,7 @@ class Timeline:
             ("winners checked", f"{s['winners_checked']} (concurrent commits a delta-occ commit was checked against and passed)"),
             ("conflicts avoided at row level", f"{s['passed_at_row_level']} check(s) in {s['commits_passed_at_row_level']} commit(s) passed by a rule of row-level concurrency (§4)"),
             ("retries", f"{s['retries']} commit-loop attempt(s) after the first, {s['reexecutions']} re-execution(s), {s['failed_attempts']} failed attempt(s)"),
-            ("time lost waiting", f"{_seconds(s['ms_lost'])}: {_seconds(s['ms_lost_in_retries'])} in commit loops that rebased, "
+            ("time lost waiting", f"{_seconds(s['ms_lost'])}, summed over writers: {_seconds(s['ms_lost_in_retries'])} in commit loops that rebased, "
                                   f"{_seconds(s['ms_lost_in_reexecutions'])} in executions that were re-run, {_seconds(s['ms_lost_in_failed_attempts'])} in failed attempts"),
         ]
         return "".join(f'<div class="stat" data-stat="{html.escape(k)}"><dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd></div>' for k, v in items)

@@ -146,6 +146,21 @@ def spark_classic():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def deltaspark(tmp_path_factory):
+    """delta-spark as a peer (tests/deltaspark.py): one driver process for every module that
+    needs it, started by the first (a cold JVM's first Delta statements take tens of seconds on
+    2 cores). DELTA_OCC_NO_DELTASPARK=1, or no Java, skips, saying so."""
+    if os.environ.get("DELTA_OCC_NO_DELTASPARK"):
+        pytest.skip("DELTA_OCC_NO_DELTASPARK is set: delta-spark peer tier not run")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime (java on PATH or JAVA_HOME) for delta-spark")
+    from deltaspark import DeltaSpark
+
+    with DeltaSpark.start(tmp_path_factory.mktemp("deltaspark-gate")) as peer:
+        yield peer
+
+
 # -- object stores ------------------------------------------------------------------------------
 # Servers on loopback, started once per session by the first test that needs them. They are part
 # of the default run: a server that cannot be installed or started is a test error, not a skip

@@ -298,7 +298,9 @@ RUNS: Dict[str, List[str]] = {
     "snapshot": ["snapshot {path}", "snapshot {path} --at-version 1", "snapshot {path} --version 1"],
     "explain": ["explain {path} 2"],
     "check": ["check {path} --first \"DELETE WHERE date < '2010-01-01'\" --second \"UPDATE SET value = value * 2 WHERE date > '2010-01-01'\""],
-    "stress": ["stress {new} --writers 2 --transactions 3 --modes thread --rounds 2"],
+    "stress": ["stress {new} --writers 2 --transactions 3 --modes thread --rounds 2 --timeline {new}.html"],
+    "timeline": ["timeline {path} -o {new}.html", "timeline {path} --from-version 1 --to-version 2 -o {new}.html",
+                 "timeline {path} --since 2020-01-01 -o {new}.html"],
     "vacuum": ["vacuum {path} --dry-run", "vacuum {path} --retention-hours 0 --no-enforce-retention --dry-run",
                "vacuum {path} --retention-hours 0 --no-enforce-retention"],
 }
@@ -333,6 +335,8 @@ def test_every_command_table_row_runs(tmp_path, capsys):
 
     assert (tmp_path / "demo-0" / "_delta_log").is_dir()
     assert (tmp_path / "stress-0" / "_delta_log").is_dir()
+    assert "id=\"timeline-data\"" in (tmp_path / "stress-0.html").read_text()
+    assert all((tmp_path / f"timeline-{i}.html").read_text().startswith("<!DOCTYPE html>") for i in range(3))
     removed = [p for p in pathlib.Path(path).glob("*.parquet") if p.name not in {f for f in docc.Table(path).snapshot().files()["path"].to_pylist()}]
     assert removed == [], f"vacuum --retention-hours 0 left {removed}"
     with capsys.disabled():

@@ -35,10 +35,9 @@ DV = {"delta.enableDeletionVectors": "true"}
 
 
 @pytest.fixture(scope="module")
-def ds(tmp_path_factory):
-    with DeltaSpark.start(tmp_path_factory.mktemp("deltaspark-gate")) as peer:
-        assert peer.info["spark"] == "4.2.0"
-        yield peer
+def ds(deltaspark: DeltaSpark) -> DeltaSpark:
+    assert deltaspark.info["spark"] == "4.2.0"
+    return deltaspark
 
 
 def norm(v: Any) -> Any:

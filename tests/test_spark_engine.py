@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import pathlib
 import shutil
 
@@ -392,6 +393,16 @@ def test_optimize_commit_info_uses_deltas_metric_names(spark, bases, tmp_path):
     assert info["operation"] == "OPTIMIZE"
     assert info["operationMetrics"]["numRemovedFiles"] == str(files)
     assert "numFilesRemoved" not in info["operationMetrics"]
+
+
+def test_commit_note_names_the_spark_engine(spark, bases, tmp_path):
+    """What ``delta-occ timeline`` draws a Spark job's lane from: the driver's process, and the
+    engine (``commitInfo.deltaOcc``, ``delta_occ.commit_note``)."""
+    b = tmp_path / "t"
+    shutil.copytree(bases["flat"], b)
+    SparkTable(spark, b).optimize()
+    occ = docc.Table(b).history(1)[0]["deltaOcc"]
+    assert (occ["engine"], occ["pid"]) == ("spark", os.getpid())
 
 
 @pytest.mark.parametrize("dv", [False, True], ids=["rewrite", "dv"])

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from . import engine
     from .snapshot import Snapshot
     from .table import Table, convert_to_delta
+    from .timeline import Timeline
     from .transaction import CommitResult, Transaction
     from .write_modes import write_table
 
@@ -28,6 +29,7 @@ _LAZY = {
     "Transaction": ".transaction",
     "CommitResult": ".transaction",
     "write_table": ".write_modes",
+    "Timeline": ".timeline",
 }
 
 
@@ -46,4 +48,4 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "convert_to_delta", "write_table", "engine", "exceptions", "__version__"]
+__all__ = ["Table", "Snapshot", "Transaction", "CommitResult", "IsolationLevel", "convert_to_delta", "write_table", "Timeline", "engine", "exceptions", "__version__"]

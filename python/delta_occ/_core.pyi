@@ -202,6 +202,8 @@ class TransactionHandle:
     def mark_clustered(self, clustered: bool) -> None: ...
     def set_operation_metrics(self, metrics: Dict[str, str]) -> None:
         """Metrics the writing engine knows, merged into commitInfo.operationMetrics."""
+    def set_commit_note(self, note_json: str) -> None:
+        """Facts for commitInfo.deltaOcc (a JSON object) that only the writer knows."""
     def num_staged(self) -> int: ...
     def commit(
         self,

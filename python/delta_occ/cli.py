@@ -301,6 +301,9 @@ def cmd_stress(args: argparse.Namespace) -> int:
     )
     progress = None if args.json else (lambda msg: print(f"\r{msg}", end="", file=sys.stderr, flush=True))
     summary = stress.run(args.path, cfg, progress, storage_options=args.storage_options, log_dir=args.log_dir)
+    if args.timeline:
+        tl = stress.timeline(stress.target(args.path, args.storage_options, summary["log_dir"]))
+        summary["timeline"] = tl.write_html(args.timeline)
     if args.json:
         _emit(summary)
     else:
@@ -309,8 +312,22 @@ def cmd_stress(args: argparse.Namespace) -> int:
                      | {"anomalies": len(summary["anomalies"])})
         for line in summary["anomalies"][:20] + summary["spurious_conflicts"]:
             _out.print(f"  - {line}", markup=False)
+        if args.timeline:
+            _out.print(f"timeline: {summary['timeline']}", markup=False)
     bad = summary["anomalies"] or summary["lost"] or summary["duplicated"] or summary["spurious"]
     return EXIT_FINDING if bad else EXIT_OK
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    tl = _table(args).timeline(args.from_version, args.to_version, args.since)
+    out = tl.write_html(args.output)
+    if args.json:
+        _emit({"output": out, "first_version": tl.first_version, "last_version": tl.last_version, "summary": tl.summary(), "missing": tl.missing})
+    else:
+        s = tl.summary()
+        _out.print(f"{out}: v{tl.first_version}..v{tl.last_version}, {s['commits']} commits by {s['writers']} writer(s), "
+                   f"{s['passed_at_row_level']} check(s) passed at row level, {s['retries']} retries", markup=False)
+    return EXIT_OK
 
 
 def _emit(obj: Any) -> None:
@@ -373,7 +390,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--faults", default="", help="DELTA_OCC_FAULTS for the writer processes, e.g. ack_lost or pause_ms=5 (a test build only)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--row-tracking", action="store_true", help="a table with row tracking (the full workload, OPTIMIZE also as Z-order), then row ids and row commit versions checked at every version")
+    p.add_argument("--timeline", default=None, metavar="OUT.html", help="also draw the run as a timeline page (failed attempts included)")
     p.set_defaults(func=cmd_stress)
+    p = sub.add_parser("timeline", help="draw a table's commits as a timeline page: one lane per writer, spans from read to commit, checked winners and rules")
+    p.add_argument("path")
+    p.add_argument("--from-version", type=int, default=None, metavar="V", help="the first version drawn (default: the newest 10,000 commits)")
+    p.add_argument("--to-version", type=int, default=None, metavar="V", help="the last version drawn (default: the latest)")
+    p.add_argument("--since", default=None, metavar="TIME", help="start at the first commit at or after TIME (ISO 8601, UTC unless it says otherwise)")
+    p.add_argument("-o", "--output", default="timeline.html", help="the HTML file written (default timeline.html)")
+    p.set_defaults(func=cmd_timeline)
     for name, p in sub.choices.items():
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout and nothing else")
         if name != "matrix":

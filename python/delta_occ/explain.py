@@ -89,7 +89,7 @@ def commit(table: Any, version: int) -> Dict[str, Any]:
         "files": mine,
         "checked": checked,
         "winners_not_recorded": occ.get("winnersNotRecorded", 0),
-        "summary": _sentence(version, fields["read_version"], occ, checked),
+        "summary": summary_sentence(version, fields["read_version"], occ, checked),
     }
 
 
@@ -170,7 +170,9 @@ def _shared_partitions(mine: Dict[str, Any], theirs: Dict[str, Any]) -> List[Dic
     return [a[k] for k in sorted(a.keys() & b.keys())]
 
 
-def _sentence(version: int, read_version: Optional[int], occ: Dict[str, Any], checked: List[Dict[str, Any]]) -> str:
+def summary_sentence(version: int, read_version: Optional[int], occ: Dict[str, Any], checked: List[Dict[str, Any]]) -> str:
+    """`explain`'s one-line account of a commit: its read version and the winners (``version``,
+    ``operation``) it was checked against, from its ``commitInfo.deltaOcc`` (``occ``)."""
     if read_version is None:
         return f"version {version} carries no read version: its writer recorded no conflict checks"
     if not occ:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 import pyarrow as pa
 
+from . import commit_note
 from ._args import int_arg
 from .exceptions import (
     ConcurrentAppendException,
@@ -131,9 +132,11 @@ def run(
     it when staging fails). ``core`` gives the delta-occ transaction under an engine's,
     ``latest`` the table's newest snapshot (refreshed)."""
     reruns: List[Dict[str, Any]] = []
+    first_read = commit_note.now_ms()
     while True:
         txn = begin()
         t = core(txn)
+        t.note.update(commit_note.execution(len(reruns) + 1, first_read, [r["winning_version"] for r in reruns]))
         read = _shape(t.snapshot)
         if app is not None:
             try:

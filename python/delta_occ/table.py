@@ -18,6 +18,8 @@ from .merge_builder import MergeBuilder
 from .operations.merge import ClauseSpec
 from .snapshot import Snapshot
 from .time_travel import Instant
+from .timeline import Timeline
+from .timeline import build as build_timeline
 from .transaction import CommitResult, Transaction, stop_using
 from .vacuum import VacuumResult
 from .vacuum import vacuum as run_vacuum
@@ -266,6 +268,13 @@ class Table:
         older than an hour, removed too."""
         c = self.newest_snapshot().handle.cleanup_log()
         return {"deleted": c["deleted"], "sidecars_deleted": c["sidecars_deleted"], "oldest_version": c["boundary"], "probes_deleted": c["probes_deleted"]}
+
+    def timeline(self, from_version: Optional[int] = None, to_version: Optional[int] = None, since: Optional[Instant] = None) -> Timeline:
+        """The commits from ``from_version`` (or the first at or after ``since``; default the
+        newest 10,000) to ``to_version`` (default the latest) as a
+        :class:`~delta_occ.timeline.Timeline`: one lane per writer, each commit a span from its
+        read to its commit, the winners it was checked against and the rules that passed it."""
+        return build_timeline(self, from_version, to_version, since)
 
     # -- transactions --------------------------------------------------------------------------
 

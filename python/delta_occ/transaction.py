@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _arrow, _core, engine, identity
+from . import _arrow, _core, commit_note, engine, identity
 from ._args import int_arg
 from ._schema import arrow_schema_to_delta, delta_type_json
 from .constraints import PREFIX, Rule, check_name, constraint_key, is_constraint_key
@@ -119,6 +119,9 @@ class Transaction(Lifecycle):
         #: Who reads every live row where this transaction must (a new CHECK constraint, SYNC
         #: IDENTITY): the embedded engine, or Spark's executors on a Spark transaction.
         self.whole_table: engine.WholeTable = table.whole_table(self) if table is not None else engine.ArrowWholeTable(self)
+        #: What ``commit()`` adds to ``commitInfo.deltaOcc`` about who wrote the commit and how
+        #: (``delta_occ.commit_note``): an engine or a re-running operation adds its part.
+        self.note: Dict[str, Any] = commit_note.writer()
 
     def __repr__(self) -> str:
         return f"Transaction(read_version={self.read_version}, state={self.state!r}, isolation_level={self.isolation_level.value})"
@@ -547,6 +550,7 @@ class Transaction(Lifecycle):
             operation = staged.operation
             if parameters is None and self.bookkeeping.staged:
                 parameters = staged.parameters
+        self._h.set_commit_note(json.dumps({**self.note, commit_note.COMMIT_START: commit_note.now_ms()}, default=str))
         try:
             with self.bookkeeping.committing(self._h.storage):
                 d = self._h.commit(str(operation), _parameters(parameters), self._max_attempts, self._time_budget, self._row_level_budget)

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from .. import change_feed, one_call
+from .. import change_feed, commit_note, one_call
 from .._args import LevelLike
 from .._schema import arrow_schema_to_delta
 from .._write import Layout
@@ -90,6 +90,7 @@ class SparkTransaction(Lifecycle):
         self.spark = table.spark
         self.table = table
         self.txn = txn
+        txn.note[commit_note.ENGINE] = "spark"
         self.snap_handle = txn.snapshot.handle
         self.lay = Layout(txn.snapshot)
         #: The table schema as Spark types with logical names.

@@ -23,6 +23,8 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..table import Table
+from ..timeline import Timeline
+from ..timeline import build as build_timeline
 from . import row_ids
 from .model import Rows, apply, pred_match, touched, unseen_blind_appends
 from .workload import ATTEMPT_KEY, Target, target
@@ -44,6 +46,25 @@ def read_attempts(where: Union[str, Target]) -> Dict[str, Dict[str, Any]]:
                     continue  # a writer killed mid-line
                 out[rec["attempt"]] = rec
     return out
+
+
+def failed_attempts(where: Union[str, Target]) -> List[Dict[str, Any]]:
+    """The logged attempts that did not commit (a conflict or an error at commit), as
+    ``delta_occ.timeline.build(failed=...)`` takes them: they are not in the Delta log."""
+    out = []
+    for a, rec in read_attempts(where).items():
+        if rec["outcome"] not in ("conflict", "error") or "started_at" not in rec:
+            continue  # an error while staging has no read version nor writer
+        out.append({"id": a, "writer": rec.get("writer") or rec["worker"], "operation": rec["op"]["op"].upper(), "read_version": rec.get("read_version"),
+                    "started_at": rec["started_at"], "ended_at": rec.get("ended_at"), "error": rec.get("error"),
+                    "winning_version": rec.get("winning_version"), "rule": rec.get("rule"), "message": rec.get("message")})
+    return out
+
+
+def timeline(where: Union[str, Target]) -> Timeline:
+    """The run's timeline: every version of the table, and the failed attempts."""
+    tg = target(where)
+    return build_timeline(tg.table(), from_version=0, failed=failed_attempts(tg))
 
 
 def _state_at(t: Table, v: int) -> Tuple[Rows, Dict[str, str]]:

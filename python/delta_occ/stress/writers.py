@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .. import _core
+from .. import _core, commit_note
 from .. import exceptions as ex
 from ..table import Table
 from .history import check
@@ -42,24 +42,32 @@ def commit(txn: Any, rec: Dict[str, Any], log: AttemptLog) -> None:
     try:
         r = txn.commit(txn.staged_operation or "WRITE", params)
         # An operation that changed nothing writes no commit (docs/guide.md "Policies").
-        rec.update(outcome="committed" if r.committed else "nothing", version=r.version)
+        rec.update(outcome="committed" if r.committed else "nothing", version=r.version, attempts=r.attempts)
     except ex.DeltaConcurrentModificationException as e:
-        rec.update(outcome="conflict", error=type(e).__name__, winning_version=e.winning_version, message=str(e)[:400])
+        rec.update(outcome="conflict", error=type(e).__name__, winning_version=e.winning_version, rule=e.rule, message=str(e)[:400])
     except ex.DeltaOccError as e:
         rec.update(outcome="error", error=type(e).__name__, message=str(e)[:400])
+    rec["ended_at"] = commit_note.now_ms()
     log.write(rec)
 
 
 def begin(t: Table, log: AttemptLog, attempt: str, worker: str, level: str, op: Dict[str, Any]) -> Optional[Tuple[Any, Dict[str, Any]]]:
     """Stage ``op`` and log the start; None (logged as an error) when staging itself fails."""
+    started = commit_note.now_ms()
     try:
         txn = stage(t, op, level, attempt)
     except ex.DeltaOccError as e:
         log.write({"attempt": attempt, "worker": worker, "level": level, "op": op, "outcome": "error", "error": type(e).__name__, "message": str(e)[:400]})
         return None
-    rec = {"attempt": attempt, "worker": worker, "level": level, "op": op, "read_version": txn.read_version}
+    rec = {"attempt": attempt, "worker": worker, "level": level, "op": op, "read_version": txn.read_version, **_when_who(txn, started)}
     log.write({**rec, "outcome": "started"})
     return txn, rec
+
+
+def _when_who(txn: Any, started: int) -> Dict[str, Any]:
+    """When an attempt began and who made it (the writer note its commit carries), so that a
+    failed attempt can be drawn in its writer's lane (``delta-occ stress --timeline``)."""
+    return {"started_at": started, "writer": txn.note}
 
 
 def attempt(t: Table, log: AttemptLog, attempt: str, worker: str, level: str, op: Dict[str, Any]) -> None:
@@ -128,8 +136,9 @@ def interleave(where: Union[str, Target], ops: Sequence[Tuple[Dict[str, Any], st
     staged = []
     for j, (op, level) in enumerate(ops):
         op = json.loads(json.dumps(op))  # staging records what it chose (app version, property key)
+        started = commit_note.now_ms()
         txn = stage(t, op, level, f"{tag}.{j}")  # a staging error is the caller's
-        staged.append((txn, {"attempt": f"{tag}.{j}", "worker": tag, "level": level, "op": op, "read_version": txn.read_version}))
+        staged.append((txn, {"attempt": f"{tag}.{j}", "worker": tag, "level": level, "op": op, "read_version": txn.read_version, **_when_who(txn, started)}))
         log.write({**staged[-1][1], "outcome": "started"})
     for j in order:
         commit(*staged[j], log)

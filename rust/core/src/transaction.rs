@@ -79,6 +79,9 @@ pub struct Transaction {
     pub(crate) replaces_schema: bool,
     /// The `clusteringProvider` of adds staged from now on (OPTIMIZE of a clustered table).
     pub(crate) clustering_provider: Option<Box<str>>,
+    /// What the writer says about how this commit was made (host, process, engine,
+    /// re-executions), written into `commitInfo.deltaOcc` under the core's own keys.
+    pub(crate) commit_note: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Transaction {
@@ -137,6 +140,7 @@ impl Transaction {
             truncates_history: false,
             replaces_schema: false,
             clustering_provider: None,
+            commit_note: serde_json::Map::new(),
         }
     }
 
@@ -148,6 +152,18 @@ impl Transaction {
         txn.metadata = Some(metadata);
         txn.protocol = Some(protocol);
         Ok(txn)
+    }
+
+    /// Facts for `commitInfo.deltaOcc` that only the writer knows (its host, process, engine,
+    /// which execution of a re-run operation this is): `delta-occ timeline` draws them. The
+    /// core's keys (`attempt`, `readTime`, `checkedWinners`, ...) are written over any of these.
+    pub fn set_commit_note(
+        &mut self,
+        note: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()> {
+        self.open()?;
+        self.commit_note = note;
+        Ok(())
     }
 
     pub fn root(&self) -> &Location {

@@ -348,6 +348,19 @@ impl TransactionHandle {
         self.txn().set_operation_metrics(metrics).py_err()
     }
 
+    /// Facts for `commitInfo.deltaOcc` (a JSON object) that only the writer knows: host,
+    /// process, engine, re-executions (`delta_occ.timeline` draws them).
+    fn set_commit_note(&self, note_json: &str) -> PyResult<()> {
+        let invalid = |m: String| crate::errors::to_py(delta_occ_core::Error::invalid(m));
+        match serde_json::from_str::<serde_json::Value>(note_json) {
+            Ok(serde_json::Value::Object(note)) => self.txn().set_commit_note(note).py_err(),
+            Ok(other) => Err(invalid(format!(
+                "a commit note must be a JSON object, got {other}"
+            ))),
+            Err(e) => Err(invalid(format!("a commit note must be a JSON object: {e}"))),
+        }
+    }
+
     fn num_staged(&self) -> usize {
         self.txn().num_staged()
     }

@@ -341,10 +341,17 @@ pub(super) fn serialize(
             json!({ "version": c.version, "operation": c.operation, "rules": rules, "outcome": c.outcome })
         })
         .collect();
-    info.insert(
-        "deltaOcc".into(),
-        json!({ "attempt": attempt, "checkedWinners": recorded, "winnersNotRecorded": checks.len().saturating_sub(MAX_RECORDED) }),
+    // With when the snapshot was read (ms since the epoch) and the writer's note, for
+    // `delta-occ timeline`: a commit's span runs from its read to its commit.
+    let mut occ = txn.commit_note.clone();
+    occ.insert("readTime".into(), json!(txn.began_ms));
+    occ.insert("attempt".into(), json!(attempt));
+    occ.insert("checkedWinners".into(), Value::Array(recorded));
+    occ.insert(
+        "winnersNotRecorded".into(),
+        json!(checks.len().saturating_sub(MAX_RECORDED)),
     );
+    info.insert("deltaOcc".into(), Value::Object(occ));
 
     let mut out = Vec::new();
     let mut line = |v: Value| {

@@ -669,6 +669,38 @@ mod tests {
         commit(txn, "WRITE", &BTreeMap::new(), &CommitOptions::default()).unwrap()
     }
 
+    /// The writer's note and the read time go into `commitInfo.deltaOcc`; the core's own keys
+    /// cannot be overwritten by a note.
+    #[test]
+    fn commit_info_carries_the_writers_note_and_read_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = table(dir.path(), &[]);
+        let before = chrono::Utc::now().timestamp_millis();
+        let mut a = begin(&mut t);
+        add(&mut a, "a", 1);
+        let note = json!({ "host": "h1", "pid": 7, "attempt": 99, "checkedWinners": "forged" });
+        a.set_commit_note(note.as_object().unwrap().clone())
+            .unwrap();
+        assert_eq!(commit_ok(&mut a).version, 1);
+        let text = std::fs::read_to_string(dir.path().join("_delta_log/00000000000000000001.json"))
+            .unwrap();
+        let info: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let occ = &info["commitInfo"]["deltaOcc"];
+        assert_eq!(
+            (occ["host"].clone(), occ["pid"].clone()),
+            (json!("h1"), json!(7)),
+            "{occ}"
+        );
+        assert_eq!(
+            (occ["attempt"].clone(), occ["checkedWinners"].clone()),
+            (json!(1), json!([])),
+            "{occ}"
+        );
+        let read = occ["readTime"].as_i64().unwrap();
+        let committed = info["commitInfo"]["timestamp"].as_i64().unwrap();
+        assert!(before <= read && read <= committed, "{occ}");
+    }
+
     /// Row tracking under a race (protocol-notes §6.4, delta-spark's reassignment): the loser of
     /// two blind appends takes ids above the winner's mark and the version it lands at.
     #[test]

@@ -184,6 +184,19 @@ impl FileReader {
         Ok(b.len())
     }
 
+    /// Whether every byte of `ranges` of a remote object was fetched already (reading them makes
+    /// no request); never for a local file, which is read each time.
+    pub fn holds(&self, ranges: &[Range<u64>]) -> bool {
+        if self.is_local() {
+            return false;
+        }
+        let cache = self.cache();
+        ranges.iter().all(|r| {
+            let r = r.start.min(self.0.len)..r.end.min(self.0.len);
+            r.is_empty() || gaps(&cache, r).is_empty()
+        })
+    }
+
     /// Fetch `ranges` of a remote object ahead of the reads that need them (nothing for a local
     /// file): the store merges close ranges and fetches them concurrently.
     pub fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
@@ -413,6 +426,8 @@ mod tests {
         // Nothing new to fetch: no request.
         r.prefetch(&[10..20, 35..40]).unwrap();
         assert_eq!(store.asked.lock().unwrap().len(), 2);
+        assert!(r.holds(&[4..40, 50..60]));
+        assert!(!r.holds(&[0..8, 8..9]));
     }
 
     #[test]
@@ -429,5 +444,6 @@ mod tests {
         c.read_to_string(&mut s).unwrap();
         assert_eq!(s, "456789");
         assert!(parquet::file::reader::ChunkReader::get_bytes(&r, 8, 5).is_err());
+        assert!(!r.holds(&[0..1, 1..2]), "a local file is read each time");
     }
 }

@@ -38,6 +38,13 @@ same pytest process.  Tests are grouped per shape (``snapshot-<shape>``), so
 ``--benchmark-disable`` (the project default) every benchmark body runs once, which is the
 CI smoke pass.
 
+Fresh process
+-------------
+``test_fresh_process_files[<shape>]`` (issue 45): load + file list with stats in a new
+``python -c`` per round, the import included (what a short job pays), delta_occ and deltalake
+alternating, timed from the parent; the child reports its import / load / files split. Medians
+and the ratio are printed and kept in ``$DELTA_OCC_BENCH_DIR/fresh_process.json``.
+
 Peak memory
 -----------
 ``test_peak_memory_<shape>`` loads the table with each reader in a fresh ``python -c``
@@ -56,6 +63,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import textwrap
@@ -294,3 +302,76 @@ def test_peak_memory_many_commits(bench_table):
 
 def test_peak_memory_checkpoint(bench_table):
     _peak_memory("checkpoint", bench_table("checkpoint"))
+
+
+# ---------------------------------------------------------------------------------------
+# load + file list with stats in a fresh process (issue 45): what a short job pays, the import
+# included. The parent times the whole child; the child reports its own split.
+
+_FRESH_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time
+    t0 = time.perf_counter()
+    reader, path = sys.argv[1], sys.argv[2]
+    if reader == "delta_occ":
+        import delta_occ
+        t1 = time.perf_counter()
+        snap = delta_occ.Table(path).snapshot()
+        t2 = time.perf_counter()
+        files = snap.files()
+        version = snap.version
+    else:
+        import deltalake
+        t1 = time.perf_counter()
+        dt = deltalake.DeltaTable(path)
+        t2 = time.perf_counter()
+        files = dt.get_add_actions()
+        version = dt.version()
+    t3 = time.perf_counter()
+    print(json.dumps({"import": t1 - t0, "load": t2 - t1, "files": t3 - t2, "version": version, "rows": files.num_rows}))
+    """
+)
+
+
+def _fresh_run(reader: str, path: str) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _FRESH_SCRIPT, reader, path], capture_output=True, text=True, timeout=900, cwd=str(BENCH_DIR))
+    wall = time.perf_counter() - w0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, f"{reader} failed:\n{proc.stderr[-4000:]}"
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out.update(wall=wall, cpu=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return out
+
+
+@pytest.mark.parametrize("shape", ["single_commit", "many_commits", "checkpoint"])
+def test_fresh_process_files(bench_table, rounds, shape, request):
+    """``python -c`` that imports the library, loads the table and builds its file list with
+    stats as Arrow (``Table(path).snapshot().files()`` against ``DeltaTable(path).get_add_actions()``),
+    timed from the parent; delta_occ and deltalake alternate, one process each per round (one
+    round in the smoke pass). Medians printed and kept in ``fresh_process.json``."""
+    import statistics
+
+    cfg = request.config
+    n = 1 if cfg.getoption("benchmark_disable", False) and not cfg.getoption("benchmark_enable", False) else rounds
+    t = bench_table(shape)
+    runs: dict = {"delta_occ": [], "deltalake": []}
+    for _ in range(n):
+        for reader in runs:
+            out = _fresh_run(reader, t.path)
+            assert out["version"] == t.version and out["rows"] == t.num_files, (reader, out)
+            runs[reader].append(out)
+    med = {r: {k: statistics.median(x[k] for x in v) for k in ("wall", "cpu", "import", "load", "files")} for r, v in runs.items()}
+    ratio = med["deltalake"]["wall"] / med["delta_occ"]["wall"]
+    print(f"\n[bench] fresh process, load + files, {shape} ({ADDS} adds, {n} rounds): "
+          + "; ".join(f"{r} wall {m['wall']:.3f}s cpu {m['cpu']:.3f}s (import {m['import']:.3f}, load {m['load']:.3f}, files {m['files']:.3f})" for r, m in med.items())
+          + f"; ratio deltalake/delta_occ {ratio:.2f}")
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    path = BENCH_DIR / "fresh_process.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data[f"{shape}-{ADDS}"] = {"rounds": n, "median": med, "ratio": round(ratio, 2), "runs": runs, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True))

@@ -300,8 +300,16 @@ class Table:
         (concurrency.md §4); ``row_level_budget`` (seconds, default 5) bounds that work per
         commit attempt before it falls back to file level.
         """
+        # The core's begin refreshes (this table's own last commit included), so it is not read
+        # first here too: that was one more listing per transaction on an object store.
+        was_behind, self._behind = self._behind, False
+        try:
+            handle = self._h.begin(level_name(isolation_level), bool(row_level), bool(data_skipping), read_version)
+        except BaseException:
+            self._behind = self._behind or was_behind
+            raise
         return Transaction(
-            self._latest().begin(level_name(isolation_level), bool(row_level), bool(data_skipping), read_version),
+            handle,
             max_attempts,
             time_budget,
             table=self,

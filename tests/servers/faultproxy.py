@@ -64,6 +64,9 @@ class FaultProxy:
         self.rules: List[Rule] = []
         self.counts: collections.Counter = collections.Counter()
         self.log: List[Tuple[str, str, int]] = []
+        # (method, path, Range header or None) of each request, in the order of ``log``: which
+        # bytes of an object each GET asked for.
+        self.ranges: List[Tuple[str, str, Optional[str]]] = []
         self.injected: collections.Counter = collections.Counter()
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
@@ -121,6 +124,7 @@ class FaultProxy:
         with self._lock:
             self.counts.clear()
             self.log.clear()
+            self.ranges.clear()
 
     def _rule(self, kind: str, method: str, path: str) -> Optional[Rule]:
         with self._lock:
@@ -150,6 +154,7 @@ class FaultProxy:
                 with proxy._lock:
                     proxy.counts[method] += 1
                     proxy.log.append((method, path, length))
+                    proxy.ranges.append((method, path, self.headers.get("Range")))
                 if method == "DELETE" and proxy._rule("refuse_deletes", method, path):
                     self._answer(403, {"Content-Type": "application/xml"}, b"<Error><Code>AccessDenied</Code></Error>")
                     return

@@ -386,7 +386,7 @@ impl DeferredStats {
     /// The stats text of this unit's `row`-th add (None when null).
     pub fn get(&self, row: u32) -> Result<Option<&str>> {
         let part = &*self.part;
-        let unit = &part.stats.get(|| part.load())?[self.unit];
+        let unit = &part.stats.get(part.in_memory(None), || part.load())?[self.unit];
         let row = row as usize;
         if row >= unit.len() {
             return Err(self.out_of_range());
@@ -420,7 +420,9 @@ impl StatsSource for DeferredStats {
             .try_fold(None, |last, &r| (last < Some(r)).then_some(Some(r)))
             .is_some();
         if !ascending {
-            let stats = part.stats.reread(|| part.load_unit(self.unit))?;
+            let stats = part.stats.reread(part.in_memory(Some(self.unit)), || {
+                part.load_unit(self.unit)
+            })?;
             return rows
                 .iter()
                 .try_for_each(|&row| match row.map(|r| r as usize) {
@@ -433,7 +435,7 @@ impl StatsSource for DeferredStats {
         // buffers are reused rather than fresh pages touched).
         let mut next = 0;
         let mut failed = None;
-        part.stats.reread(|| {
+        part.stats.reread(part.in_memory(Some(self.unit)), || {
             part.stream_unit(self.unit, &mut |add, text| {
                 while let Some(&row) = rows.get(next) {
                     let step = match row {
@@ -471,6 +473,20 @@ impl StatsSource for DeferredStats {
 const STREAM_MIN: usize = 1024;
 
 impl DeferredPart {
+    /// Whether reading the stats of unit `u` (of every unit when None) again needs no request:
+    /// a small checkpoint on an object store came whole with the tail fetched at load.
+    fn in_memory(&self, u: Option<usize>) -> bool {
+        let units = match u {
+            Some(u) => u..u + 1,
+            None => 0..self.source.units.len(),
+        };
+        let s = &self.source;
+        units.into_iter().all(|u| {
+            s.file
+                .holds(&chunk_ranges(&s.meta, &s.groups, &s.units[u], &[self.leaf]))
+        })
+    }
+
     fn load(&self) -> std::result::Result<Vec<UnitStats>, String> {
         let units: Vec<usize> = (0..self.source.units.len()).collect();
         crate::parallel::map(&units, |&u| self.load_unit(u))

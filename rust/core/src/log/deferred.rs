@@ -35,14 +35,24 @@ impl<T> Deferred<T> {
     }
 
     /// Read from the file with `read` without keeping what it returns: for a caller that wants
-    /// the data once, in its own form. Fails like [`Deferred::get`].
-    pub fn reread<R>(&self, read: impl FnOnce() -> std::result::Result<R, String>) -> Result<R> {
-        self.unchanged()
+    /// the data once, in its own form. Fails like [`Deferred::get`]; `in_memory` as there.
+    pub fn reread<R>(
+        &self,
+        in_memory: bool,
+        read: impl FnOnce() -> std::result::Result<R, String>,
+    ) -> Result<R> {
+        self.unchanged(in_memory)
             .and_then(|()| read())
             .map_err(|m| self.corrupt(m))
     }
 
-    fn unchanged(&self) -> std::result::Result<(), String> {
+    /// Checked before reading again, unless `in_memory`: every byte the read needs was fetched
+    /// with the first read (an object's tail) and is read from memory, so no change to the file
+    /// since can show (and the check, a HEAD on an object store, would cost a round trip).
+    fn unchanged(&self, in_memory: bool) -> std::result::Result<(), String> {
+        if in_memory {
+            return Ok(());
+        }
         let len = self
             .path
             .size()
@@ -62,11 +72,16 @@ impl<T> Deferred<T> {
 
     /// The value, read with `load` the first time. A failure (the file gone or changed, or
     /// `load`'s own error) is kept, and returned every time as a corrupt-log error naming the
-    /// file and version.
-    pub fn get(&self, load: impl FnOnce() -> std::result::Result<T, String>) -> Result<&T> {
+    /// file and version. `in_memory`: `load` reads only bytes fetched with the first read (the
+    /// file is then not checked for a change).
+    pub fn get(
+        &self,
+        in_memory: bool,
+        load: impl FnOnce() -> std::result::Result<T, String>,
+    ) -> Result<&T> {
         let loaded = self
             .loaded
-            .get_or_init(|| self.unchanged().and_then(|()| load()));
+            .get_or_init(|| self.unchanged(in_memory).and_then(|()| load()));
         loaded.as_ref().map_err(|m| self.corrupt(m.clone()))
     }
 }

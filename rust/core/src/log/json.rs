@@ -324,7 +324,7 @@ impl DeferredStats {
     /// The `k`-th stats literal of this range (a JSON string, quotes and escapes kept).
     pub fn get(&self, k: u32) -> Result<&str> {
         let commit = &*self.commit;
-        let (text, ends) = &commit.stats.get(|| commit.load())?[self.range];
+        let (text, ends) = &commit.stats.get(false, || commit.load())?[self.range];
         let k = k as usize;
         Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
     }
@@ -351,7 +351,7 @@ impl StatsSource for DeferredStats {
         }
         let spans = self.spans();
         let mut failed = None;
-        commit.stats.reread(|| {
+        commit.stats.reread(false, || {
             let mut window = Window::open(commit.stats.path())?;
             for (j, &k) in ks.iter().enumerate() {
                 let literal = match k {

@@ -182,7 +182,7 @@ impl Storage for LocalStorage {
         }
     }
 
-    fn open(self: Arc<Self>, key: &str) -> io::Result<FileReader> {
+    fn open(self: Arc<Self>, key: &str, _tail: u64) -> io::Result<FileReader> {
         FileReader::local(std::fs::File::open(key)?, key)
     }
 

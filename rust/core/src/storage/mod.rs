@@ -22,6 +22,9 @@ mod reader;
 
 pub use reader::FileReader;
 
+/// Bytes of an object fetched when it is opened for ranged reads: a parquet footer in one request.
+pub const FOOTER_TAIL: u64 = 64 << 10;
+
 use crate::error::{problem_of, StorageFault};
 
 /// An object found by a listing: its name relative to the listed directory, its size, and when
@@ -74,8 +77,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn put(&self, key: &str, bytes: &[u8]) -> io::Result<()>;
     /// Remove the object; an absent object is not an error.
     fn delete(&self, key: &str) -> io::Result<()>;
-    /// A reader for ranges of the object.
-    fn open(self: Arc<Self>, key: &str) -> io::Result<FileReader>;
+    /// A reader for ranges of the object, with its last `tail` bytes already fetched where that
+    /// saves a request (an object store; the whole object when it is no larger).
+    fn open(self: Arc<Self>, key: &str, tail: u64) -> io::Result<FileReader>;
     /// The key of an absolute URI or path found in the log (`add.path`, a DV's path), or why it
     /// is not in this store.
     fn key_of(&self, absolute: &str) -> Result<String, String>;
@@ -252,8 +256,16 @@ impl Location {
         }
     }
 
+    /// A reader for ranges of the file; on an object store its last 64 KiB come with the
+    /// opening request (a parquet footer in one request).
     pub fn open(&self) -> io::Result<FileReader> {
-        self.storage.clone().open(&self.key)
+        self.open_with_tail(FOOTER_TAIL)
+    }
+
+    /// [`Location::open`] fetching the last `tail` bytes with the opening request: a data file
+    /// no larger than that comes whole in one request.
+    pub fn open_with_tail(&self, tail: u64) -> io::Result<FileReader> {
+        self.storage.clone().open(&self.key, tail)
     }
 
     /// The objects in this directory (see [`Storage::list`]).

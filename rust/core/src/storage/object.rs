@@ -23,9 +23,6 @@ use super::process::{block_on, PerProcess};
 use super::{Entry, FileReader, Location, Storage};
 use crate::error::{StorageFault, StorageProblem};
 
-/// Bytes fetched from the end of an object when it is opened: a parquet footer in one request.
-const TAIL: u64 = 64 << 10;
-
 /// Whole objects fetched at once by `get_many` (commits of a log replay, winners of a retry).
 const CONCURRENT_GETS: usize = 32;
 
@@ -470,13 +467,13 @@ impl Storage for ObjectStorage {
         }
     }
 
-    fn open(self: Arc<Self>, key: &str) -> io::Result<FileReader> {
+    fn open(self: Arc<Self>, key: &str, tail: u64) -> io::Result<FileReader> {
         let client = self.client()?.clone();
         let path = self.path(key)?;
         if self.uri.cloud != Cloud::Azure {
             // One request: the tail (a parquet footer) and, with it, the size.
             let opts = GetOptions {
-                range: Some(GetRange::Suffix(TAIL)),
+                range: Some(GetRange::Suffix(tail)),
                 ..Default::default()
             };
             let got = block_on(async {
@@ -497,7 +494,7 @@ impl Storage for ObjectStorage {
         }
         // Azure has no suffix ranges: the size first.
         let size = self.head(key)?;
-        let start = size.saturating_sub(TAIL);
+        let start = size.saturating_sub(tail);
         let tail = self.get_range(key, start..size)?;
         Ok(FileReader::remote(self, key, size, Some((start, tail))))
     }

@@ -129,10 +129,25 @@ impl FileReader {
         (pos < start + b.len() as u64).then(|| (*start, b.clone()))
     }
 
+    /// Bytes `range` from what was fetched: a slice of one chunk, or the pieces of touching
+    /// chunks copied together (a column chunk that runs into the tail fetched at open).
     fn cached(&self, range: &Range<u64>) -> Option<Bytes> {
         let (start, b) = self.chunk_at(range.start)?;
-        (range.end <= start + b.len() as u64)
-            .then(|| b.slice((range.start - start) as usize..(range.end - start) as usize))
+        let end = start + b.len() as u64;
+        if range.end <= end {
+            return Some(b.slice((range.start - start) as usize..(range.end - start) as usize));
+        }
+        let mut joined = Vec::with_capacity((range.end - range.start) as usize);
+        joined.extend_from_slice(&b[(range.start - start) as usize..]);
+        let mut pos = end;
+        while pos < range.end {
+            let (start, b) = self.chunk_at(pos)?;
+            let take = (range.end.min(start + b.len() as u64) - pos) as usize;
+            let from = (pos - start) as usize;
+            joined.extend_from_slice(&b[from..from + take]);
+            pos += take as u64;
+        }
+        Some(Bytes::from(joined))
     }
 
     /// The fetched bytes from `pos` to the end of the chunk holding it.
@@ -169,17 +184,35 @@ impl FileReader {
         Ok(b.len())
     }
 
+    /// Whether every byte of `ranges` of a remote object was fetched already (reading them makes
+    /// no request); never for a local file, which is read each time.
+    pub fn holds(&self, ranges: &[Range<u64>]) -> bool {
+        if self.is_local() {
+            return false;
+        }
+        let cache = self.cache();
+        ranges.iter().all(|r| {
+            let r = r.start.min(self.0.len)..r.end.min(self.0.len);
+            r.is_empty() || gaps(&cache, r).is_empty()
+        })
+    }
+
     /// Fetch `ranges` of a remote object ahead of the reads that need them (nothing for a local
     /// file): the store merges close ranges and fetches them concurrently.
     pub fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
         let Source::Remote { storage, key } = &*self.0.source else {
             return Ok(());
         };
-        let missing: Vec<Range<u64>> = merge(ranges)
-            .into_iter()
-            .map(|r| r.start.min(self.0.len)..r.end.min(self.0.len))
-            .filter(|r| !r.is_empty() && self.cached(r).is_none())
-            .collect();
+        // Only the bytes not fetched yet: the column chunks of a small file run into the tail
+        // fetched at open, and asking for them whole read those bytes twice.
+        let missing: Vec<Range<u64>> = {
+            let cache = self.cache();
+            merge(ranges)
+                .into_iter()
+                .map(|r| r.start.min(self.0.len)..r.end.min(self.0.len))
+                .flat_map(|r| gaps(&cache, r))
+                .collect()
+        };
         if missing.is_empty() {
             return Ok(());
         }
@@ -189,6 +222,32 @@ impl FileReader {
         cache.sort_by_key(|(start, _)| *start);
         Ok(())
     }
+}
+
+/// The parts of `range` that no chunk of `cache` (sorted by start) holds.
+fn gaps(cache: &[(u64, Bytes)], range: Range<u64>) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    let mut pos = range.start;
+    for (start, b) in cache {
+        let end = start + b.len() as u64;
+        if end <= pos {
+            continue;
+        }
+        if *start >= range.end {
+            break;
+        }
+        if *start > pos {
+            out.push(pos..*start);
+        }
+        pos = end;
+        if pos >= range.end {
+            break;
+        }
+    }
+    if pos < range.end {
+        out.push(pos..range.end);
+    }
+    out
 }
 
 /// Sorted ranges with overlapping or touching ones merged.
@@ -281,6 +340,97 @@ mod tests {
     }
 
     #[test]
+    fn gaps_of_a_range() {
+        let c = |s: u64, n: usize| (s, Bytes::from(vec![0u8; n]));
+        let cache = [c(10, 5), c(20, 10)];
+        assert_eq!(gaps(&cache, 0..40), [0..10, 15..20, 30..40]);
+        assert_eq!(gaps(&cache, 12..25), vec![15..20]);
+        assert!(gaps(&cache, 21..29).is_empty());
+        assert_eq!(gaps(&[], 3..4), vec![3..4]);
+    }
+
+    /// An object in memory that records the ranges asked of it.
+    #[derive(Debug)]
+    struct Recorded {
+        data: Vec<u8>,
+        asked: Mutex<Vec<Range<u64>>>,
+    }
+
+    impl Storage for Recorded {
+        fn uri(&self, key: &str) -> String {
+            format!("mem://{key}")
+        }
+        fn hadoop_path(&self, key: &str) -> String {
+            self.uri(key)
+        }
+        fn hadoop_uri(&self, key: &str) -> String {
+            self.uri(key)
+        }
+        fn join(&self, key: &str, rel: &str) -> String {
+            format!("{key}/{rel}")
+        }
+        fn list(&self, _: &str, _: Option<&str>, _: bool) -> io::Result<Vec<super::super::Entry>> {
+            Ok(Vec::new())
+        }
+        fn get(&self, _: &str) -> io::Result<Bytes> {
+            self.get_range("", 0..self.data.len() as u64)
+        }
+        fn get_range(&self, _: &str, range: Range<u64>) -> io::Result<Bytes> {
+            self.asked.lock().unwrap().push(range.clone());
+            Ok(Bytes::copy_from_slice(
+                &self.data[range.start as usize..range.end as usize],
+            ))
+        }
+        fn head(&self, _: &str) -> io::Result<u64> {
+            Ok(self.data.len() as u64)
+        }
+        fn put_if_absent(&self, _: &str, _: &[u8]) -> io::Result<bool> {
+            Ok(false)
+        }
+        fn put(&self, _: &str, _: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+        fn delete(&self, _: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn open(self: Arc<Self>, _: &str, tail: u64) -> io::Result<FileReader> {
+            let len = self.data.len() as u64;
+            let start = len.saturating_sub(tail);
+            let bytes = self.get_range("", start..len)?;
+            Ok(FileReader::remote(self, "k", len, Some((start, bytes))))
+        }
+        fn key_of(&self, absolute: &str) -> Result<String, String> {
+            Ok(absolute.to_string())
+        }
+    }
+
+    #[test]
+    fn prefetch_asks_only_for_bytes_not_fetched() {
+        let data: Vec<u8> = (0..40u8).collect();
+        let store = Arc::new(Recorded {
+            data: data.clone(),
+            asked: Mutex::new(Vec::new()),
+        });
+        let r = store.clone().open("k", 8).unwrap(); // the tail: bytes 32..40
+                                                     // A column chunk running into the tail, and one inside it.
+        r.prefetch(&[4..36, 33..38]).unwrap();
+        assert_eq!(*store.asked.lock().unwrap(), [32..40, 4..32]);
+        // Reads across the two fetched pieces come from memory, whole.
+        assert_eq!(&r.bytes(4..36).unwrap()[..], &data[4..36]);
+        assert_eq!(&r.bytes(30..40).unwrap()[..], &data[30..40]);
+        let mut c = parquet::file::reader::ChunkReader::get_read(&r, 28).unwrap();
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).unwrap();
+        assert_eq!(got, &data[28..]);
+        assert_eq!(store.asked.lock().unwrap().len(), 2);
+        // Nothing new to fetch: no request.
+        r.prefetch(&[10..20, 35..40]).unwrap();
+        assert_eq!(store.asked.lock().unwrap().len(), 2);
+        assert!(r.holds(&[4..40, 50..60]));
+        assert!(!r.holds(&[0..8, 8..9]));
+    }
+
+    #[test]
     fn local_reads_and_cursor() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
@@ -294,5 +444,6 @@ mod tests {
         c.read_to_string(&mut s).unwrap();
         assert_eq!(s, "456789");
         assert!(parquet::file::reader::ChunkReader::get_bytes(&r, 8, 5).is_err());
+        assert!(!r.holds(&[0..1, 1..2]), "a local file is read each time");
     }
 }

@@ -49,8 +49,8 @@ def _write_files(root: pathlib.Path, megabytes: int) -> int:
 
 
 def _child(*args: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent / "python"), str(HERE), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, str(HERE / "stream_memory_job.py"), *args], check=True, capture_output=True, text=True, env=env, timeout=1800)
+    # The child imports delta_occ as this process does (installed, or on this PYTHONPATH).
+    out = subprocess.run([sys.executable, str(HERE / "stream_memory_job.py"), *args], check=True, capture_output=True, text=True, timeout=1800)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

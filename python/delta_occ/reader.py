@@ -201,6 +201,19 @@ class Reader:
         return ordered(paths, read, self.concurrency, weight=lambda p: self._plan[p].size, budget=memory_budget())
 
 
+def _has_float(t: pa.DataType) -> bool:
+    """Whether a column of type ``t`` holds floating-point values at any depth."""
+    if pa.types.is_floating(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_float(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_float(t.value_type)
+    if pa.types.is_map(t):
+        return _has_float(t.key_type) or _has_float(t.item_type)
+    return False
+
+
 def _positions(kept: Sequence[Tuple[int, int]]) -> pa.Array:
     """The physical positions (uint64) of the rows of the row groups read: ``(first row, rows)``
     each."""
@@ -244,7 +257,10 @@ class SnapshotRead:
             selected, _ = snapshot.handle.prune(where)
             self._expression = _rows.compile(where, schema)
             # Row groups too: a group whose footer statistics rule the condition out is skipped.
-            self._filter = snapshot.handle.row_group_filter(where)
+            # Not by a floating-point column: writers leave NaN out of a footer's bounds without
+            # always counting it, and NaN is the largest value in Spark SQL (`x >= 'NaN'`).
+            if not any(_has_float(schema.field(c).type) for c in self._expression.columns if c in names):
+                self._filter = snapshot.handle.row_group_filter(where)
             read += [c for c in self._expression.columns if c not in read]
         self._read = read
         self.reader = Reader(snapshot)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import _arrow, _core, change_data, data_input
-from ._schema import arrow_widens, delta_schema_to_arrow, physical_schema, type_mismatch, type_name
+from ._schema import arrow_widens, type_mismatch, type_name
 from .constraints import Rules
 from .exceptions import SchemaMismatchError
 from .generated import Generation
@@ -44,21 +44,22 @@ class Layout:
         schema_json = schema_json or h.schema_json
         #: The schema written with (Delta JSON): the snapshot's, or the one staged in the transaction.
         self.schema_json: str = schema_json
-        self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
+        #: Reads the snapshot's files (under the schema written with).
+        self.reader = Reader(snapshot, schema_json)
+        #: The schema and, field by field, as the data files hold it (physical names, field ids):
+        #: the reader's.
+        self.schema: pa.Schema = self.reader.schema
+        self.physical: pa.Schema = self.reader.physical
         self.delta_fields = json.loads(schema_json)["fields"]
         self.mode: str = h.column_mapping_mode
-        #: The schema as the data files hold it (physical names, field ids), field by field.
-        self.physical: pa.Schema = physical_schema(schema_json, self.mode)
-        self.partition_columns: List[str] = snapshot.partition_columns
+        self.partition_columns: List[str] = self.reader.partition_columns
         props = snapshot.properties
         self.dv_enabled = snapshot.deletion_vectors_enabled
         #: The change data feed is on: every operation that changes rows records them
         #: (``write_changes``).
         self.cdf = change_data.enabled(props)
         #: The physical materialized row-id and row-commit-version columns, when rows keep ids.
-        self.row_id_columns = row_tracking.materialized(props)
-        #: Reads the snapshot's files (under the schema written with).
-        self.reader = Reader(snapshot, schema_json)
+        self.row_id_columns = self.reader.row_id_columns
         #: CHECK constraints and invariants, enforced on every new or changed row; a rule the core
         #: cannot compile cannot be enforced, so it refuses writing rows as the unenforced do.
         self.rules = Rules(props, self.delta_fields, self.schema)

@@ -111,6 +111,17 @@ impl Snapshot {
             )
     }
 
+    /// `text` (a `where`) resolved against this version's schema, column mapping and partition
+    /// columns: what file skipping, row-group skipping and a transaction's reads judge by.
+    pub fn parse_predicate(&self, text: &str) -> Result<crate::Predicate> {
+        let parts: Vec<String> = self
+            .partition_columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        crate::Predicate::parse(text, &self.schema, self.mapping, &parts)
+    }
+
     pub fn files(&self) -> &[AddFile] {
         &self.state.files
     }

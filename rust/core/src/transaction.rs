@@ -221,13 +221,7 @@ impl Transaction {
     }
 
     pub fn parse_predicate(&self, text: &str) -> Result<Predicate> {
-        let snap = self.snap()?;
-        let parts: Vec<String> = snap
-            .partition_columns
-            .iter()
-            .map(|c| c.name.clone())
-            .collect();
-        Predicate::parse(text, &snap.schema, snap.mapping, &parts)
+        self.snap()?.parse_predicate(text)
     }
 
     /// Record reading exactly these live files (no predicate): what a compaction depends on.

@@ -274,23 +274,17 @@ impl SnapshotHandle {
         py: Python<'_>,
         predicate: String,
     ) -> PyResult<crate::row_group_filter::RowGroupFilter> {
-        py.detach(|| {
-            let s = &self.inner;
-            let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
-            delta_occ_core::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)
-        })
-        .py_err()
-        .map(|predicate| crate::row_group_filter::RowGroupFilter { predicate })
+        py.detach(|| self.inner.parse_predicate(&predicate))
+            .py_err()
+            .map(|predicate| crate::row_group_filter::RowGroupFilter { predicate })
     }
 
     /// File skipping for `to_pyarrow(where=)`: the indices (in `files()` order) of files that may
     /// hold matching rows, and the resolved expression as JSON text.
     fn prune(&self, py: Python<'_>, predicate: String) -> PyResult<(Vec<usize>, String)> {
         py.detach(|| {
-            let s = &self.inner;
-            let parts: Vec<String> = s.partition_columns.iter().map(|c| c.name.clone()).collect();
-            let p = delta_occ_core::Predicate::parse(&predicate, &s.schema, s.mapping, &parts)?;
-            let hits = delta_occ_core::select_files(&p, s.files());
+            let p = self.inner.parse_predicate(&predicate)?;
+            let hits = delta_occ_core::select_files(&p, self.inner.files());
             Ok((hits, p.to_json().to_string()))
         })
         .py_err()

@@ -31,11 +31,17 @@ impl StorageHandle {
 type ArrowCapsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
 
 /// Hand the pages this thread's mimalloc heap holds for memory other threads freed back to the
-/// system (a reader thread before each file; an I/O thread as it goes idle, where the response
-/// buffers were allocated: streaming 326 MB from S3 grew RSS by 313 MB without it).
-pub fn collect_memory() {
+/// system: an I/O thread as it goes idle, where the response buffers were allocated (streaming
+/// 326 MB from S3 grew RSS by 313 MB without it), and a reader thread before each file (`force`
+/// false there: it runs once per file read, and forcing measured no gain).
+pub fn collect_memory_now(force: bool) {
     // SAFETY: mi_collect only releases memory no live allocation uses.
-    unsafe { libmimalloc_sys::mi_collect(true) };
+    unsafe { libmimalloc_sys::mi_collect(force) };
+}
+
+/// [`collect_memory_now`], forced: the I/O threads' idle hook.
+pub fn collect_memory() {
+    collect_memory_now(true);
 }
 
 /// What `read_parquet_columns` returns: per wanted column its Arrow capsules (None when the file
@@ -62,7 +68,7 @@ pub fn read_columns<'py>(
             // them: mimalloc keeps their pages in this thread's heap until it collects. Collect
             // first, so that a streamed read holds the files in flight, not every file a reader
             // thread ever decoded (peak RSS growth streaming 650 MB: 260 MB without this).
-            collect_memory();
+            collect_memory_now(false);
             let wanted: Vec<(&str, Option<i64>)> =
                 wanted.iter().map(|(n, id)| (n.as_str(), *id)).collect();
             let keep = |stats: &str| filter.is_none_or(|f| f.predicate.stats_may_match(stats));

@@ -40,7 +40,8 @@ def modules() -> List[pdoc.doc.Module]:
 
 def _signature(d: pdoc.doc.Doc) -> str:
     if isinstance(d, pdoc.doc.Function):
-        return f"def {d.name}{d.signature_without_self}"
+        # A staticmethod has no self to leave out (pdoc's signature_without_self drops its first parameter).
+        return f"def {d.name}{d.signature if d.is_staticmethod else d.signature_without_self}"
     if isinstance(d, pdoc.doc.Variable):
         return f"{d.name}{d.annotation_str}{d.default_value_str and ' = ' + d.default_value_str}"
     return d.name

@@ -27,9 +27,10 @@ def _modules_after(code: str) -> list:
         ("import delta_occ", []),
         ("import delta_occ; delta_occ.IsolationLevel.parse('serializable'); delta_occ.__version__", []),
         ("from delta_occ import exceptions; exceptions.ConcurrentAppendException", []),
-        ("import delta_occ; delta_occ.Table", ["numpy", "pyarrow"]),
+        ("import delta_occ; delta_occ.Table", []),
+        ("import delta_occ; delta_occ.Snapshot", ["numpy", "pyarrow"]),
     ],
-    ids=["import", "isolation-level", "exceptions", "table"],
+    ids=["import", "isolation-level", "exceptions", "table", "snapshot"],
 )
 def test_import_loads_heavy_modules_only_when_used(code, loaded):
     assert _modules_after(code) == loaded
@@ -44,3 +45,18 @@ def test_every_public_name_resolves_and_unknown_names_raise():
     assert Table.__module__ == "delta_occ.table" and Snapshot.__module__ == "delta_occ.snapshot"
     with pytest.raises(AttributeError, match="no attribute 'Tabel'"):
         delta_occ.Tabel  # noqa: B018
+
+
+# Imported by reads, writes and operations, never by opening a table and listing its files (a fresh
+# process's open + file list of 1M adds imported 0.2 s of these before: BENCHMARKS.md, issue 45).
+NOT_FOR_FILES = ("pyarrow.compute", "pyarrow.parquet", "pyarrow.dataset", "delta_occ.reader", "delta_occ.engine",
+                 "delta_occ.transaction", "delta_occ.change_feed", "delta_occ.timeline")
+
+
+def test_open_and_file_list_import_only_what_they_use(golden):
+    table = golden / "delta" / "basic-dv-no-checkpoint"
+    code = (f"import delta_occ, sys, json; f = delta_occ.Table({str(table)!r}).snapshot().files(); "
+            f"print(json.dumps([f.num_rows, sorted(m for m in sys.modules if m in {NOT_FOR_FILES!r})]))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    rows, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rows >= 1 and loaded == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 
@@ -12,7 +12,9 @@ from ._schema import delta_schema_to_arrow
 from .exceptions import InvalidArgumentError
 from .instant import Now
 from .isolation import IsolationLevel
-from .reader import SnapshotRead
+
+if TYPE_CHECKING:  # the reader (pyarrow.compute, pyarrow.parquet) is imported by the first read
+    from .reader import SnapshotRead
 
 
 class Snapshot:
@@ -129,6 +131,8 @@ class Snapshot:
     def _read(self, where: Optional[str], columns: Optional[Sequence[str]]) -> SnapshotRead:
         if where is not None and not isinstance(where, str):
             raise InvalidArgumentError(f"where must be SQL text, got {type(where).__name__}")
+        from .reader import SnapshotRead
+
         return SnapshotRead(self, columns, Now().text(where))
 
     def app_version(self, app_id: str) -> int:

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-import pyarrow as pa
-
-from . import _core, change_feed, constraints, engine, generated, one_call, time_travel
+from . import _core, time_travel
 from ._args import LevelLike, int_arg, level_name
-from ._schema import arrow_schema_to_delta, delta_schema_to_arrow, delta_type_json
-from .detail import describe
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
-from .merge_builder import MergeBuilder
-from .operations.merge import ClauseSpec
-from .snapshot import Snapshot
 from .time_travel import Instant
-from .timeline import Timeline
-from .timeline import build as build_timeline
-from .transaction import CommitResult, Transaction, stop_using
-from .vacuum import VacuumResult
-from .vacuum import vacuum as run_vacuum
+
+# Opening a table and listing its files needs none of what follows: each is imported where it is
+# used (a fresh process's `Table(path).snapshot().files()` imported 0.2 s of modules it never ran).
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from . import engine, one_call
+    from .operations.merge import ClauseSpec
+    from .snapshot import Snapshot
+    from .timeline import Timeline
+    from .transaction import CommitResult, Transaction
+    from .vacuum import VacuumResult
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -95,6 +95,9 @@ def create_handle(
     props = {str(k): str(v) for k, v in (properties or {}).items()}
     if cluster_by is not None and (isinstance(cluster_by, str) or not all(isinstance(c, str) for c in cluster_by)):
         raise InvalidArgumentError(f"cluster_by must be a list of column names, got {cluster_by!r}")
+    from . import generated
+    from ._schema import delta_schema_to_arrow
+
     # A generation expression or default no engine could apply is refused now, never dropped.
     generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
     return _core.TableHandle.create(
@@ -120,6 +123,10 @@ def convert_to_delta(
     integer, else ``string``) or a ``pa.Schema`` giving their types. A file outside that layout is
     refused, and so are ``k=v`` directories when ``partition_by`` is not given. A location that
     already holds a Delta table raises TableAlreadyExistsError."""
+    import pyarrow as pa
+
+    from ._schema import delta_type_json
+
     columns: List[Tuple[str, Optional[str]]]
     if isinstance(partition_by, pa.Schema):
         columns = [(f.name, delta_type_json(f.type)) for f in partition_by]
@@ -127,6 +134,15 @@ def convert_to_delta(
         columns = [(n, None) for n in partition_by_arg(partition_by)]
     props = {str(k): str(v) for k, v in (properties or {}).items()}
     return Table.from_handle(_core.TableHandle.convert_to_delta(table_location(path), columns, props, storage_options_arg(storage_options)))
+
+
+def embedded_whole_table(txn: Transaction) -> "engine.WholeTable":
+    """Who reads every live row for a table's transactions where they must (a new CHECK
+    constraint, SYNC IDENTITY): the embedded engine (imported on first use), unless the table's
+    ``whole_table`` was set to another (a ``SparkTable`` sets Spark's)."""
+    from .engine import ArrowWholeTable
+
+    return ArrowWholeTable(txn)
 
 
 class Table:
@@ -138,9 +154,8 @@ class Table:
     #: ``commit()`` (at 1M files that replay is 0.04-0.4 s, and a process that only commits never
     #: needs it; a failure to read it is not the commit's failure).
     _behind = False
-    #: Who reads every live row for this table's transactions where they must (a new CHECK
-    #: constraint, SYNC IDENTITY): the embedded engine; a ``SparkTable`` puts Spark here.
-    whole_table: Callable[[Transaction], "engine.WholeTable"] = engine.ArrowWholeTable
+    #: See :func:`embedded_whole_table`.
+    whole_table: Callable[[Transaction], "engine.WholeTable"] = staticmethod(embedded_whole_table)
 
     def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, str]] = None) -> None:
         self._h = _core.TableHandle.open(table_location(path), storage_options_arg(storage_options))
@@ -168,6 +183,8 @@ class Table:
         ``deletionVectors`` feature, and so on. ``path`` and ``storage_options`` as in
         :class:`Table`. ``cluster_by``: liquid clustering by those columns (not with
         ``partition_by``); OPTIMIZE then clusters."""
+        from ._schema import arrow_schema_to_delta
+
         return cls.from_handle(create_handle(path, arrow_schema_to_delta(schema), partition_by, properties, name, storage_options, cluster_by))
 
     def __repr__(self) -> str:
@@ -218,6 +235,8 @@ class Table:
             raise InvalidArgumentError(f"version must be an int, got {version!r}")
         if version is not None and version < 0:
             raise InvalidArgumentError(f"version must be >= 0, got {version} (the latest version of {self.path} is {self.version})")
+        from .snapshot import Snapshot
+
         return Snapshot(self._latest().snapshot(version))
 
     def version_at(self, timestamp: Instant) -> int:
@@ -243,6 +262,8 @@ class Table:
         ``partitionColumns``, ``clusteringColumns``, ``numFiles``, ``sizeInBytes``,
         ``properties``, ``minReaderVersion``, ``minWriterVersion``, ``tableFeatures`` (see
         ``delta_occ.detail``)."""
+        from .detail import describe
+
         return describe(self.newest_snapshot(), self.path)
 
     def create_checkpoint(self) -> int:
@@ -274,7 +295,9 @@ class Table:
         newest 10,000) to ``to_version`` (default the latest) as a
         :class:`~delta_occ.timeline.Timeline`: one lane per writer, each commit a span from its
         read to its commit, the winners it was checked against and the rules that passed it."""
-        return build_timeline(self, from_version, to_version, since)
+        from .timeline import build
+
+        return build(self, from_version, to_version, since)
 
     # -- transactions --------------------------------------------------------------------------
 
@@ -308,6 +331,8 @@ class Table:
         except BaseException:
             self._behind = self._behind or was_behind
             raise
+        from .transaction import Transaction
+
         return Transaction(
             handle,
             max_attempts,
@@ -334,6 +359,7 @@ class Table:
         """Begin, let ``stage`` stage the actions (aborting if it fails), commit; exactly-once app
         versions and re-runs as ``delta_occ.one_call`` says (``name``: the operation, for a
         result that wrote nothing)."""
+        from . import one_call
 
         def execute(txn: Transaction) -> CommitResult:
             try:
@@ -371,6 +397,8 @@ class Table:
         ``app_id`` / ``app_version``: write exactly once per application version (a version at
         or below the recorded one is not written: ``committed=False``); ``rerun_on_conflict``:
         see ``delta_occ.one_call``."""
+        from . import one_call
+
         app = one_call.app_args(app_id, app_version)
         one_call.rereadable(data, rerun_on_conflict)
         return self._run(
@@ -394,6 +422,8 @@ class Table:
         """Replace all rows, the rows matching ``replace_where`` (new rows must match it), or
         with ``dynamic_partitions=True`` the partitions present in ``data``. ``schema_mode``,
         ``app_id`` / ``app_version`` and ``rerun_on_conflict`` as in :meth:`append`."""
+        from . import one_call
+
         app = one_call.app_args(app_id, app_version)
         one_call.rereadable(data, rerun_on_conflict)
         return self._run(
@@ -460,6 +490,8 @@ class Table:
                        rerun_on_conflict=rerun_on_conflict)
         aliases = dict(source_alias=source_alias, target_alias=target_alias)
         if not (when_matched_update or when_matched_delete or when_not_matched_insert):
+            from .merge_builder import MergeBuilder
+
             def run(clauses: List[ClauseSpec], mode: Optional[str], given: Dict[str, Any]) -> CommitResult:
                 return self._merge(source, on, dict(aliases, clauses=clauses, schema_mode=mode or schema_mode), **dict(options, **given))
 
@@ -472,6 +504,8 @@ class Table:
         self, source: Any, on: str, clauses: Dict[str, Any], *, isolation_level: LevelLike = None, row_level: bool = True,
         max_attempts: Optional[int] = None, app_id: Optional[str] = None, app_version: Optional[int] = None, rerun_on_conflict: int = 0,
     ) -> CommitResult:
+        from . import one_call
+
         app = one_call.app_args(app_id, app_version)
         one_call.rereadable(source, rerun_on_conflict)
         return self._run(lambda t: t.merge(source, on, **clauses), isolation_level, row_level, max_attempts, name="MERGE", app=app, rerun_on_conflict=rerun_on_conflict)
@@ -512,6 +546,10 @@ class Table:
         """A transaction that creates the table (read version -1): what it stages (an
         ``append``, say) is in version 0 with the table. Committing it after another writer
         created the table raises ProtocolChangedException with the empty-directory hint."""
+        from . import generated
+        from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
+        from .transaction import Transaction
+
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         schema_json = arrow_schema_to_delta(schema)
         generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
@@ -528,6 +566,8 @@ class Table:
         """Merge table properties in one metadata commit (fails every concurrent writer). A new
         CHECK constraint among them is checked as :meth:`add_constraint` does (Serializable
         unless ``isolation_level`` says otherwise, which it then refuses)."""
+        from . import constraints
+
         props = {str(k): str(v) for k, v in props.items()}
         if isolation_level is None and any(constraints.is_constraint_key(k) for k in props):
             isolation_level = IsolationLevel.SERIALIZABLE
@@ -663,7 +703,9 @@ class Table:
         about to commit a newer one). A shorter retention than the table's is refused unless
         ``enforce_retention_duration=False``. ``dry_run`` lists exactly what would be deleted.
         Writes no commit; versions older than the window may no longer read afterwards."""
-        return run_vacuum(self.newest_snapshot().handle, retention_hours, dry_run, enforce_retention_duration)
+        from .vacuum import vacuum
+
+        return vacuum(self.newest_snapshot().handle, retention_hours, dry_run, enforce_retention_duration)
 
     def restore(
         self, version: Optional[int] = None, timestamp: Optional[Instant] = None, *, isolation_level: LevelLike = None, max_attempts: Optional[int] = None
@@ -725,6 +767,8 @@ class Table:
         if cleanup is not None:
             cleanup()
         else:
+            from .transaction import stop_using
+
             self._run(stop_using(name), None, False, max_attempts, name="REORG")
         return downgrade()
 
@@ -741,6 +785,8 @@ class Table:
         ``delta.enableChangeDataFeed=true`` at every version of the range (InvalidArgumentError
         otherwise); see ``delta_occ.change_feed``."""
         start, end = self.feed_range(starting_version, ending_version, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp)
+        from . import change_feed
+
         return change_feed.read(self, start, end, columns)
 
     def feed_range(

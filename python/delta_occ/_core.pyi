@@ -16,6 +16,7 @@ ROW_COMMIT_VERSION_RULE: str
 __all__ = [
     "__version__",
     "TEST_HOOKS",
+    "at_exit",
     "rule_ids",
     "rule_description",
     "TableHandle",
@@ -431,6 +432,10 @@ def spark_file_keys(paths: List[str]) -> List[str]:
 
 def parse_isolation_level(text: str) -> str:
     """Canonical name of an isolation level given in any letter case."""
+
+def at_exit() -> None:
+    """Called by ``atexit`` (registered when the module loads): the core then leaks its live-file
+    sets instead of freeing them file by file as the interpreter tears down."""
 
 def rule_ids() -> List[str]:
     """Every rule id of the core: conflict rules, pass rules (``pass_...``) and row-level

@@ -65,7 +65,7 @@ pub use error::{Conflict, ConflictKind, Error, PredicateProblem, Result, Storage
 pub use rule::{describe as describe_rule, ids as rule_ids, Fallback, Rule};
 
 // Storage: where a table's files live (a local disk, S3, Azure, GCS).
-pub use storage::{set_io_idle_hook, Entry, FileReader, Location, Storage};
+pub use storage::{set_io_idle_hook, set_process_exiting, Entry, FileReader, Location, Storage};
 
 // Tables and their snapshots.
 pub use convert::{convert as convert_to_delta, PartitionColumn};

@@ -181,6 +181,14 @@ fn merge_read_predicate(
     merge_read_predicate(&summaries, &target_only).py_err()
 }
 
+/// Registered with Python's `atexit` when the module loads: the process is exiting, so the core
+/// leaks its large structures rather than freeing them one by one (see the core's
+/// `set_process_exiting`).
+#[pyfunction]
+fn at_exit() {
+    delta_occ_core::set_process_exiting();
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -188,6 +196,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TEST_HOOKS", delta_occ_core::test_hooks::ENABLED)?;
     // Only a function pointer: no thread or runtime is started here.
     delta_occ_core::set_io_idle_hook(storage::collect_memory);
+    let at_exit = wrap_pyfunction!(at_exit, m)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (at_exit.clone(),))?;
+    m.add_function(at_exit)?;
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
     m.add_class::<transaction::TransactionHandle>()?;

@@ -17,7 +17,7 @@ mod object;
 mod options;
 pub mod probe;
 mod process;
-pub use process::set_io_idle_hook;
+pub use process::{process_exiting, set_io_idle_hook, set_process_exiting};
 mod reader;
 
 pub use reader::FileReader;

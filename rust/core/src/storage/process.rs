@@ -5,7 +5,7 @@
 //! not exist in the child. A process is told apart by its pid and a count of forks kept by a
 //! `pthread_atfork` handler (a pid can come back).
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 /// Which process a value belongs to: its pid and how many `fork()`s led to it. The pid alone is
 /// not enough: a process forked by one that still holds a dead ancestor's value may be given
@@ -17,6 +17,19 @@ struct Owner {
 }
 
 static FORKS: AtomicU64 = AtomicU64::new(0);
+
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Say that the process is about to exit (the binding calls it from Python's `atexit`): large
+/// structures dropped after this are leaked rather than freed piece by piece (see `LogState`).
+pub fn set_process_exiting() {
+    EXITING.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`set_process_exiting`] was called.
+pub fn process_exiting() -> bool {
+    EXITING.load(Ordering::Relaxed)
+}
 
 #[cfg(unix)]
 extern "C" fn after_fork_in_child() {

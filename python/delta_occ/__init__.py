@@ -1,8 +1,8 @@
 """delta-occ: optimistic concurrency control for Delta Lake writers.
 
-``import delta_occ`` loads the core and the exceptions only; each public name's module (and
-pyarrow with it) is imported on first use of the name (PEP 562), so a process that never reads or
-writes rows does not pay for pyarrow's import."""
+``import delta_occ`` loads the core and the exceptions only; each public name's module is
+imported on first use of the name (PEP 562). ``Table`` does not import pyarrow: its snapshots do
+(``snapshot()``), and reads, writes and operations import the engine's modules when first run."""
 
 from __future__ import annotations
 

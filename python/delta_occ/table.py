@@ -691,6 +691,8 @@ class Table:
     def add_columns(self, fields: Sequence[pa.Field], *, max_attempts: Optional[int] = None) -> CommitResult:
         """ALTER TABLE ADD COLUMNS in one metadata commit: nullable fields, appended;
         ``pa.field("a.b", ...)`` adds ``b`` to the struct column ``a``."""
+        import pyarrow as pa
+
         return self._metadata_commit(
             "ADD COLUMNS", {"columns": [str(f) for f in fields] if not isinstance(fields, pa.Field) else str(fields)},
             lambda t: t.add_columns(fields), None, max_attempts

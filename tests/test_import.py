@@ -47,8 +47,8 @@ def test_every_public_name_resolves_and_unknown_names_raise():
         delta_occ.Tabel  # noqa: B018
 
 
-# Imported by reads, writes and operations, never by opening a table and listing its files (a fresh
-# process's open + file list of 1M adds imported 0.2 s of these before: BENCHMARKS.md, issue 45).
+# Imported by reads, writes and operations, never by opening a table and listing its files (what a
+# fresh process's open + file list pays for them is in BENCHMARKS.md, issue 45).
 NOT_FOR_FILES = ("pyarrow.compute", "pyarrow.parquet", "pyarrow.dataset", "delta_occ.reader", "delta_occ.engine",
                  "delta_occ.transaction", "delta_occ.change_feed", "delta_occ.timeline")
 
@@ -63,9 +63,8 @@ def test_open_and_file_list_import_only_what_they_use(golden):
 
 
 def test_import_registers_the_exit_hook_that_skips_freeing_live_files():
-    # the hook (``_core.at_exit``) makes the core leak its live-file sets as the interpreter exits
-    # (0.06 s of a fresh process's open + file list of 1M adds); the leak itself is checked by
-    # rust/core/tests/process_exit.rs
+    # the hook (``_core.at_exit``) makes the core leak its live-file sets as the interpreter exits;
+    # the leak itself is checked by rust/core/tests/process_exit.rs
     code = "import atexit; n = atexit._ncallbacks(); import delta_occ; print(atexit._ncallbacks() - n)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert int(out.stdout.strip()) == 1

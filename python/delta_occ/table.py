@@ -12,8 +12,8 @@ from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentEr
 from .isolation import IsolationLevel
 from .time_travel import Instant
 
-# Opening a table and listing its files needs none of what follows: each is imported where it is
-# used (a fresh process's `Table(path).snapshot().files()` imported 0.2 s of modules it never ran).
+# Opening a table and listing its files needs none of what follows, so each is imported where it is
+# used: a short job that only lists files does not pay for the engine's imports (BENCHMARKS.md).
 if TYPE_CHECKING:
     import pyarrow as pa
 

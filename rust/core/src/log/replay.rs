@@ -55,8 +55,8 @@ pub struct LogState {
 }
 
 /// A process about to exit leaks its live-file sets instead of dropping them: the OS takes the
-/// memory back at once, and dropping a million files one by one took 0.06 s of a fresh process's
-/// 1.1 s open + file list (BENCHMARKS.md, issue 45). Nothing else is skipped.
+/// memory back at once, while dropping a million files one by one is a noticeable part of a short
+/// job (BENCHMARKS.md, issue 45). Nothing else is skipped.
 impl Drop for LogState {
     fn drop(&mut self) {
         if crate::storage::process_exiting() {

@@ -3,7 +3,8 @@
 //! parent's runtime hung), so each is made anew, lazily, in every process that uses it. What a
 //! parent left behind is leaked, never dropped: dropping it would touch threads and sockets that do
 //! not exist in the child. A process is told apart by its pid and a count of forks kept by a
-//! `pthread_atfork` handler (a pid can come back).
+//! `pthread_atfork` handler (a pid can come back). Also whether the process is exiting: large
+//! structures dropped then are leaked, not freed.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 

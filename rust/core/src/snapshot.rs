@@ -122,6 +122,17 @@ impl Snapshot {
         crate::Predicate::parse(text, &self.schema, self.mapping, &parts)
     }
 
+    /// This version's commitInfo JSON: kept from the load, else read from its commit file (None:
+    /// the commit has none).
+    pub fn commit_info(&self) -> Result<Option<String>> {
+        if let Some(c) = &self.state.commit_info {
+            return Ok(Some(c.to_string()));
+        }
+        let v = self.version();
+        let path = crate::log::path::commit_path(&crate::log::segment::log_dir(&self.root), v);
+        crate::log::json::read_commit_info(&path, v)
+    }
+
     pub fn files(&self) -> &[AddFile] {
         &self.state.files
     }

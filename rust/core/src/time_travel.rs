@@ -19,6 +19,7 @@ use crate::log::path::commit_path;
 use crate::log::segment::log_dir;
 use crate::protocol::is_true;
 use crate::snapshot::Snapshot;
+use crate::storage::Location;
 
 /// When `snap`'s version was committed (epoch milliseconds), as delta-spark's snapshot timestamp
 /// (DESCRIBE DETAIL's `lastModified`): its in-commit timestamp where the table has them from that
@@ -26,38 +27,43 @@ use crate::snapshot::Snapshot;
 /// commit file of a version read from its checkpoint was cleaned up).
 pub fn commit_timestamp(snap: &Snapshot) -> Result<Option<i64>> {
     let v = snap.version();
-    let config = &snap.metadata().configuration;
     let path = commit_path(&log_dir(&snap.root), v);
-    let ict = is_true(config, "delta.enableInCommitTimestamps")
-        && config
-            .get("delta.inCommitTimestampEnablementVersion")
-            .and_then(|e| e.trim().parse::<i64>().ok())
-            .is_none_or(|e| v >= e);
-    if ict {
-        let info = match &snap.state.commit_info {
-            Some(text) => Some(text.to_string()),
-            None => match read_commit_info(&path, v) {
-                Ok(info) => info,
-                Err(_) if !path.exists().unwrap_or(true) => None,
-                Err(e) => return Err(e),
-            },
+    if ict_from(&snap.metadata().configuration).is_some_and(|e| v >= e) {
+        let info = match snap.commit_info() {
+            Ok(info) => info,
+            Err(_) if !path.exists().unwrap_or(true) => None,
+            Err(e) => return Err(e),
         };
         if let Some(info) = info {
-            return serde_json::from_str::<Value>(&info)
-                .ok()
-                .and_then(|c| c.get("inCommitTimestamp").and_then(Value::as_i64))
-                .map(Some)
-                .ok_or_else(|| {
-                    Error::corrupt(
-                        &path,
-                        Some(v),
-                        "in-commit timestamps are enabled but the commit has no commitInfo.inCommitTimestamp",
-                    )
-                });
+            return in_commit_timestamp(Some(&info), &path, v).map(Some);
         }
     }
     let listing = crate::log::segment::list(&snap.root, v)?;
     Ok(listing.commits.get(&v).and_then(|f| f.modified))
+}
+
+/// The version in-commit timestamps start at, when the table has them enabled.
+fn ict_from(config: &BTreeMap<String, String>) -> Option<i64> {
+    is_true(config, "delta.enableInCommitTimestamps").then(|| {
+        config
+            .get("delta.inCommitTimestampEnablementVersion")
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// Version `v`'s `commitInfo.inCommitTimestamp` from its commitInfo JSON `info` (None: the commit
+/// has none), on a table whose in-commit timestamps cover `v`: missing, the log is corrupt.
+fn in_commit_timestamp(info: Option<&str>, path: &Location, v: i64) -> Result<i64> {
+    info.and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|c| c.get("inCommitTimestamp").and_then(Value::as_i64))
+        .ok_or_else(|| {
+            Error::corrupt(
+                path,
+                Some(v),
+                "in-commit timestamps are enabled but the commit has no commitInfo.inCommitTimestamp",
+            )
+        })
 }
 
 /// The version of `latest`'s table current at `ts_ms` (epoch milliseconds): `latest`'s own
@@ -104,25 +110,10 @@ pub fn version_at(latest: &Snapshot, ts_ms: i64) -> Result<i64> {
             .min()
             .unwrap_or(latest.version())
     };
-    let config = &latest.metadata().configuration;
-    let ict_from = is_true(config, "delta.enableInCommitTimestamps").then(|| {
-        config
-            .get("delta.inCommitTimestampEnablementVersion")
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .unwrap_or(0)
-    });
+    let ict_from = ict_from(&latest.metadata().configuration);
     let ict = |v: i64| -> Result<i64> {
         let path = commit_path(&dir, v);
-        let info = read_commit_info(&path, v)?;
-        info.and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .and_then(|c| c.get("inCommitTimestamp").and_then(Value::as_i64))
-            .ok_or_else(|| {
-                Error::corrupt(
-                    &path,
-                    Some(v),
-                    "in-commit timestamps are enabled but the commit has no commitInfo.inCommitTimestamp",
-                )
-            })
+        in_commit_timestamp(read_commit_info(&path, v)?.as_deref(), &path, v)
     };
     let fmt = |ms: i64| {
         chrono::DateTime::from_timestamp_millis(ms)

@@ -22,8 +22,8 @@ use errors::IntoPy;
 /// only; `local_dynamic_tls` because this library is loaded with dlopen. `no_thp`: mimalloc would
 /// ask for transparent huge pages on its regions, and where the kernel grants them on request
 /// (`madvise`, the default of many distributions) each fault zeroes (and may first compact) 2 MiB,
-/// again after every purge: a fresh process spent more time in the kernel than in the load (load
-/// + file list of 1M adds 3.5 s, 1.7 s without).
+/// again after every purge: a fresh process spent more time in the kernel than in the load
+/// (BENCHMARKS.md, issue 45).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

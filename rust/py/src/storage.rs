@@ -31,9 +31,9 @@ impl StorageHandle {
 type ArrowCapsules<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyCapsule>);
 
 /// Hand the pages this thread's mimalloc heap holds for memory other threads freed back to the
-/// system: an I/O thread as it goes idle, where the response buffers were allocated (streaming
-/// 326 MB from S3 grew RSS by 313 MB without it), and a reader thread before each file (`force`
-/// false there: it runs once per file read, and forcing measured no gain).
+/// system: an I/O thread as it goes idle, where the response buffers were allocated (a stream
+/// from S3 otherwise kept about as much as it read: BENCHMARKS.md), and a reader thread before
+/// each file (`force` false there: it runs once per file read, and forcing measured no gain).
 pub fn collect_memory_now(force: bool) {
     // SAFETY: mi_collect only releases memory no live allocation uses.
     unsafe { libmimalloc_sys::mi_collect(force) };
@@ -67,15 +67,15 @@ pub fn read_columns<'py>(
             // The arrays of this thread's previous reads were freed by the thread that consumed
             // them: mimalloc keeps their pages in this thread's heap until it collects. Collect
             // first, so that a streamed read holds the files in flight, not every file a reader
-            // thread ever decoded (peak RSS growth streaming 650 MB: 260 MB without this).
+            // thread ever decoded.
             collect_memory_now(false);
             let wanted: Vec<(&str, Option<i64>)> =
                 wanted.iter().map(|(n, id)| (n.as_str(), *id)).collect();
-            let keep = |stats: &str| filter.is_none_or(|f| f.predicate.stats_may_match(stats));
+            let keep = filter.map(|f| move |stats: &str| f.predicate.stats_may_match(stats));
             delta_occ_core::read_data_file_columns_where(
                 at,
                 &wanted,
-                filter.map(|_| &keep as delta_occ_core::KeepRowGroup<'_>),
+                keep.as_ref().map(|k| k as delta_occ_core::KeepRowGroup<'_>),
             )
         })
         .py_err()?;

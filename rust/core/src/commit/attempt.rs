@@ -11,8 +11,6 @@ use crate::dv::{self, DeletionBitmap};
 use crate::error::{Error, Result};
 use crate::isolation::IsolationLevel;
 use crate::log::actions::{remove_of, AddFile, DomainMetadata, Metadata, Protocol, RemoveFile};
-use crate::log::path::commit_path;
-use crate::log::segment::log_dir;
 use crate::protocol::{self, is_true};
 use crate::snapshot::Snapshot;
 use crate::storage::Location;
@@ -57,16 +55,10 @@ pub(super) fn previous_ict(txn: &Transaction) -> Result<Option<i64>> {
     let Some(snap) = &txn.snapshot else {
         return Ok(None);
     };
-    let text = match &snap.state.commit_info {
-        Some(c) => Some(c.to_string()),
-        None => crate::log::json::read_commit_info(
-            &commit_path(&log_dir(&txn.root), snap.version()),
-            snap.version(),
-        )
+    Ok(snap
+        .commit_info()
         .ok()
-        .flatten(),
-    };
-    Ok(text
+        .flatten()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .and_then(|v| v.get("inCommitTimestamp").and_then(Value::as_i64)))
 }

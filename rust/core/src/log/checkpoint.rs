@@ -386,7 +386,7 @@ impl DeferredStats {
     /// The stats text of this unit's `row`-th add (None when null).
     pub fn get(&self, row: u32) -> Result<Option<&str>> {
         let part = &*self.part;
-        let unit = &part.stats.get(part.in_memory(None), || part.load())?[self.unit];
+        let unit = &part.stats.get(|| part.in_memory(None), || part.load())?[self.unit];
         let row = row as usize;
         if row >= unit.len() {
             return Err(self.out_of_range());
@@ -420,9 +420,10 @@ impl StatsSource for DeferredStats {
             .try_fold(None, |last, &r| (last < Some(r)).then_some(Some(r)))
             .is_some();
         if !ascending {
-            let stats = part.stats.reread(part.in_memory(Some(self.unit)), || {
-                part.load_unit(self.unit)
-            })?;
+            let stats = part.stats.reread(
+                || part.in_memory(Some(self.unit)),
+                || part.load_unit(self.unit),
+            )?;
             return rows
                 .iter()
                 .try_for_each(|&row| match row.map(|r| r as usize) {
@@ -435,26 +436,29 @@ impl StatsSource for DeferredStats {
         // buffers are reused rather than fresh pages touched).
         let mut next = 0;
         let mut failed = None;
-        part.stats.reread(part.in_memory(Some(self.unit)), || {
-            part.stream_unit(self.unit, &mut |add, text| {
-                while let Some(&row) = rows.get(next) {
-                    let step = match row {
-                        None => f(None),
-                        Some(r) if r as usize == add => f(text.map(RawStats::Plain)),
-                        Some(_) => break,
-                    };
-                    next += 1;
-                    if let Err(e) = step {
-                        failed = Some(e);
-                        return false;
+        part.stats.reread(
+            || part.in_memory(Some(self.unit)),
+            || {
+                part.stream_unit(self.unit, &mut |add, text| {
+                    while let Some(&row) = rows.get(next) {
+                        let step = match row {
+                            None => f(None),
+                            Some(r) if r as usize == add => f(text.map(RawStats::Plain)),
+                            Some(_) => break,
+                        };
+                        next += 1;
+                        if let Err(e) = step {
+                            failed = Some(e);
+                            return false;
+                        }
+                        if row.is_some() {
+                            break;
+                        }
                     }
-                    if row.is_some() {
-                        break;
-                    }
-                }
-                next < rows.len()
-            })
-        })?;
+                    next < rows.len()
+                })
+            },
+        )?;
         if let Some(e) = failed {
             return Err(e);
         }
@@ -481,10 +485,10 @@ impl DeferredPart {
             None => 0..self.source.units.len(),
         };
         let s = &self.source;
-        units.into_iter().all(|u| {
-            s.file
-                .holds(&chunk_ranges(&s.meta, &s.groups, &s.units[u], &[self.leaf]))
-        })
+        let ranges: Vec<_> = units
+            .flat_map(|u| chunk_ranges(&s.meta, &s.groups, &s.units[u], &[self.leaf]))
+            .collect();
+        s.file.holds(&ranges)
     }
 
     fn load(&self) -> std::result::Result<Vec<UnitStats>, String> {

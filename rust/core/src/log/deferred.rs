@@ -38,7 +38,7 @@ impl<T> Deferred<T> {
     /// the data once, in its own form. Fails like [`Deferred::get`]; `in_memory` as there.
     pub fn reread<R>(
         &self,
-        in_memory: bool,
+        in_memory: impl FnOnce() -> bool,
         read: impl FnOnce() -> std::result::Result<R, String>,
     ) -> Result<R> {
         self.unchanged(in_memory)
@@ -49,8 +49,8 @@ impl<T> Deferred<T> {
     /// Checked before reading again, unless `in_memory`: every byte the read needs was fetched
     /// with the first read (an object's tail) and is read from memory, so no change to the file
     /// since can show (and the check, a HEAD on an object store, would cost a round trip).
-    fn unchanged(&self, in_memory: bool) -> std::result::Result<(), String> {
-        if in_memory {
+    fn unchanged(&self, in_memory: impl FnOnce() -> bool) -> std::result::Result<(), String> {
+        if in_memory() {
             return Ok(());
         }
         let len = self
@@ -72,11 +72,11 @@ impl<T> Deferred<T> {
 
     /// The value, read with `load` the first time. A failure (the file gone or changed, or
     /// `load`'s own error) is kept, and returned every time as a corrupt-log error naming the
-    /// file and version. `in_memory`: `load` reads only bytes fetched with the first read (the
-    /// file is then not checked for a change).
+    /// file and version. `in_memory` (asked on the first call only): `load` reads only bytes
+    /// fetched with the first read (the file is then not checked for a change).
     pub fn get(
         &self,
-        in_memory: bool,
+        in_memory: impl FnOnce() -> bool,
         load: impl FnOnce() -> std::result::Result<T, String>,
     ) -> Result<&T> {
         let loaded = self

@@ -324,7 +324,7 @@ impl DeferredStats {
     /// The `k`-th stats literal of this range (a JSON string, quotes and escapes kept).
     pub fn get(&self, k: u32) -> Result<&str> {
         let commit = &*self.commit;
-        let (text, ends) = &commit.stats.get(false, || commit.load())?[self.range];
+        let (text, ends) = &commit.stats.get(|| false, || commit.load())?[self.range];
         let k = k as usize;
         Ok(&text[if k == 0 { 0 } else { ends[k - 1] }..ends[k]])
     }
@@ -351,26 +351,30 @@ impl StatsSource for DeferredStats {
         }
         let spans = self.spans();
         let mut failed = None;
-        commit.stats.reread(false, || {
-            let mut window = Window::open(commit.stats.path())?;
-            for (j, &k) in ks.iter().enumerate() {
-                let literal = match k {
-                    Some(k) => {
-                        let &(offset, n) = spans
-                            .get(k as usize)
-                            .ok_or("a stats literal out of range")?;
-                        let text = window.text(offset, n as usize, || reach(spans, &ks[j..]))?;
-                        Some(RawStats::Literal(text))
+        commit.stats.reread(
+            || false,
+            || {
+                let mut window = Window::open(commit.stats.path())?;
+                for (j, &k) in ks.iter().enumerate() {
+                    let literal = match k {
+                        Some(k) => {
+                            let &(offset, n) = spans
+                                .get(k as usize)
+                                .ok_or("a stats literal out of range")?;
+                            let text =
+                                window.text(offset, n as usize, || reach(spans, &ks[j..]))?;
+                            Some(RawStats::Literal(text))
+                        }
+                        None => None,
+                    };
+                    if let Err(e) = f(literal) {
+                        failed = Some(e);
+                        break;
                     }
-                    None => None,
-                };
-                if let Err(e) = f(literal) {
-                    failed = Some(e);
-                    break;
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         failed.map_or(Ok(()), Err)
     }
 }

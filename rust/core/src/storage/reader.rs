@@ -187,14 +187,17 @@ impl FileReader {
     /// Whether every byte of `ranges` of a remote object was fetched already (reading them makes
     /// no request); never for a local file, which is read each time.
     pub fn holds(&self, ranges: &[Range<u64>]) -> bool {
-        if self.is_local() {
-            return false;
-        }
+        !self.is_local() && self.missing(ranges).is_empty()
+    }
+
+    /// The parts of `ranges` (merged, cut at the file's end) not fetched yet.
+    fn missing(&self, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
         let cache = self.cache();
-        ranges.iter().all(|r| {
-            let r = r.start.min(self.0.len)..r.end.min(self.0.len);
-            r.is_empty() || gaps(&cache, r).is_empty()
-        })
+        merge(ranges)
+            .into_iter()
+            .map(|r| r.start.min(self.0.len)..r.end.min(self.0.len))
+            .flat_map(|r| gaps(&cache, r))
+            .collect()
     }
 
     /// Fetch `ranges` of a remote object ahead of the reads that need them (nothing for a local
@@ -205,14 +208,7 @@ impl FileReader {
         };
         // Only the bytes not fetched yet: the column chunks of a small file run into the tail
         // fetched at open, and asking for them whole read those bytes twice.
-        let missing: Vec<Range<u64>> = {
-            let cache = self.cache();
-            merge(ranges)
-                .into_iter()
-                .map(|r| r.start.min(self.0.len)..r.end.min(self.0.len))
-                .flat_map(|r| gaps(&cache, r))
-                .collect()
-        };
+        let missing = self.missing(ranges);
         if missing.is_empty() {
             return Ok(());
         }

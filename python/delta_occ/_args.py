@@ -22,6 +22,13 @@ def int_arg(what: str, value: Any, low: int, high: int = 2**63 - 1) -> int:
     return n
 
 
+def version_arg(what: str, value: Any) -> int:
+    """A table version argument: an int >= 0 (bool refused), or InvalidArgumentError naming it."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgumentError(f"{what} must be an int >= 0, got {value!r}")
+    return value
+
+
 def level_name(level: LevelLike) -> Optional[str]:
     if level is None:
         return None

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow
+from ._args import version_arg
 from ._read import DataColumns, read_file
 from ._write import Layout
 from .change_data import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, DELETE, INSERT, KINDS, PROPERTY, Changes, enabled
@@ -78,8 +79,8 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
     latest when None). A version in the range whose table did not have the feed on is an
     InvalidArgumentError, as is an empty range. Every engine reads the feed from this plan."""
     latest = table.refresh()
-    end = latest if ending_version is None else _version_arg("ending_version", ending_version)
-    start = _version_arg("starting_version", starting_version)
+    end = latest if ending_version is None else version_arg("ending_version", ending_version)
+    start = version_arg("starting_version", starting_version)
     if start > end:
         raise InvalidArgumentError(f"starting_version {start} is after ending_version {end}")
     if end > latest:
@@ -138,12 +139,6 @@ def read(table: FeedSource, starting_version: int, ending_version: Optional[int]
             rows = rows.append_column(pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", "UTC")), pa.repeat(pa.scalar(commit.timestamp_ms * 1000, pa.timestamp("us", "UTC")), n))
             parts.append(rows)
     return pa.concat_tables(parts) if parts else feed.result_schema.empty_table()
-
-
-def _version_arg(name: str, v: Any) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise InvalidArgumentError(f"{name} must be an int >= 0, got {v!r}")
-    return v
 
 
 def _commit_timestamp(summary: Mapping[str, Any]) -> int:

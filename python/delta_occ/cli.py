@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import os
 import sys
@@ -15,7 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table as Grid
 
-from . import explain, matrix, predict
+from . import explain, matrix, predict, time_travel
 from ._core import __version__
 from .exceptions import DeltaOccError
 from .table import Table, history_report
@@ -42,9 +41,7 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _when(ms: Any) -> str:
-    if not isinstance(ms, int):
-        return "?"
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return time_travel.utc_text(ms) if isinstance(ms, int) else "?"
 
 
 def _row_count(snapshot: Any, files: pa.Table) -> int:

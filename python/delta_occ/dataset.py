@@ -77,12 +77,14 @@ def _partition_expressions(snapshot: "Snapshot", columns: List[str], n: int) -> 
         return [ds.scalar(True)] * n
     values = _arrow.batch(snapshot.handle.partition_values(None))
     types = {f.name: f.type for f in snapshot.schema}
+    # Each column as Python values once, not a lookup and a boxed scalar per file and column.
+    as_py = {c: values.column(values.schema.get_field_index(c)).to_pylist() for c in columns}
     out = []
     for i in range(n):
         expr: Optional[ds.Expression] = None
         for c in columns:
-            v = values.column(values.schema.get_field_index(c))[i]
-            term = pc.field(c).is_null() if not v.is_valid else pc.field(c) == pa.scalar(v.as_py(), types[c])
+            v = as_py[c][i]
+            term = pc.field(c).is_null() if v is None else pc.field(c) == pa.scalar(v, types[c])
             expr = term if expr is None else expr & term
         out.append(expr)
     return out

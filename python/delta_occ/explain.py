@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .exceptions import DeltaConcurrentModificationException, InvalidArgumentError, VersionNotFoundError, rule_text
+from ._args import version_arg
+from .exceptions import DeltaConcurrentModificationException, VersionNotFoundError, rule_text
 
 # Legacy, only for records written before rule ids (no "rules" in a checkedWinners entry): the
 # checker's sentences of those versions → the id of the rule they apply (its text is the core's).
@@ -61,8 +62,7 @@ def conflict(e: DeltaConcurrentModificationException) -> Dict[str, Any]:
 def commit(table: Any, version: int) -> Dict[str, Any]:
     """What commit `version` of `table` (a `delta_occ.Table`) was checked against and why it
     passed each check."""
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise InvalidArgumentError(f"version must be an int >= 0, got {version!r}")
+    version_arg("version", version)
     summary = _summary(table, version)
     info = summary["commit_info"] or {}
     occ = info.get("deltaOcc") or {}

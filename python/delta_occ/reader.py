@@ -95,13 +95,14 @@ class Reader:
         self.root: str = h.root
         #: Where the data files are: a local directory or an object store, through the core.
         self.storage = h.storage
+        # The snapshot's schema is converted once per snapshot (its cached `schema`).
+        self.schema: pa.Schema = snapshot.schema if schema_json in (None, h.schema_json) else delta_schema_to_arrow(schema_json)
         schema_json = schema_json or h.schema_json
-        self.schema: pa.Schema = delta_schema_to_arrow(schema_json)
         #: The schema as the data files hold it (physical names, field ids), field by field.
         self.physical: pa.Schema = physical_schema(schema_json, h.column_mapping_mode)
         self.partition_columns: List[str] = list(h.partition_columns)
         #: The physical materialized row-id and row-commit-version columns, when rows keep ids.
-        self.row_id_columns = row_tracking.materialized(dict(h.properties))
+        self.row_id_columns = row_tracking.materialized(snapshot.properties)
         #: Files read at once.
         self.concurrency = concurrency(self.storage.is_local)
         # Per file looked up so far: its scan-plan entry; looked up in the core for the files read
@@ -162,8 +163,10 @@ class Reader:
         with_ids = ids and self.row_id_columns is not None
         fields, wanted, schema = self.selection(columns, positions, with_ids)
         data, n, kept = read_file(self.storage, entry.abs_path, wanted, filter)
-        at = arange(n) if kept is None else _positions(kept)
-        m = len(at)
+        m = n if kept is None else sum(rows for _, rows in kept)
+        # Physical positions only where something uses them (a plain read returns none).
+        need_positions = positions or with_ids or (entry.has_dv and kept is not None)
+        at = (arange(n) if kept is None else _positions(kept)) if need_positions else None
         arrays = []
         for f in fields:
             if f.name in self.partition_columns:

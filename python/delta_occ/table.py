@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core, time_travel
-from ._args import LevelLike, int_arg, level_name
+from ._args import LevelLike, int_arg, level_name, version_arg
 from .exceptions import DeltaIOError, FeatureDropPendingError, InvalidArgumentError, MetadataChangedException, VersionNotFoundError
 from .isolation import IsolationLevel
 from .time_travel import Instant
@@ -92,17 +92,23 @@ def create_handle(
     cluster_by: Optional[Sequence[str]] = None,
 ) -> "_core.TableHandle":
     """Commit version 0 of a table whose schema is Delta's JSON: the one `create` of both engines."""
-    props = {str(k): str(v) for k, v in (properties or {}).items()}
     if cluster_by is not None and (isinstance(cluster_by, str) or not all(isinstance(c, str) for c in cluster_by)):
         raise InvalidArgumentError(f"cluster_by must be a list of column names, got {cluster_by!r}")
-    from . import generated
-    from ._schema import delta_schema_to_arrow
-
-    # A generation expression or default no engine could apply is refused now, never dropped.
-    generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
+    props = new_table_properties(schema_json, properties)
     return _core.TableHandle.create(
         table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), list(cluster_by or [])
     )
+
+
+def new_table_properties(schema_json: str, properties: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    """The properties of a new table as the core takes them (strings), once its schema passed the
+    check every create makes: a generation expression or default no engine could apply is refused
+    now, never dropped."""
+    from . import generated
+    from ._schema import delta_schema_to_arrow
+
+    generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
+    return {str(k): str(v) for k, v in (properties or {}).items()}
 
 
 def convert_to_delta(
@@ -546,13 +552,11 @@ class Table:
         """A transaction that creates the table (read version -1): what it stages (an
         ``append``, say) is in version 0 with the table. Committing it after another writer
         created the table raises ProtocolChangedException with the empty-directory hint."""
-        from . import generated
-        from ._schema import arrow_schema_to_delta, delta_schema_to_arrow
+        from ._schema import arrow_schema_to_delta
         from .transaction import Transaction
 
-        props = {str(k): str(v) for k, v in (properties or {}).items()}
         schema_json = arrow_schema_to_delta(schema)
-        generated.check_declared(json.loads(schema_json)["fields"], delta_schema_to_arrow(schema_json))
+        props = new_table_properties(schema_json, properties)
         return Transaction(
             _core.TableHandle.begin_create(
                 table_location(path), schema_json, partition_by_arg(partition_by), props, name, storage_options_arg(storage_options), description
@@ -813,9 +817,7 @@ class Table:
         Stops with MetadataChangedException at a commit after ``from_version`` that changes
         metadata, as Delta streaming reads do (concurrency.md §7); restarting from that commit's
         version yields it and goes on."""
-        if not isinstance(from_version, int) or isinstance(from_version, bool) or from_version < 0:
-            raise InvalidArgumentError(f"from_version must be an int >= 0, got {from_version!r}")
-        version = from_version
+        version = version_arg("from_version", from_version)
         latest = self.refresh()
         if from_version > latest:
             raise VersionNotFoundError(

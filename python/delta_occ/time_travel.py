@@ -35,6 +35,11 @@ def epoch_ms(timestamp: Instant) -> int:
     return delta // _dt.timedelta(milliseconds=1)
 
 
+def utc_text(ms: int) -> str:
+    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS`` in UTC (the CLI's and the timeline's clock)."""
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def version_from(handle: Any, timestamp: Instant) -> int:
     """The first version committed at or after ``timestamp`` (where a change feed from that instant
     starts): one after the version current just before it, 0 before the table existed. ``handle``

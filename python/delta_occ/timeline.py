@@ -22,7 +22,6 @@ zooms (drag, wheel, or a ``#v123`` link) down to single commits.
 
 from __future__ import annotations
 
-import datetime
 import html
 import json
 import pathlib
@@ -32,6 +31,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 import pyarrow as pa
 
 from . import commit_note, explain, time_travel
+from ._args import version_arg
 from .exceptions import InvalidArgumentError, VersionNotFoundError, rule_text
 
 #: The newest commits drawn when no range is given.
@@ -69,11 +69,17 @@ def row_level(rule_id: str) -> bool:
     return (rule_text(rule_id) or "").startswith("§4")
 
 
+def engine_of(info: Mapping[str, Any]) -> Optional[str]:
+    """The engine a commit names: ``engineInfo`` (delta-spark, delta-occ), else ``clientVersion``
+    (deltalake)."""
+    return info.get("engineInfo") or info.get("clientVersion")
+
+
 def writer_of(info: Mapping[str, Any]) -> Tuple[str, str]:
     """A commit's lane: its writer's name, and a coarser group (engine and host) used when there
     are too many lanes to draw one each."""
     occ = info.get("deltaOcc") or {}
-    engine_info = info.get("engineInfo") or info.get("clientVersion")
+    engine_info = engine_of(info)
     if any(k in occ for k in commit_note.WRITER_KEYS):
         return note_lane(occ, str(engine_info or "delta-occ"))
     extra = []
@@ -196,7 +202,7 @@ class Timeline:
             "read_version": pa.array([c.read_version for c in cs], pa.int64()),
             "operation": pa.array([c.operation for c in cs], pa.string()),
             "writer": pa.array([c.lane for c in cs], pa.string()),
-            "engine": pa.array([c.info.get("engineInfo") or c.info.get("clientVersion") for c in cs], pa.string()),
+            "engine": pa.array([engine_of(c.info) for c in cs], pa.string()),
             "read_time": pa.array(ms(commit_note.READ_TIME), ts),
             "commit_start_time": pa.array(ms(commit_note.COMMIT_START), ts),
             "commit_time": pa.array([c.time for c in cs], ts),
@@ -309,7 +315,7 @@ class Timeline:
             cols["more"].append(int(c.occ.get("winnersNotRecorded", 0)))
             cols["rl"].append(1 if any(k["row_level"] for k in c.checks) else 0)
             cols["sum"].append(s(c.summary()))
-            cols["eng"].append(s(c.info.get("engineInfo") or c.info.get("clientVersion")))
+            cols["eng"].append(s(engine_of(c.info)))
         failed = []
         for f in self.failed:
             failed.append({"lane": lane(f["lane"], f["group"]), "op": s(f["operation"]), "cls": op_class(f["operation"]), "rv": f["read_version"],
@@ -347,7 +353,7 @@ class Timeline:
         times = [c.time for c in self._commits if c.time is not None]
         span = ""
         if times:
-            span = f", {_utc(min(times))} to {_utc(max(times))} UTC"
+            span = f", {time_travel.utc_text(min(times))} to {time_travel.utc_text(max(times))} UTC"
         gone = f"; {len(self.missing)} commit(s) of the range cleaned up from the log" if self.missing else ""
         return html.escape(f"versions {self.first_version} to {self.last_version}{span}{gone}")
 
@@ -382,10 +388,6 @@ class Timeline:
                 out.append(f'<tr><td class="key">{html.escape(r["key"])}</td><td><span class="bar" style="width:{width}px"></span> {r["pairs"]}</td><td>{links}</td></tr>')
             out.append("</table></div>")
         return "".join(out)
-
-
-def _utc(ms: int) -> str:
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _seconds(ms: int) -> str:
@@ -428,8 +430,8 @@ def build(
     ``error``, ``winning_version``, ``rule`` (a rule id) and ``message``."""
     latest = table.refresh()
     for name, v in (("from_version", from_version), ("to_version", to_version)):
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise InvalidArgumentError(f"timeline: {name} must be an int >= 0, got {v!r}")
+        if v is not None:
+            version_arg(f"timeline: {name}", v)
     last = latest if to_version is None else to_version
     if last > latest:
         raise VersionNotFoundError(f"timeline of {table.path}: to_version {last} is past the latest version {latest}", table=table.path, version=last)

@@ -32,6 +32,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 from . import data_input, one_call
 from ._args import LevelLike
 from .exceptions import InvalidArgumentError, ProtocolChangedException, TableAlreadyExistsError, TableNotFoundError
+from .snapshot import Snapshot
 from .table import PathLike, Table, partition_by_arg
 from .transaction import CommitResult
 
@@ -91,10 +92,10 @@ def write_table(
         raise InvalidArgumentError(f'replace_where is a condition of mode="overwrite", not of mode={mode!r}')
     app = one_call.app_args(app_id, app_version)
     partitions = partition_by_arg(partition_by)
-    # Read once: a create that loses the race writes the same rows into the winner's table.
-    rows = data_input.as_table(data)
     if isinstance(uri, Table) and storage_options is not None:
         raise InvalidArgumentError("storage_options go with a path: a Table was opened with its own")
+    # Read once: a create that loses the race writes the same rows into the winner's table.
+    rows = data_input.as_table(data)
     table = uri if isinstance(uri, Table) else _existing(uri, storage_options)
     if table is None:
         assert not isinstance(uri, Table)
@@ -106,7 +107,9 @@ def write_table(
             table = _created_by_a_racer(uri, storage_options)
             if table is None:
                 raise
-    return _into(table, rows, mode, partitions, properties, name, description, schema_mode, replace_where, app, isolation_level, max_attempts)
+    # A table opened here is at its newest version already; one passed in is refreshed.
+    snap = table.newest_snapshot() if isinstance(uri, Table) else table.snapshot()
+    return _into(table, snap, rows, mode, partitions, properties, name, description, schema_mode, replace_where, app, isolation_level, max_attempts)
 
 
 #: Waits (seconds) for a racing first write's version 0 to land: its data files are written before
@@ -161,11 +164,10 @@ def _create(
 
 
 def _into(
-    table: Table, rows: Any, mode: str, partitions: Sequence[str], properties: Optional[Mapping[str, str]], name: Optional[str],
+    table: Table, snap: Snapshot, rows: Any, mode: str, partitions: Sequence[str], properties: Optional[Mapping[str, str]], name: Optional[str],
     description: Optional[str], schema_mode: Optional[str], replace_where: Optional[str], app: one_call.AppVersion,
     isolation_level: LevelLike, max_attempts: Optional[int],
 ) -> CommitResult:
-    snap = table.newest_snapshot()
     if mode == "error":
         raise TableAlreadyExistsError(
             f"write_table(mode='error'): {table.path} already holds a Delta table (version {snap.version}); "

@@ -97,7 +97,8 @@ fn load_from_listing(
                 Location::read_many(&locations)
             })
         });
-        let actions = checkpoint::read(&log_dir(root), cp);
+        let later = json_log::room_for_adds(seg.commits.iter().map(|f| f.size).sum());
+        let actions = checkpoint::read(&log_dir(root), cp, later);
         let fetched = fetch
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .unwrap_or_default();
@@ -128,7 +129,9 @@ fn apply_fetched_commits(
     let mut rest = commits;
     while let Some(first) = rest.first() {
         if first.size > LARGE_COMMIT {
-            let mut parts = json_log::read_large_commit(&first.path, first.version, first.size)?;
+            let later: u64 = rest[1..].iter().map(|f| f.size).sum();
+            let mut parts =
+                json_log::read_large_commit(&first.path, first.version, first.size, later)?;
             state.begin_commit();
             if state.files.is_empty() {
                 // One commit: its actions apply as one set. The adds are gathered in parallel
@@ -139,7 +142,7 @@ fn apply_fetched_commits(
                     adds.push(std::mem::take(&mut part.adds));
                     actions.other.append(&mut part.other);
                 }
-                actions.adds = parallel::concat(adds);
+                actions.adds = parallel::concat(adds, json_log::room_for_adds(later));
                 state.apply(actions);
             } else {
                 // Files already live (a checkpoint, an earlier commit): each part's adds are

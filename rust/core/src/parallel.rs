@@ -28,31 +28,44 @@ pub fn threads_for(work: usize, min_per_thread: usize) -> usize {
 
 /// The parts moved into one vector, each part on its own scoped thread. Moved on one thread, a
 /// million adds (the parts of a large commit) cost as much as parsing a fifth of them, most of it
-/// the first touch of the fresh pages.
-pub fn concat<T: Send>(mut parts: Vec<Vec<T>>) -> Vec<T> {
+/// the first touch of the fresh pages. A first part with room for all (its reader reserved for
+/// the whole file) is extended in place, so only the later parts move; a new vector gets room for
+/// `extra` more items (what the caller expects to append next, so that it need not grow).
+pub fn concat<T: Send>(mut parts: Vec<Vec<T>>, extra: usize) -> Vec<T> {
     if parts.len() <= 1 {
         return parts.pop().unwrap_or_default();
     }
     let total = parts.iter().map(Vec::len).sum();
-    let mut out: Vec<T> = Vec::with_capacity(total);
-    let mut spare = &mut out.spare_capacity_mut()[..total];
+    let mut out: Vec<T> = if parts[0].capacity() >= total {
+        parts.remove(0)
+    } else {
+        Vec::with_capacity(total + extra)
+    };
+    let done = out.len();
+    let mut spare = &mut out.spare_capacity_mut()[..total - done];
     let mut jobs = Vec::with_capacity(parts.len());
     for part in parts {
         let (slots, rest) = std::mem::take(&mut spare).split_at_mut(part.len());
         jobs.push((slots, part));
         spare = rest;
     }
-    std::thread::scope(|s| {
-        for (slots, part) in jobs {
-            s.spawn(move || {
-                for (slot, x) in slots.iter_mut().zip(part) {
-                    slot.write(x);
-                }
-            });
+    let fill = |(slots, part): (&mut [std::mem::MaybeUninit<T>], Vec<T>)| {
+        for (slot, x) in slots.iter_mut().zip(part) {
+            slot.write(x);
         }
-    });
-    // SAFETY: the first `total` slots were each written once above (every part filled its own
-    // slots, as many as it had items); a panicking thread would have propagated out of `scope`.
+    };
+    if jobs.len() == 1 {
+        jobs.into_iter().for_each(fill);
+    } else {
+        std::thread::scope(|s| {
+            for job in jobs {
+                s.spawn(move || fill(job));
+            }
+        });
+    }
+    // SAFETY: the `total - done` slots after the first `done` items were each written once above
+    // (every part filled its own slots, as many as it had items); a panicking thread would have
+    // propagated out of `scope`.
     unsafe { out.set_len(total) };
     out
 }
@@ -134,7 +147,29 @@ mod tests {
                 })
                 .collect();
             let want: Vec<String> = parts.concat();
-            assert_eq!(concat(parts), want, "{sizes:?}");
+            // And with a first part that has room for all, which is extended in place.
+            let mut roomy = parts.clone();
+            if let Some(first) = roomy.first_mut() {
+                first.reserve_exact(want.len());
+            }
+            let first_buffer = roomy.first().map(|p| p.as_ptr());
+            let fresh = concat(parts, 7);
+            assert_eq!(fresh, want, "{sizes:?}");
+            if sizes.len() > 1 && sizes[0] < want.len() {
+                assert!(
+                    fresh.capacity() >= want.len() + 7,
+                    "{sizes:?}: no room for the extra"
+                );
+            }
+            let got = concat(roomy, 7);
+            assert_eq!(got, want, "{sizes:?}, first part with room");
+            if sizes.len() > 1 {
+                assert_eq!(
+                    Some(got.as_ptr()),
+                    first_buffer,
+                    "{sizes:?}: not extended in place"
+                );
+            }
         }
     }
 }

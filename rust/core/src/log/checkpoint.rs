@@ -36,13 +36,14 @@ const TOP_LEVEL: &[&str] = &[
     "checkpointMetadata",
 ];
 
-/// All actions of a checkpoint, sidecars expanded.
-pub fn read(log_dir: &Location, cp: &CheckpointFiles) -> Result<Actions> {
-    let parts = crate::parallel::map(&cp.files, |f| read_file(f, cp.version));
-    let mut actions = Actions::default();
-    for p in parts {
-        actions.append(p?);
-    }
+/// All actions of a checkpoint, sidecars expanded, the list of adds with room for `later` more
+/// (the commits after it, which then append without growing and copying a million files).
+pub fn read(log_dir: &Location, cp: &CheckpointFiles, later: usize) -> Result<Actions> {
+    let single = cp.files.len() == 1;
+    let parts = crate::parallel::map(&cp.files, |f| {
+        read_file(f, cp.version, if single { later } else { 0 })
+    });
+    let actions = Actions::concat(parts.into_iter().collect::<Result<_>>()?, later);
     let sidecars: Vec<Location> = actions
         .other
         .iter()
@@ -53,10 +54,11 @@ pub fn read(log_dir: &Location, cp: &CheckpointFiles) -> Result<Actions> {
         .collect();
     // One sidecar after the other, each read on all cores: a few sidecars spread over the
     // threads would leave some idle (5 sidecars on 2 cores: 3 and 2).
+    let mut all = vec![actions];
     for p in &sidecars {
-        actions.append(read_parquet(p, cp.version)?);
+        all.push(read_parquet(p, cp.version, 0)?);
     }
-    Ok(actions)
+    Ok(Actions::concat(all, later))
 }
 
 fn sidecar_path(log_dir: &Location, path: &str) -> Location {
@@ -64,13 +66,13 @@ fn sidecar_path(log_dir: &Location, path: &str) -> Location {
     dir.resolve(path).unwrap_or_else(|_| dir.join(path))
 }
 
-fn read_file(f: &LogFile, version: i64) -> Result<Actions> {
+fn read_file(f: &LogFile, version: i64, later: usize) -> Result<Actions> {
     match f.kind {
         LogFileKind::UuidCheckpoint { json: true } => {
             let bytes = f.path.read().map_err(|e| Error::io(&f.path, e))?;
             super::json::parse_actions(&bytes, &f.path, Some(version))
         }
-        _ => read_parquet(&f.path, version),
+        _ => read_parquet(&f.path, version, later),
     }
 }
 
@@ -137,9 +139,10 @@ struct RowRange {
 /// Read one parquet checkpoint part or sidecar on all cores: whole row groups per thread when
 /// there are enough of them, otherwise each row group split into row ranges (writers such as
 /// delta-rs put a million adds in one row group; the page index lets a range skip other pages).
-pub fn read_parquet(path: &Location, version: i64) -> Result<Actions> {
+/// The list of adds has room for `later` more.
+pub fn read_parquet(path: &Location, version: i64, later: usize) -> Result<Actions> {
     crate::error::no_panic(
-        || read_parquet_split(path, version, None),
+        || read_parquet_split(path, version, None, later),
         |msg| {
             Error::corrupt(
                 path,
@@ -151,7 +154,12 @@ pub fn read_parquet(path: &Location, version: i64) -> Result<Actions> {
 }
 
 /// [`read_parquet`] split over `threads` work units (None: as many as the rows are worth).
-fn read_parquet_split(path: &Location, version: i64, threads: Option<usize>) -> Result<Actions> {
+fn read_parquet_split(
+    path: &Location,
+    version: i64,
+    threads: Option<usize>,
+    later: usize,
+) -> Result<Actions> {
     let (file, meta) = open(path, version)?;
     let len = file.len();
     let groups: Vec<usize> = meta
@@ -171,6 +179,7 @@ fn read_parquet_split(path: &Location, version: i64, threads: Option<usize>) -> 
             .position(|c| c.path().parts() == ["add", name])
     };
     let stats_leaf = leaf("stats");
+    let add_rows = add_rows(meta.metadata(), leaf("path"));
     let never_set = never_set_leaves(meta.metadata());
     // Checkpoints written with writeStatsAsJson=false carry only `stats_parsed`: read it eagerly
     // then (rare); otherwise the JSON stats column is read on first use.
@@ -208,24 +217,39 @@ fn read_parquet_split(path: &Location, version: i64, threads: Option<usize>) -> 
             stats: Deferred::new(path, version, len),
         })
     });
+    // Room for each unit's adds up front (growing the list copies it, and touches fresh pages
+    // each time), and in the first unit for all of them, so joining the units moves only the rest.
+    let room: Vec<usize> = source
+        .units
+        .iter()
+        .map(|unit| {
+            unit.iter()
+                .map(|r| (r.end - r.start).min(add_rows[r.group]))
+                .sum()
+        })
+        .collect();
     let results = crate::parallel::map(&(0..source.units.len()).collect::<Vec<_>>(), |&u| {
+        let room = if u == 0 {
+            room.iter().sum::<usize>() + later
+        } else {
+            room[u]
+        };
         let deferred = deferred.as_ref().map(|part| {
             Arc::new(DeferredStats {
                 part: part.clone(),
                 unit: u,
             })
         });
-        let out = read_unit(&source, u, &leaves, deferred.as_ref())?;
+        let out = read_unit(&source, u, &leaves, deferred.as_ref(), room)?;
         if let Some(d) = &deferred {
             d.part.counts[u].store(out.adds.len(), Ordering::Relaxed);
         }
         Ok(out)
     });
-    let mut out = Actions::default();
-    for r in results {
-        out.append(r?);
-    }
-    Ok(out)
+    Ok(Actions::concat(
+        results.into_iter().collect::<Result<_>>()?,
+        later,
+    ))
 }
 
 /// For each struct that is null on a row exactly when this leaf is: the struct's path and the
@@ -247,6 +271,24 @@ const OPTIONAL_SCALARS: &[&[&str]] = &[
     &["add", "defaultRowCommitVersion"],
     &["add", "clusteringProvider"],
 ];
+
+/// Per row group, the rows that can hold an add: all but those the footer counts null in
+/// `add.path` (a leaf every add has), or every row when the footer does not say.
+fn add_rows(
+    meta: &parquet::file::metadata::ParquetMetaData,
+    path_leaf: Option<usize>,
+) -> Vec<usize> {
+    meta.row_groups()
+        .iter()
+        .map(|g| {
+            let rows = g.num_rows().max(0) as usize;
+            let nulls = path_leaf
+                .and_then(|l| g.column(l).statistics())
+                .and_then(|s| s.null_count_opt());
+            rows.saturating_sub(nulls.unwrap_or(0) as usize)
+        })
+        .collect()
+}
 
 /// Leaves the footer shows to be null on every row (each row group's null count equals its row
 /// count): every leaf of an action struct the part holds none of (a checkpoint without
@@ -692,8 +734,10 @@ fn read_unit(
     u: usize,
     leaves: &[usize],
     deferred: Option<&Arc<DeferredStats>>,
+    room: usize,
 ) -> Result<Actions> {
     let mut out = Actions::default();
+    out.adds.reserve_exact(room);
     let mut interner = PartitionInterner::default();
     for batch in source.reader(u, leaves)? {
         let batch = batch.map_err(|e| source.corrupt(&e))?;
@@ -1262,12 +1306,12 @@ mod tests {
         let none = write_with(&dir.path().join("none"), &lines_with(600, 0), 97, true);
         let found = skipped(&none);
         assert!(has(&found, "remove.path") && has(&found, "remove.partitionValues"));
-        let read = read_parquet_split(&loc(&none), 3, Some(1)).unwrap();
+        let read = read_parquet_split(&loc(&none), 3, Some(1), 0).unwrap();
         assert_eq!((read.adds.len(), read.other.len()), (600, 2));
         // Without statistics nothing is skipped, and the actions read are the same.
         let bare = write_with(&dir.path().join("bare"), &lines_with(600, 80), 97, false);
         assert_eq!(skipped(&bare), Vec::<String>::new());
-        let read = |p: &Path| summary(&read_parquet_split(&loc(p), 3, Some(2)).unwrap());
+        let read = |p: &Path| summary(&read_parquet_split(&loc(p), 3, Some(2), 0).unwrap());
         let (adds, other) = read(&some);
         assert_eq!((adds.len(), other.len()), (600, 2 + 80usize.div_ceil(11)));
         assert_eq!(adds.iter().filter(|a| a.4 == Some(5)).count(), 1);
@@ -1279,7 +1323,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for rows_per_group in [1000, 97, 5] {
             let path = write(dir.path(), 600, rows_per_group);
-            let whole = read_parquet_split(&loc(&path), 3, Some(1)).unwrap();
+            let whole = read_parquet_split(&loc(&path), 3, Some(1), 0).unwrap();
             assert_eq!(whole.adds.len(), 600);
             assert_eq!(whole.other.len(), 2 + 600usize.div_ceil(11));
             let by_path = |p: &str| whole.adds.iter().find(|a| &*a.path == p).unwrap();
@@ -1293,11 +1337,16 @@ mod tests {
                 Some(r#"{"numRecords":599}"#)
             );
             for threads in [2, 3, 8] {
-                let split = read_parquet_split(&loc(&path), 3, Some(threads)).unwrap();
+                let split = read_parquet_split(&loc(&path), 3, Some(threads), 9).unwrap();
                 assert_eq!(
                     summary(&split),
                     summary(&whole),
                     "{rows_per_group} rows per group, {threads} units"
+                );
+                // Room kept for the adds of the commits after the checkpoint.
+                assert!(
+                    split.adds.capacity() >= 600 + 9,
+                    "{rows_per_group}, {threads}"
                 );
             }
         }
@@ -1307,8 +1356,8 @@ mod tests {
     fn deferred_stats_fail_clearly_when_the_checkpoint_is_gone_or_changed() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), 300, 1000);
-        let gone = read_parquet_split(&loc(&path), 3, Some(2)).unwrap();
-        let changed = read_parquet_split(&loc(&path), 3, Some(2)).unwrap();
+        let gone = read_parquet_split(&loc(&path), 3, Some(2), 0).unwrap();
+        let changed = read_parquet_split(&loc(&path), 3, Some(2), 0).unwrap();
         std::fs::remove_file(&path).unwrap();
         let err = gone.adds[0].stats_text().unwrap_err().to_string();
         assert!(
@@ -1342,7 +1391,7 @@ mod tests {
                 })
                 .collect()
         };
-        let read = || read_parquet_split(&loc(&path), 3, Some(2)).unwrap().adds;
+        let read = || read_parquet_split(&loc(&path), 3, Some(2), 0).unwrap().adds;
         let adds = read();
         assert_eq!(visited_stats(&adds).unwrap(), expected(&adds));
         // Loaded (and kept) by a lookup, then visited from what was kept.

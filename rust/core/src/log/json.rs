@@ -80,11 +80,16 @@ struct LineError {
     message: String,
 }
 
+/// Adds that `bytes` of commit lines may hold, to reserve for rather than grow (and copy) a list:
+/// typical add lines are 300-500 bytes, and room not used is never touched.
+pub(crate) fn room_for_adds(bytes: u64) -> usize {
+    (bytes / 300) as usize + 1
+}
+
 /// Parse one chunk (whole lines); returns its actions and its number of lines.
 fn parse_chunk(bytes: &[u8]) -> std::result::Result<(Actions, usize), LineError> {
-    // Typical add lines are 300-500 bytes: reserve for that rather than grow (and copy) the list.
     let mut out = Actions {
-        adds: Vec::with_capacity(bytes.len() / 300 + 1),
+        adds: Vec::with_capacity(room_for_adds(bytes.len() as u64)),
         other: Vec::new(),
     };
     let lines = parse_lines_into(
@@ -168,10 +173,16 @@ const CHUNK: usize = 8 << 20;
 
 /// Read and parse a large commit file: each thread reads and parses its own byte range of the
 /// file a chunk at a time (so reading is parallel too, and the text is never in memory whole).
-/// Returns the actions in file order, one part per range.
-pub fn read_large_commit(path: &Location, version: i64, size: u64) -> Result<Vec<Actions>> {
+/// Returns the actions in file order, one part per range; the first has room for the adds of all
+/// and of `later` bytes of commits more.
+pub fn read_large_commit(
+    path: &Location,
+    version: i64,
+    size: u64,
+    later: u64,
+) -> Result<Vec<Actions>> {
     let threads = crate::parallel::threads_for(size as usize, 4 << 20);
-    read_ranges(path, version, size, threads, CHUNK)
+    read_ranges(path, version, size, threads, CHUNK, later)
 }
 
 fn read_ranges(
@@ -180,6 +191,7 @@ fn read_ranges(
     size: u64,
     threads: usize,
     chunk: usize,
+    later: u64,
 ) -> Result<Vec<Actions>> {
     let file = path.open().map_err(|e| open_error(path, version, e))?;
     let n = threads.max(1) as u64;
@@ -190,7 +202,10 @@ fn read_ranges(
     let ranges: Vec<usize> = (0..n as usize).collect();
     let results = crate::parallel::map(&ranges, |&i| {
         let (start, end) = (size * i as u64 / n, size * (i as u64 + 1) / n);
-        parse_range(&file, &commit, i, start, end, chunk)
+        // The first range makes room for the whole file's adds, so joining the ranges moves only
+        // the later ones (`parallel::concat`).
+        let room = if i == 0 { size + later } else { end - start };
+        parse_range(&file, &commit, i, start, end, chunk, room)
     });
     join_parts(results, path, Some(version))
 }
@@ -209,12 +224,13 @@ fn parse_range(
     start: u64,
     end: u64,
     chunk: usize,
+    room: u64,
 ) -> std::result::Result<(Actions, usize), PartError> {
     if start >= end {
         return Ok((Actions::default(), 0));
     }
     let mut out = Actions {
-        adds: Vec::with_capacity(((end - start) / 300) as usize + 1),
+        adds: Vec::with_capacity(room_for_adds(room)),
         other: Vec::new(),
     };
     let mut interner = PartitionInterner::default();
@@ -680,14 +696,21 @@ mod tests {
         assert_eq!(expected[1].1, None);
         for threads in [1, 2, 3, 7, 64] {
             for chunk in [97, 512, 4096, 1 << 20] {
-                let got = read_ranges(&Location::local(&p), 0, text.len() as u64, threads, chunk)
-                    .unwrap();
+                let got = read_ranges(
+                    &Location::local(&p),
+                    0,
+                    text.len() as u64,
+                    threads,
+                    chunk,
+                    0,
+                )
+                .unwrap();
                 assert_eq!(paths(got), expected, "{threads} threads, chunk {chunk}");
             }
         }
         // Stats read on first use fail clearly once the commit is gone or changed.
-        let parts = read_ranges(&Location::local(&p), 0, text.len() as u64, 2, 4096).unwrap();
-        let again = read_ranges(&Location::local(&p), 0, text.len() as u64, 2, 4096).unwrap();
+        let parts = read_ranges(&Location::local(&p), 0, text.len() as u64, 2, 4096, 0).unwrap();
+        let again = read_ranges(&Location::local(&p), 0, text.len() as u64, 2, 4096, 0).unwrap();
         std::fs::rename(&p, dir.path().join("moved.json")).unwrap();
         let err = parts[1].adds[2].stats_text().unwrap_err().to_string();
         assert!(err.contains("0.json") && err.contains("version 0"), "{err}");
@@ -701,9 +724,16 @@ mod tests {
         broken += r#"{"add":{"path":"last","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true}}"#;
         std::fs::write(&p, &broken).unwrap();
         for threads in [1, 3, 7] {
-            let err = read_ranges(&Location::local(&p), 0, broken.len() as u64, threads, 333)
-                .unwrap_err()
-                .to_string();
+            let err = read_ranges(
+                &Location::local(&p),
+                0,
+                broken.len() as u64,
+                threads,
+                333,
+                0,
+            )
+            .unwrap_err()
+            .to_string();
             assert!(
                 err.contains(&format!("line {}:", lines_before + 1)),
                 "{threads}: {err}"
@@ -737,7 +767,8 @@ mod tests {
         std::fs::write(&p, &text).unwrap();
         let expected: Vec<_> = (0..6000).map(stats).collect();
         let read = || {
-            let parts = read_ranges(&Location::local(&p), 0, text.len() as u64, 3, 4096).unwrap();
+            let parts =
+                read_ranges(&Location::local(&p), 0, text.len() as u64, 3, 4096, 0).unwrap();
             parts.into_iter().flat_map(|a| a.adds).collect::<Vec<_>>()
         };
         let adds = read();

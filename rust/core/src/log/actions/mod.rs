@@ -239,6 +239,21 @@ impl Actions {
         }
     }
 
+    /// The parts in order as one set; the adds are moved on all cores (or into the first part,
+    /// when its reader reserved room for all), with room for `later` adds (`parallel::concat`).
+    pub fn concat(parts: Vec<Actions>, later: usize) -> Actions {
+        let mut adds = Vec::with_capacity(parts.len());
+        let mut other = Vec::new();
+        for mut p in parts {
+            adds.push(p.adds);
+            other.append(&mut p.other);
+        }
+        Actions {
+            adds: crate::parallel::concat(adds, later),
+            other,
+        }
+    }
+
     pub fn append(&mut self, mut more: Actions) {
         if self.adds.is_empty() {
             self.adds = more.adds;

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pytest
 
 import delta_occ as docc
+from delta_occ import explain
 
 from conftest import BUCKET
 
@@ -116,3 +117,77 @@ def test_a_read_gets_each_needed_byte_once(s3_server, table, name, read, only):
         if name == "columns" and size[path] > TAIL:
             assert fetched < size[path] - 4, (path, size[path], got_spans)  # not the other columns
     assert sum(len(v) for v in by_file.values()) == sum(1 if size[p] <= TAIL else 2 for p in by_file)
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers of a range of commits (timeline, change feed, explain): one GET per commit file and no
+# HEAD, the GETs of a range sent concurrently. Expected numbers: the commits the test made.
+
+COMMITS = 40
+
+
+@pytest.fixture(scope="module")
+def many_commits(s3_server) -> Tuple[str, Dict[str, str]]:
+    uri = f"s3://{BUCKET}/commit-range-{uuid.uuid4().hex[:8]}"
+    opts = s3_server.storage_options()
+    t = docc.Table.create(uri, _rows(0, 1).schema, properties={"delta.enableChangeDataFeed": "true"}, storage_options=opts)
+    for i in range(COMMITS):
+        t.append(_rows(i * 10, 10))
+    assert t.version == COMMITS
+    return uri, opts
+
+
+def _commit_gets(requests: List[Tuple[str, str, Optional[str]]]) -> Dict[int, int]:
+    """GETs per commit version (of ``_delta_log/<version>.json``)."""
+    out: Dict[int, int] = {}
+    for m, p, _ in requests:
+        hit = re.search(r"_delta_log/(\d{20})\.json$", p.split("?")[0])
+        if hit and m == "GET":
+            out[int(hit.group(1))] = out.get(int(hit.group(1)), 0) + 1
+    return out
+
+
+RANGE_READS = [
+    # (name, the read, the versions whose commit files it must read, whether only once each: the
+    # change feed also loads the snapshot of each version with changes, and such a load replays
+    # the commits after the last checkpoint again)
+    ("timeline", lambda t: t.timeline().to_pyarrow().num_rows, range(0, COMMITS + 1), True),
+    ("timeline-range", lambda t: t.timeline(from_version=11, to_version=30).to_pyarrow().num_rows, range(11, 31), True),
+    ("change-feed", lambda t: t.read_change_feed(5, 25).num_rows, range(5, 26), False),
+]
+
+
+@pytest.mark.parametrize("name,read,versions,once", RANGE_READS, ids=[r[0] for r in RANGE_READS])
+def test_a_range_of_commits_is_fetched_once_each_and_concurrently(s3_server, many_commits, name, read, versions, once):
+    from servers.faultproxy import FaultProxy
+
+    uri, opts = many_commits
+    with FaultProxy(s3_server.endpoint) as proxy:
+        t = docc.Table(uri, storage_options=dict(opts, AWS_ENDPOINT_URL=proxy.endpoint))
+        proxy.reset_counts()
+        # A round trip per request: requests sent one after another then never overlap.
+        proxy.delay = 0.02
+        got = read(t)
+        requests = list(proxy.ranges)
+        overlap = proxy.max_in_flight
+    assert got > 0
+    gets = _commit_gets(requests)
+    if once:
+        assert {v: n for v, n in gets.items() if v in versions} == {v: 1 for v in versions}, gets
+    else:
+        assert set(versions) <= set(gets), gets
+    assert not [p for m, p, _ in requests if m == "HEAD" and "_delta_log/" in p and p.endswith(".json")], requests
+    assert overlap > 1, f"{name}: the commit files were fetched one after another"
+
+
+def test_explaining_one_commit_is_one_get(s3_server, many_commits):
+    from servers.faultproxy import FaultProxy
+
+    uri, opts = many_commits
+    with FaultProxy(s3_server.endpoint) as proxy:
+        t = docc.Table(uri, storage_options=dict(opts, AWS_ENDPOINT_URL=proxy.endpoint))
+        proxy.reset_counts()
+        assert explain.commit(t, 7)["version"] == 7
+        requests = list(proxy.ranges)
+    assert _commit_gets(requests) == {7: 1}, requests
+    assert "HEAD" not in {m for m, _, _ in requests}, requests

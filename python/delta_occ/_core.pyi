@@ -125,6 +125,8 @@ class TableHandle:
         """The transaction that creates the table (read version -1)."""
     def commit_summary(self, version: int) -> Optional[Dict[str, Any]]:
         """One commit's operation, commitInfo text, added/removed/cdc files, metadata/protocol flags."""
+    def commit_summaries(self, versions: List[int]) -> List[Optional[Dict[str, Any]]]:
+        """`commit_summary` of each version, in order; the commits are fetched concurrently."""
 
 @final
 class TransactionHandle:

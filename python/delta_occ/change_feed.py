@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _arrow
+from . import _arrow, explain
 from ._args import version_arg
 from ._read import DataColumns, read_file
 from ._write import Layout
@@ -105,8 +105,7 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
         return layouts[version]
 
     commits: List[CommitChanges] = []
-    for version in range(start, end + 1):
-        summary = table.handle.commit_summary(version)
+    for version, summary in explain.summaries(table, range(start, end + 1)):
         if summary is None:
             raise VersionNotFoundError(f"commit {version} of {table.path} is not in the log (cleaned up?)", table=table.path, version=version)
         cdc = summary.get("cdc") or []

@@ -11,7 +11,7 @@ rule, the file and the partition.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ._args import version_arg
 from .exceptions import DeltaConcurrentModificationException, VersionNotFoundError, rule_text
@@ -67,9 +67,12 @@ def commit(table: Any, version: int) -> Dict[str, Any]:
     info = summary["commit_info"] or {}
     occ = info.get("deltaOcc") or {}
     mine = _files(table, version, summary)
+    records = occ.get("checkedWinners", [])
+    # The winners' commits fetched together (one round of requests on an object store).
+    winners = {v: _parsed(table, v, s) for v, s in summaries(table, sorted({rec["version"] for rec in records}))}
     checked = []
-    for rec in occ.get("checkedWinners", []):
-        theirs = _files(table, rec["version"], _summary(table, rec["version"]))
+    for rec in records:
+        theirs = _files(table, rec["version"], winners[rec["version"]])
         ids, rules = record_rules(rec)
         checked.append({
             "version": rec["version"],
@@ -133,8 +136,26 @@ def commit_fields(info: Dict[str, Any], version: int) -> Dict[str, Any]:
     }
 
 
+#: Commits fetched at once by `summaries` (one round of concurrent requests; memory holds this many).
+SUMMARY_BATCH = 256
+
+
+def summaries(table: Any, versions: Sequence[int]) -> Iterator[Tuple[int, Optional[Dict[str, Any]]]]:
+    """``(version, TableHandle.commit_summary)`` for each of ``versions`` in order (``None`` for a
+    commit file that does not exist), fetched a batch at a time, each batch concurrently: a range
+    of commits on an object store costs a round trip per batch, not per commit."""
+    versions = list(versions)
+    for i in range(0, len(versions), SUMMARY_BATCH):
+        batch = versions[i : i + SUMMARY_BATCH]
+        yield from zip(batch, table.handle.commit_summaries(batch))
+
+
 def _summary(table: Any, version: int) -> Dict[str, Any]:
-    s = table.handle.commit_summary(version)
+    return _parsed(table, version, table.handle.commit_summary(version))
+
+
+def _parsed(table: Any, version: int, s: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A commit summary with its commitInfo parsed; VersionNotFoundError for a missing commit."""
     if s is None:
         latest = table.refresh()
         why = f"the latest is {latest}" if version > latest else "its commit file is gone (log cleanup?)"

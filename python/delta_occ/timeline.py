@@ -443,8 +443,7 @@ def build(
     if first > last:
         raise InvalidArgumentError(f"timeline of {table.path}: the range v{first}..v{last} is empty (from_version / since after to_version)")
     commits, missing = [], []
-    for v in range(first, last + 1):
-        s = table.handle.commit_summary(v)
+    for v, s in explain.summaries(table, range(first, last + 1)):
         if s is None:
             missing.append(v)
         else:
@@ -454,8 +453,7 @@ def build(
     wanted = {k["version"] for c in commits for k in c.checks if k["version"] < first}
     wanted |= {c.read_version for c in commits if c.read_version is not None and c.read_version < first}
     wanted |= {f.get("winning_version") for f in failed if isinstance(f.get("winning_version"), int) and f["winning_version"] < first}
-    for v in sorted(x for x in wanted if isinstance(x, int) and x >= 0):
-        s = table.handle.commit_summary(v)
+    for v, s in explain.summaries(table, sorted(x for x in wanted if isinstance(x, int) and x >= 0)):
         if s is not None:
             earlier[v] = Commit(v, s)
     return Timeline(table.path, commits, earlier, failed, first, last, missing)

@@ -75,6 +75,10 @@ class FaultProxy:
         self.endpoint = ""
         # Seconds added before each request is forwarded: a cloud region's round trip.
         self.delay = 0.0
+        # Requests being answered now, and the most at any one time since the last reset: whether
+        # a client sends requests concurrently (with a ``delay``, one after another never overlap).
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._after: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
         self._landed: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
 
@@ -125,6 +129,7 @@ class FaultProxy:
             self.counts.clear()
             self.log.clear()
             self.ranges.clear()
+            self.max_in_flight = self.in_flight
 
     def _rule(self, kind: str, method: str, path: str) -> Optional[Rule]:
         with self._lock:
@@ -146,6 +151,16 @@ class FaultProxy:
                 pass
 
             def _forward(self) -> None:
+                with proxy._lock:
+                    proxy.in_flight += 1
+                    proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
+                try:
+                    self._forward_one()
+                finally:
+                    with proxy._lock:
+                        proxy.in_flight -= 1
+
+            def _forward_one(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 method, path = self.command, self.path

@@ -239,70 +239,77 @@ impl TableHandle {
         py: Python<'py>,
         version: i64,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let dir = self.table().root().join("_delta_log");
-        let path = delta_occ_core::commit_path(&dir, version);
-        let w = py
-            .detach(|| {
-                if !path.exists().map_err(|e| Error::io(&path, e))? {
-                    return Ok(None);
-                }
-                WinningCommit::read(&dir, version).map(Some)
-            })
-            .py_err()?;
-        let Some(w) = w else {
-            return Ok(None);
-        };
-        let d = PyDict::new(py);
-        d.set_item("version", version)?;
-        d.set_item("operation", &w.operation)?;
-        d.set_item("commit_info", &w.commit_info)?;
-        let added = PyList::empty(py);
-        let values = |pv: &delta_occ_core::PartitionValues| {
-            pv.iter()
-                .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
-                .collect::<BTreeMap<_, _>>()
-        };
-        for a in &w.adds {
-            let f = PyDict::new(py);
-            f.set_item("path", &*a.path)?;
-            f.set_item("partition_values", values(&a.partition_values))?;
-            f.set_item("size", a.size)?;
-            f.set_item("data_change", a.data_change)?;
-            f.set_item("stats", a.stats_text().py_err()?.as_deref())?;
-            f.set_item("deletion_vector", a.dv_unique_id())?;
-            added.append(f)?;
-        }
-        d.set_item("added", added)?;
-        let removed = PyList::empty(py);
-        for r in &w.removes {
-            let f = PyDict::new(py);
-            f.set_item("path", &*r.path)?;
-            f.set_item("partition_values", r.partition_values.as_ref().map(values))?;
-            f.set_item("data_change", r.data_change)?;
-            f.set_item("deletion_vector", r.dv_unique_id())?;
-            removed.append(f)?;
-        }
-        d.set_item("removed", removed)?;
-        let cdc = PyList::empty(py);
-        for c in &w.cdc {
-            let f = PyDict::new(py);
-            f.set_item("path", &*c.path)?;
-            f.set_item("partition_values", values(&c.partition_values))?;
-            f.set_item("size", c.size)?;
-            cdc.append(f)?;
-        }
-        d.set_item("cdc", cdc)?;
-        d.set_item("metadata_changed", w.metadata.is_some())?;
-        d.set_item("protocol_changed", w.protocol.is_some())?;
-        d.set_item(
-            "app_transactions",
-            w.txns
-                .iter()
-                .map(|t| (t.app_id.clone(), t.version))
-                .collect::<BTreeMap<_, _>>(),
-        )?;
-        Ok(Some(d))
+        Ok(self.commit_summaries(py, vec![version])?.pop().flatten())
     }
+
+    /// `commit_summary` of each of `versions`, in order: the commits are fetched concurrently
+    /// (on an object store a round trip is paid once, not once per commit; callers bound memory
+    /// by how many they ask for at once, see `delta_occ.explain.summaries`).
+    fn commit_summaries<'py>(
+        &self,
+        py: Python<'py>,
+        versions: Vec<i64>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyDict>>>> {
+        let dir = self.table().root().join("_delta_log");
+        py.detach(|| WinningCommit::read_many(&dir, &versions))
+            .into_iter()
+            .map(|w| w.py_err()?.map(|w| summary_dict(py, &w)).transpose())
+            .collect()
+    }
+}
+
+/// The summary dict of one commit (see `TableHandle.commit_summary`).
+fn summary_dict<'py>(py: Python<'py>, w: &WinningCommit) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", w.version)?;
+    d.set_item("operation", &w.operation)?;
+    d.set_item("commit_info", &w.commit_info)?;
+    let added = PyList::empty(py);
+    let values = |pv: &delta_occ_core::PartitionValues| {
+        pv.iter()
+            .map(|(k, v)| (k.to_string(), v.as_deref().map(String::from)))
+            .collect::<BTreeMap<_, _>>()
+    };
+    for a in &w.adds {
+        let f = PyDict::new(py);
+        f.set_item("path", &*a.path)?;
+        f.set_item("partition_values", values(&a.partition_values))?;
+        f.set_item("size", a.size)?;
+        f.set_item("data_change", a.data_change)?;
+        f.set_item("stats", a.stats_text().py_err()?.as_deref())?;
+        f.set_item("deletion_vector", a.dv_unique_id())?;
+        added.append(f)?;
+    }
+    d.set_item("added", added)?;
+    let removed = PyList::empty(py);
+    for r in &w.removes {
+        let f = PyDict::new(py);
+        f.set_item("path", &*r.path)?;
+        f.set_item("partition_values", r.partition_values.as_ref().map(values))?;
+        f.set_item("data_change", r.data_change)?;
+        f.set_item("deletion_vector", r.dv_unique_id())?;
+        removed.append(f)?;
+    }
+    d.set_item("removed", removed)?;
+    let cdc = PyList::empty(py);
+    for c in &w.cdc {
+        let f = PyDict::new(py);
+        f.set_item("path", &*c.path)?;
+        f.set_item("partition_values", values(&c.partition_values))?;
+        f.set_item("size", c.size)?;
+        cdc.append(f)?;
+    }
+    d.set_item("cdc", cdc)?;
+    d.set_item("metadata_changed", w.metadata.is_some())?;
+    d.set_item("protocol_changed", w.protocol.is_some())?;
+    d.set_item(
+        "app_transactions",
+        w.txns
+            .iter()
+            .map(|t| (t.app_id.clone(), t.version))
+            .collect::<BTreeMap<_, _>>(),
+    )?;
+    Ok(d)
 }
 
 /// One commit of `history_report`: version, commitInfo JSON (or None), the problem reading it.

@@ -230,7 +230,8 @@ impl Location {
         self.storage.get_range(&self.key, range)
     }
 
-    /// Whole objects, concurrently where that helps (all in one storage); in order.
+    /// Whole objects, concurrently where that helps (all in one storage); in order. A missing
+    /// object is an error that [`is_missing`] recognises.
     pub fn read_many(locations: &[&Location]) -> Vec<io::Result<Bytes>> {
         let Some(first) = locations.first() else {
             return Vec::new();
@@ -251,7 +252,7 @@ impl Location {
     pub fn exists(&self) -> io::Result<bool> {
         match self.size() {
             Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && problem_of(&e).is_none() => Ok(false),
+            Err(e) if is_missing(&e) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -310,6 +311,12 @@ impl std::hash::Hash for Location {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.key.hash(state)
     }
+}
+
+/// Whether a read failed because the object does not exist (and not because access to it was
+/// refused or the store could not be reached, which stores may also report as "not found").
+pub fn is_missing(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound && problem_of(e).is_none()
 }
 
 #[cfg(test)]

@@ -490,6 +490,49 @@ def test_at_latency(request, s3, latency_tables, slow, latency, work):
         json.dump(kept, f, indent=1)
 
 
+#: Commits of the table the timeline bench draws (one small append each).
+TIMELINE_COMMITS = 200 if FULL else 10
+
+
+@pytest.mark.parametrize("latency", LATENCIES_MS, ids=lambda v: f"{v}ms")
+def test_timeline_at_latency(request, s3, slow, latency):
+    """``Table.timeline()`` over every commit of a table on S3 (fetched in concurrent batches)
+    against the walk the timeline made before (``commit_summary`` of one version after another,
+    which then also sent a HEAD per version): no deltalake counterpart, so the baseline is that
+    walk, in the same run. Medians of the rounds; printed, never asserted."""
+    import statistics
+    import time
+
+    proxy, via = slow
+    local = pathlib.Path(tempfile.mkdtemp(prefix="bench-timeline-", dir=BENCH_DIR if os.path.isdir(BENCH_DIR) else None))
+    t = delta_occ.Table.create(str(local / "t"), _rows(0, 1).schema)
+    for i in range(TIMELINE_COMMITS):
+        t.append(_rows(i * 10, 10))
+    uri = _upload(local / "t", f"s3://{BUCKET}/latency-timeline-{uuid.uuid4().hex[:8]}", s3.storage_options())
+    proxy.delay(latency / 1000)
+    walls: Dict[str, List[float]] = {"timeline": [], "one at a time": []}
+    requests: Dict[str, Any] = {}
+    for _ in range(_timed_rounds(request)):
+        table = delta_occ.Table(uri, storage_options=via)
+        proxy.reset()
+        w0 = time.perf_counter()
+        assert table.timeline().to_pyarrow().num_rows == TIMELINE_COMMITS + 1
+        walls["timeline"].append(time.perf_counter() - w0)
+        requests["timeline"] = proxy.counts()
+        proxy.reset()
+        w0 = time.perf_counter()
+        assert all(table.handle.commit_summary(v) is not None for v in range(TIMELINE_COMMITS + 1))
+        walls["one at a time"].append(time.perf_counter() - w0)
+        requests["one at a time"] = proxy.counts()
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    print(f"\n[bench] timeline of {TIMELINE_COMMITS + 1} commits at {latency} ms: {med['timeline']:.3f}s "
+          f"({requests['timeline']['requests']} requests), one commit at a time {med['one at a time']:.3f}s "
+          f"({requests['one at a time']['requests']} requests), ratio {med['one at a time'] / med['timeline']:.2f}")
+    import shutil
+
+    shutil.rmtree(local, ignore_errors=True)
+
+
 def test_latency_report():
     """The table of this run's ratios (deltalake / delta-occ wall, medians), printed with ``-s``."""
     if not LATENCY_RESULTS:

@@ -117,7 +117,9 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
         added = {a["path"] for a in summary["added"] if a["data_change"]}
         if not removed and not added:
             continue
-        commits.append(CommitChanges(version, ts, layout(version), [], layout(version - 1) if removed else None, removed,
+        # The older version first: time travel then walks forward (see Table.snapshot).
+        before = layout(version - 1) if removed else None
+        commits.append(CommitChanges(version, ts, layout(version), [], before, removed,
                                      [p for p in removed if p in added], sorted(added - set(removed))))
     return FeedPlan(out_schema, commits, end_snapshot.handle.schema_json)
 

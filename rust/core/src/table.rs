@@ -26,7 +26,9 @@ pub struct Table {
     /// The last snapshot time travel made, while someone still holds it: the next time travel a
     /// few versions past it applies the commits in between to a copy of it, instead of replaying
     /// the log from a checkpoint (readers of a range of versions, such as the change feed, ask
-    /// for one version after another).
+    /// for one version after another). As with a refresh, such a snapshot has the live files,
+    /// metadata, protocol and domains of a replay; a checkpoint in between would have dropped
+    /// expired tombstones and app transactions that it keeps, and its files are in another order.
     travelled: Arc<std::sync::Mutex<std::sync::Weak<Snapshot>>>,
 }
 
@@ -90,9 +92,12 @@ impl Table {
             return load::snapshot_from(&self.root, &self.latest, version);
         };
         let travelled = || self.travelled.lock().unwrap_or_else(|p| p.into_inner());
-        let near = travelled()
-            .upgrade()
-            .filter(|base| (0..=TRAVEL_STEPS).contains(&(v - base.version())));
+        // A table recreated at the same path has a new id: its commits never apply to a snapshot
+        // of the old one.
+        let near = travelled().upgrade().filter(|base| {
+            (0..=TRAVEL_STEPS).contains(&(v - base.version()))
+                && base.metadata().id == self.latest.metadata().id
+        });
         // Any failure reading the commits in between (one removed by log cleanup, say) leaves
         // it to the full replay, which reports what is wrong.
         let snap = match near.map(|base| load::forward_by_name(&self.root, &base, v)) {
@@ -450,37 +455,47 @@ mod tests {
             "]}",
             r#",{"name":"y","type":"string","nullable":true,"metadata":{}}]}"#,
         );
+        // The table's own id: a schema change keeps it.
         let metadata = format!(
-            r#"{{"metaData":{{"id":"m","format":{{"provider":"parquet","options":{{}}}},"schemaString":{},"partitionColumns":[],"configuration":{{"k":"v"}},"createdTime":1}}}}"#,
+            r#"{{"metaData":{{"id":"{}","format":{{"provider":"parquet","options":{{}}}},"schemaString":{},"partitionColumns":[],"configuration":{{"k":"v"}},"createdTime":1}}}}"#,
+            t0.latest().metadata().id,
             serde_json::to_string(&wider).unwrap()
         );
-        commit(root, 3, &[add("d"), metadata]);
+        let domain = r#"{"domainMetadata":{"domain":"d","configuration":"{}","removed":false}}"#;
+        commit(root, 3, &[add("d"), metadata, domain.to_string()]);
         commit(root, 4, &[remove("b"), remove("c")]);
         commit(root, 5, &[add("b")]);
         commit(root, 6, &[add("e")]);
         let t = Table::open(root.to_str().unwrap(), &Default::default()).unwrap();
         assert_eq!(t.version(), 6);
         drop(t0);
+        // What a snapshot of a version is (a refresh-made one differs from a replay only in
+        // tombstones and app transactions a checkpoint expired, and in file order).
         let key = |s: &Snapshot| {
+            let mut domains: Vec<String> = s.state.domains.keys().cloned().collect();
+            domains.sort();
             (
                 s.version(),
                 paths(s),
+                s.metadata().id.clone(),
                 s.metadata().schema_string.clone(),
                 s.metadata().configuration.clone(),
+                format!("{:?}", s.protocol()),
+                domains,
             )
         };
         let reference: Vec<_> = (0..6)
             .map(|v| key(&load::snapshot(&Location::local(root), Some(v)).unwrap()))
             .collect();
         let mut held = Vec::new();
-        held.push(t.snapshot(Some(2)).unwrap());
-        // From here on a replay of versions 3-5 would read the checkpoint of version 2.
+        held.push(t.snapshot(Some(1)).unwrap());
+        // From here on a replay of versions 2-5 would read the checkpoint of version 2.
         std::fs::write(
             root.join(format!("_delta_log/{:020}.checkpoint.parquet", 2)),
             b"not parquet",
         )
         .unwrap();
-        for v in [3, 4, 5] {
+        for v in [2, 3, 4, 5] {
             held.push(t.snapshot(Some(v)).unwrap());
         }
         for s in &held {

@@ -49,12 +49,7 @@ impl WinningCommit {
     /// cost a round trip each.
     pub fn read_many(log_dir: &Location, versions: &[i64]) -> Vec<Result<Option<Self>>> {
         let paths: Vec<Location> = versions.iter().map(|&v| commit_path(log_dir, v)).collect();
-        let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> =
-            if paths.iter().all(Location::is_local) {
-                crate::parallel::map(&paths, Location::read)
-            } else {
-                Location::read_many(&paths.iter().collect::<Vec<_>>())
-            }
+        let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> = json::fetch_all(&paths)
             .into_iter()
             .zip(versions.iter().zip(&paths))
             .map(|(b, (&v, p))| (v, p, b))

@@ -518,6 +518,16 @@ pub fn read_commits(files: &[(i64, Location)]) -> Vec<Result<Actions>> {
     parse_commits(files, Location::read_many(&locations))
 }
 
+/// The bytes of each file, in order: read on all cores from a local disk, fetched concurrently
+/// from an object store.
+pub fn fetch_all(paths: &[Location]) -> Vec<std::io::Result<bytes::Bytes>> {
+    if paths.iter().all(Location::is_local) {
+        crate::parallel::map(paths, Location::read)
+    } else {
+        Location::read_many(&paths.iter().collect::<Vec<_>>())
+    }
+}
+
 /// Parse commit files whose bytes (or read errors) were fetched already, in order.
 pub fn parse_commits(
     files: &[(i64, Location)],
@@ -574,7 +584,7 @@ pub(crate) fn commit_info_of(
 /// this snapshot), unlike other I/O errors.
 fn open_error(path: &Location, version: i64, e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound if crate::error::problem_of(&e).is_none() => Error::corrupt(
+        _ if crate::storage::is_missing(&e) => Error::corrupt(
             path,
             Some(version),
             "commit file disappeared while reading the log",

@@ -514,8 +514,8 @@ pub fn read_commits(files: &[(i64, Location)]) -> Vec<Result<Actions>> {
     if files.iter().all(|(_, p)| p.is_local()) {
         return crate::parallel::map(files, |(v, p)| read_commit(p, *v));
     }
-    let locations: Vec<&Location> = files.iter().map(|(_, p)| p).collect();
-    parse_commits(files, Location::read_many(&locations))
+    let paths: Vec<Location> = files.iter().map(|(_, p)| p.clone()).collect();
+    parse_commits(files, fetch_all(&paths))
 }
 
 /// The bytes of each file, in order: read on all cores from a local disk, fetched concurrently

@@ -129,7 +129,11 @@ fn apply_fetched_commits(
     let mut rest = commits;
     while let Some(first) = rest.first() {
         if first.size > LARGE_COMMIT {
-            let later: u64 = rest[1..].iter().map(|f| f.size).sum();
+            // Room for the later commits' adds only where this commit's list becomes the live one.
+            let later: u64 = match state.files.is_empty() {
+                true => rest[1..].iter().map(|f| f.size).sum(),
+                false => 0,
+            };
             let mut parts =
                 json_log::read_large_commit(&first.path, first.version, first.size, later)?;
             state.begin_commit();

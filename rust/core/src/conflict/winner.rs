@@ -44,16 +44,17 @@ impl WinningCommit {
     }
 
     /// The commits of `versions`, in order, `None` where the commit file does not exist: fetched
-    /// concurrently from an object store (one GET each, no HEAD), parsed on all cores. For
+    /// together (`Location::read_many`: concurrent GETs, no HEAD), parsed on all cores. For
     /// readers of many commits (timeline, change feed), where one request after another would
     /// cost a round trip each.
     pub fn read_many(log_dir: &Location, versions: &[i64]) -> Vec<Result<Option<Self>>> {
         let paths: Vec<Location> = versions.iter().map(|&v| commit_path(log_dir, v)).collect();
-        let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> = json::fetch_all(&paths)
-            .into_iter()
-            .zip(versions.iter().zip(&paths))
-            .map(|(b, (&v, p))| (v, p, b))
-            .collect();
+        let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> =
+            Location::read_many(&paths.iter().collect::<Vec<_>>())
+                .into_iter()
+                .zip(versions.iter().zip(&paths))
+                .map(|(b, (&v, p))| (v, p, b))
+                .collect();
         crate::parallel::map(&fetched, |(v, path, bytes)| match bytes {
             Ok(b) => {
                 json::parse_actions(b, path, Some(*v)).map(|a| Some(Self::from_actions(*v, a)))

@@ -514,18 +514,8 @@ pub fn read_commits(files: &[(i64, Location)]) -> Vec<Result<Actions>> {
     if files.iter().all(|(_, p)| p.is_local()) {
         return crate::parallel::map(files, |(v, p)| read_commit(p, *v));
     }
-    let paths: Vec<Location> = files.iter().map(|(_, p)| p.clone()).collect();
-    parse_commits(files, fetch_all(&paths))
-}
-
-/// The bytes of each file, in order: read on all cores from a local disk, fetched concurrently
-/// from an object store.
-pub fn fetch_all(paths: &[Location]) -> Vec<std::io::Result<bytes::Bytes>> {
-    if paths.iter().all(Location::is_local) {
-        crate::parallel::map(paths, Location::read)
-    } else {
-        Location::read_many(&paths.iter().collect::<Vec<_>>())
-    }
+    let locations: Vec<&Location> = files.iter().map(|(_, p)| p).collect();
+    parse_commits(files, Location::read_many(&locations))
 }
 
 /// Parse commit files whose bytes (or read errors) were fetched already, in order.

@@ -44,14 +44,19 @@ impl WinningCommit {
     }
 
     /// The commits of `versions`, in order, `None` where the commit file does not exist: fetched
-    /// together (`Location::read_many`: concurrent GETs, no HEAD), parsed on all cores. For
+    /// concurrently from an object store (one GET each, no HEAD), parsed on all cores. For
     /// readers of many commits (timeline, change feed), where one request after another would
     /// cost a round trip each.
     pub fn read_many(log_dir: &Location, versions: &[i64]) -> Vec<Result<Option<Self>>> {
         let paths: Vec<Location> = versions.iter().map(|&v| commit_path(log_dir, v)).collect();
         let fetched: Vec<(i64, &Location, std::io::Result<bytes::Bytes>)> =
-            Location::read_many(&paths.iter().collect::<Vec<_>>())
-                .into_iter()
+            // Local files are read on all cores (the storage layer itself stays single-threaded).
+            if paths.iter().all(Location::is_local) {
+                crate::parallel::map(&paths, Location::read)
+            } else {
+                Location::read_many(&paths.iter().collect::<Vec<_>>())
+            }
+            .into_iter()
                 .zip(versions.iter().zip(&paths))
                 .map(|(b, (&v, p))| (v, p, b))
                 .collect();

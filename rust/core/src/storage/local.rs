@@ -109,11 +109,6 @@ impl Storage for LocalStorage {
         std::fs::read(key).map(Bytes::from)
     }
 
-    /// Read on all cores: a range of commits (a timeline, a change feed) is many small files.
-    fn get_many(&self, keys: &[&str]) -> Vec<io::Result<Bytes>> {
-        crate::parallel::map(keys, |k| self.get(k))
-    }
-
     fn get_range(&self, key: &str, range: Range<u64>) -> io::Result<Bytes> {
         let file = std::fs::File::open(key)?;
         let mut buf = vec![0u8; (range.end.saturating_sub(range.start)) as usize];

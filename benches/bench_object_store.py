@@ -535,6 +535,61 @@ def test_timeline_at_latency(request, s3, slow, latency):
           f"({requests['one at a time']['requests']} requests), ratio {med['one at a time'] / med['timeline']:.2f}")
 
 
+#: Commits of the change-feed bench's table: appends, with a DELETE every fifth (change-data files).
+FEED_COMMITS = 30 if FULL else 6
+
+
+@pytest.mark.parametrize("latency", LATENCIES_MS, ids=lambda v: f"{v}ms")
+def test_change_feed_at_latency(request, s3, slow, latency):
+    """``read_change_feed`` of every commit of a table on S3 with the feed on (appends of one
+    file, a rewriting DELETE every fifth commit), against deltalake's ``load_cdf`` of the same
+    range, rounds alternating, opened untimed. Both must return the same rows (the oracle:
+    deltalake's feed, compared as sorted (change type, version, id) triples). Medians printed."""
+    import statistics
+    import time
+
+    proxy, via = slow
+    local = pathlib.Path(tempfile.mkdtemp(prefix="bench-feed-", dir=BENCH_DIR if os.path.isdir(BENCH_DIR) else None))
+    t = delta_occ.Table.create(str(local / "t"), _rows(0, 1).schema, properties={"delta.enableChangeDataFeed": "true"})
+    for i in range(FEED_COMMITS):
+        if i % 5 == 4:
+            t.delete(f"id % 1000 = {i}")
+        else:
+            t.append(_rows(i * 1000, 1000))
+    try:
+        uri = _upload(local / "t", f"s3://{BUCKET}/latency-feed-{uuid.uuid4().hex[:8]}", s3.storage_options())
+    finally:
+        import shutil
+
+        shutil.rmtree(local, ignore_errors=True)
+    proxy.delay(latency / 1000)
+
+    def triples(tbl: Any) -> List[Tuple[str, int, int]]:
+        return sorted(zip(tbl.column("_change_type").to_pylist(), tbl.column("_commit_version").to_pylist(), tbl.column("id").to_pylist()))
+
+    walls: Dict[str, List[float]] = {s: [] for s in SYSTEMS}
+    requests: Dict[str, Any] = {}
+    for _ in range(_timed_rounds(request)):
+        got = {}
+        for system in SYSTEMS:
+            table = _open(system, uri, via)
+            proxy.reset()
+            w0 = time.perf_counter()
+            if system == "delta-occ":
+                got[system] = table.read_change_feed(1)
+            else:
+                import pyarrow as pa
+
+                got[system] = pa.table(table.load_cdf(starting_version=1))
+            walls[system].append(time.perf_counter() - w0)
+            requests[system] = proxy.counts()
+        assert triples(got["delta-occ"]) == triples(got["deltalake"])
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    print(f"\n[bench] change feed of {FEED_COMMITS} commits at {latency} ms: delta-occ {med['delta-occ']:.3f}s "
+          f"({requests['delta-occ']['requests']} requests), deltalake {med['deltalake']:.3f}s "
+          f"({requests['deltalake']['requests']} requests), ratio {med['deltalake'] / med['delta-occ']:.2f}")
+
+
 def test_latency_report():
     """The table of this run's ratios (deltalake / delta-occ wall, medians), printed with ``-s``."""
     if not LATENCY_RESULTS:

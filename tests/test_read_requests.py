@@ -180,6 +180,29 @@ def test_a_range_of_commits_is_fetched_once_each_and_concurrently(s3_server, man
     assert overlap > 1, f"{name}: the commit files were fetched one after another"
 
 
+#: The most request rounds (the proxy's busy periods) ``read_change_feed(5, 25)`` may wait for in
+#: sequence: the refresh and the end version's load, the summaries, the first version's load and
+#: one walk to the rest, the files of the 21 commits read several at a time. One version after
+#: another, each walked and read on its own, waited for 47 (measured before the change; 9 after).
+FEED_ROUNDS = 15
+
+
+def test_a_change_feed_waits_for_few_round_trips(s3_server, many_commits):
+    from servers.faultproxy import FaultProxy
+
+    uri, opts = many_commits
+    with FaultProxy(s3_server.endpoint) as proxy:
+        t = docc.Table(uri, storage_options=dict(opts, AWS_ENDPOINT_URL=proxy.endpoint))
+        proxy.reset_counts()
+        proxy.delay = 0.05
+        feed = t.read_change_feed(5, 25)
+        rounds = proxy.busy_periods
+    # The rows: 10 inserted by each append of versions 5..25 (the fixture's commits).
+    assert feed.num_rows == 21 * 10
+    assert sorted(set(feed.column("_commit_version").to_pylist())) == list(range(5, 26))
+    assert rounds <= FEED_ROUNDS, f"the change feed waited for {rounds} request rounds in sequence"
+
+
 def test_explaining_one_commit_is_one_get(s3_server, many_commits):
     from servers.faultproxy import FaultProxy
 

@@ -101,6 +101,8 @@ class TableHandle:
         """Apply only commits newer than ``version``; returns the new latest version."""
     def snapshot(self, version: Optional[int] = None) -> "SnapshotHandle":
         """Latest known snapshot, or the one at ``version`` (VersionNotFoundError if gone)."""
+    def snapshots(self, versions: List[int]) -> List["SnapshotHandle"]:
+        """The snapshots at ``versions`` (ascending, no repeats), made in one walk."""
     def version_at(self, ts_ms: int) -> int: ...
     def history(self, limit: Optional[int] = None) -> List[Tuple[int, Optional[str]]]:
         """``(version, commitInfo JSON text or None)``, newest first, stopping at a gap."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ from .change_data import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, DELETE, 
 from .exceptions import InvalidArgumentError, VersionNotFoundError
 from .reader import ROW
 from .snapshot import Snapshot
-from .workers import each
+from .workers import each, ordered
 
 
 class FeedSource(Protocol):
@@ -92,35 +92,33 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
         if unknown or not columns:
             raise InvalidArgumentError(f"columns must name columns of the table; unknown: {unknown}")
         out_schema = pa.schema([out_schema.field(c) for c in columns])
-    layouts: Dict[int, Layout] = {}
-
-    def layout(version: int) -> Layout:
-        if version not in layouts:
-            lay = layouts[version] = Layout(table.snapshot(version))
-            if not enabled(lay.snapshot.properties):
-                raise InvalidArgumentError(
-                    f"the change data feed of {table.path} is not on at version {version} ({PROPERTY} is not true): "
-                    "its changes were not recorded; read a range where it is on"
-                )
-        return layouts[version]
-
-    commits: List[CommitChanges] = []
+    # The commits that changed rows, then the table at each version their reading needs: made
+    # in one walk (one version after another, each a walk of its own, cost a round trip per
+    # version on an object store).
+    changed: List[Tuple[int, int, List[Mapping[str, Any]], List[str], Set[str]]] = []
     for version, summary in explain.summaries(table, range(start, end + 1)):
         if summary is None:
             raise VersionNotFoundError(f"commit {version} of {table.path} is not in the log (cleaned up?)", table=table.path, version=version)
-        cdc = summary.get("cdc") or []
-        ts = _commit_timestamp(summary)
-        if cdc:
-            commits.append(CommitChanges(version, ts, layout(version), list(cdc)))
-            continue
-        removed = sorted({r["path"] for r in summary["removed"] if r["data_change"]})
-        added = {a["path"] for a in summary["added"] if a["data_change"]}
-        if not removed and not added:
-            continue
-        # The older version first: time travel then walks forward (see Table.snapshot).
-        before = layout(version - 1) if removed else None
-        commits.append(CommitChanges(version, ts, layout(version), [], before, removed,
-                                     [p for p in removed if p in added], sorted(added - set(removed))))
+        cdc = list(summary.get("cdc") or [])
+        removed = [] if cdc else sorted({r["path"] for r in summary["removed"] if r["data_change"]})
+        added = set() if cdc else {a["path"] for a in summary["added"] if a["data_change"]}
+        if cdc or removed or added:
+            changed.append((version, _commit_timestamp(summary), cdc, removed, added))
+    needed = sorted({c[0] for c in changed} | {c[0] - 1 for c in changed if c[3]})
+    layouts: Dict[int, Layout] = {}
+    for version, handle in zip(needed, table.handle.snapshots(needed)):
+        lay = layouts[version] = Layout(Snapshot(handle))
+        if not enabled(lay.snapshot.properties):
+            raise InvalidArgumentError(
+                f"the change data feed of {table.path} is not on at version {version} ({PROPERTY} is not true): "
+                "its changes were not recorded; read a range where it is on"
+            )
+    commits = [
+        CommitChanges(version, ts, layouts[version], cdc) if cdc
+        else CommitChanges(version, ts, layouts[version], [], layouts[version - 1] if removed else None, removed,
+                           [p for p in removed if p in added], sorted(added - set(removed)))
+        for version, ts, cdc, removed, added in changed
+    ]
     return FeedPlan(out_schema, commits, end_snapshot.handle.schema_json)
 
 
@@ -129,8 +127,11 @@ def read(table: FeedSource, starting_version: int, ending_version: Optional[int]
     plan's columns plus ``_change_type``, ``_commit_version``, ``_commit_timestamp``."""
     feed = plan(table, starting_version, ending_version, columns)
     parts: List[pa.Table] = []
-    for commit in feed.commits:
-        for kind, rows in _commit_changes(commit):
+    # Several commits are read at a time (each reads its files concurrently too): one commit
+    # after another cost their round trips in sequence on an object store.
+    workers = feed.commits[0].layout.reader.concurrency if feed.commits else 1
+    for commit, changes in zip(feed.commits, ordered(feed.commits, _commit_changes, workers)):
+        for kind, rows in changes:
             if not rows.num_rows:
                 continue
             rows = _as(rows, feed.schema)

@@ -79,6 +79,10 @@ class FaultProxy:
         # a client sends requests concurrently (with a ``delay``, one after another never overlap).
         self.in_flight = 0
         self.max_in_flight = 0
+        # Times the proxy went from idle to busy: requests sent one after another (with a
+        # ``delay``) each start a period of their own, a concurrent batch shares one; so about
+        # the number of round trips a client waited for in sequence.
+        self.busy_periods = 0
         self._after: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
         self._landed: List[Tuple[str, Pattern[str], Callable[[], None]]] = []
 
@@ -130,6 +134,7 @@ class FaultProxy:
             self.log.clear()
             self.ranges.clear()
             self.max_in_flight = self.in_flight
+            self.busy_periods = 0
 
     def _rule(self, kind: str, method: str, path: str) -> Optional[Rule]:
         with self._lock:
@@ -152,6 +157,7 @@ class FaultProxy:
 
             def _forward(self) -> None:
                 with proxy._lock:
+                    proxy.busy_periods += proxy.in_flight == 0
                     proxy.in_flight += 1
                     proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
                 try:

@@ -285,8 +285,14 @@ pub(crate) fn forward_by_name(
     if version == base.version() {
         return Ok(base.clone());
     }
+    let commits = commits_by_name(root, base.version() + 1..=version);
+    Ok(Arc::new(apply_to_copy(root, base, &commits)?))
+}
+
+/// The commit files of `versions`, named without a listing (their size unknown: read whole).
+fn commits_by_name(root: &Location, versions: std::ops::RangeInclusive<i64>) -> Vec<LogFile> {
     let dir = log_dir(root);
-    let commits: Vec<LogFile> = (base.version() + 1..=version)
+    versions
         .map(|v| LogFile {
             version: v,
             kind: crate::log::path::LogFileKind::Commit,
@@ -294,8 +300,50 @@ pub(crate) fn forward_by_name(
             size: 0,
             modified: None,
         })
-        .collect();
-    Ok(Arc::new(apply_to_copy(root, base, &commits)?))
+        .collect()
+}
+
+/// `base` advanced to each of `versions` (ascending, none older than `base`) in one walk: the
+/// commits in between are read by name, [`COMMIT_BATCH`] at a time (fetched concurrently), and
+/// each version's snapshot is a copy of the state as the walk passes it. What the change feed
+/// needs (the table at every version of a range): one version after another, each a separate
+/// walk, cost a round trip per version on an object store.
+pub(crate) fn forward_walk(
+    root: &Location,
+    base: &Arc<Snapshot>,
+    versions: &[i64],
+) -> Result<Vec<Arc<Snapshot>>> {
+    let Some(&last) = versions.last() else {
+        return Ok(Vec::new());
+    };
+    if versions[0] < base.version() || versions.windows(2).any(|w| w[0] > w[1]) {
+        return Err(Error::invalid(format!(
+            "versions to walk to must be ascending and from version {} on",
+            base.version()
+        )));
+    }
+    let mut state = base.state.clone();
+    let mut out = Vec::with_capacity(versions.len());
+    let mut wanted = versions.iter().copied().peekable();
+    let mut take = |state: &LogState, out: &mut Vec<Arc<Snapshot>>| -> Result<()> {
+        while wanted.next_if_eq(&state.version).is_some() {
+            out.push(match state.version == base.version() {
+                true => base.clone(),
+                false => Arc::new(Snapshot::from_state(root, state.clone())?),
+            });
+        }
+        Ok(())
+    };
+    take(&state, &mut out)?;
+    let commits = commits_by_name(root, base.version() + 1..=last);
+    for batch in commits.chunks(COMMIT_BATCH) {
+        let parsed = json_log::read_commits(&paths(batch));
+        for (f, actions) in batch.iter().zip(parsed) {
+            state.apply_commit(f.version, actions?);
+            take(&state, &mut out)?;
+        }
+    }
+    Ok(out)
 }
 
 /// The commits after version `latest` up to `upto` (or the newest), in order; or why there are

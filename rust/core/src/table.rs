@@ -108,6 +108,44 @@ impl Table {
         Ok(snap)
     }
 
+    /// The snapshots at `versions` (ascending, no repeats), as [`Table::snapshot`] of each would
+    /// give them, made in one walk: the oldest as `snapshot` makes it, then the versions before
+    /// the latest known one by applying the commits in between, fetched together. A failure of
+    /// the walk leaves each version to `snapshot`, which reports what is wrong.
+    pub fn snapshots(&self, versions: &[i64]) -> Result<Vec<Arc<Snapshot>>> {
+        if versions.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Error::invalid(format!(
+                "snapshots of {}: versions must be ascending without repeats, got {versions:?}",
+                self.root
+            )));
+        }
+        let latest = self.latest.version();
+        let walked = versions.partition_point(|&v| v < latest);
+        let mut out = Vec::with_capacity(versions.len());
+        if let Some((&first, rest)) = versions[..walked].split_first() {
+            let base = self.snapshot(Some(first))?;
+            match load::forward_walk(&self.root, &base, rest) {
+                Ok(snaps) => {
+                    out.push(base);
+                    out.extend(snaps);
+                }
+                Err(_) => {
+                    out.push(base);
+                    for &v in rest {
+                        out.push(self.snapshot(Some(v))?);
+                    }
+                }
+            }
+            if let Some(last) = out.last() {
+                *self.travelled.lock().unwrap_or_else(|p| p.into_inner()) = Arc::downgrade(last);
+            }
+        }
+        for &v in &versions[walked..] {
+            out.push(self.snapshot(Some(v))?);
+        }
+        Ok(out)
+    }
+
     /// The version current at `ts_ms` (epoch milliseconds), at most the latest known one
     /// (see [`crate::time_travel`]).
     pub fn version_at(&self, ts_ms: i64) -> Result<i64> {
@@ -431,13 +469,35 @@ mod tests {
         p
     }
 
-    /// Time travel to one version after another applies the commits in between to the last
-    /// snapshot it made; each must equal a replay of the log to that version (the reference), and
-    /// it must not need the checkpoint the replay reads (broken below once the walk has begun).
-    #[test]
-    fn time_travel_forward_equals_a_replay() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
+    /// What a snapshot of a version is (a refresh-made one differs from a replay only in
+    /// tombstones and app transactions a checkpoint expired, and in file order).
+    type Key = (
+        i64,
+        Vec<String>,
+        String,
+        String,
+        String,
+        String,
+        Vec<String>,
+    );
+
+    fn key(s: &Snapshot) -> Key {
+        let mut domains: Vec<String> = s.state.domains.keys().cloned().collect();
+        domains.sort();
+        (
+            s.version(),
+            paths(s),
+            s.metadata().id.clone(),
+            s.metadata().schema_string.clone(),
+            format!("{:?}", s.metadata().configuration),
+            format!("{:?}", s.protocol()),
+            domains,
+        )
+    }
+
+    /// Versions 0-6 with adds, removes, a checkpoint at 2, a schema change and a domain at 3; the
+    /// table opened at 6 and, per version 0-5, a replay of the log to it (the reference).
+    fn six_versions(root: &std::path::Path) -> (Table, Vec<Key>) {
         let t0 = Table::create(
             root.to_str().unwrap(),
             &Default::default(),
@@ -468,33 +528,32 @@ mod tests {
         commit(root, 6, &[add("e")]);
         let t = Table::open(root.to_str().unwrap(), &Default::default()).unwrap();
         assert_eq!(t.version(), 6);
-        drop(t0);
-        // What a snapshot of a version is (a refresh-made one differs from a replay only in
-        // tombstones and app transactions a checkpoint expired, and in file order).
-        let key = |s: &Snapshot| {
-            let mut domains: Vec<String> = s.state.domains.keys().cloned().collect();
-            domains.sort();
-            (
-                s.version(),
-                paths(s),
-                s.metadata().id.clone(),
-                s.metadata().schema_string.clone(),
-                s.metadata().configuration.clone(),
-                format!("{:?}", s.protocol()),
-                domains,
-            )
-        };
-        let reference: Vec<_> = (0..6)
+        let reference = (0..6)
             .map(|v| key(&load::snapshot(&Location::local(root), Some(v)).unwrap()))
             .collect();
-        let mut held = Vec::new();
-        held.push(t.snapshot(Some(1)).unwrap());
-        // From here on a replay of versions 2-5 would read the checkpoint of version 2.
+        (t, reference)
+    }
+
+    fn break_checkpoint(root: &std::path::Path) {
         std::fs::write(
             root.join(format!("_delta_log/{:020}.checkpoint.parquet", 2)),
             b"not parquet",
         )
         .unwrap();
+    }
+
+    /// Time travel to one version after another applies the commits in between to the last
+    /// snapshot it made; each must equal a replay of the log to that version (the reference), and
+    /// it must not need the checkpoint the replay reads (broken below once the walk has begun).
+    #[test]
+    fn time_travel_forward_equals_a_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (t, reference) = six_versions(root);
+        let mut held = Vec::new();
+        held.push(t.snapshot(Some(1)).unwrap());
+        // From here on a replay of versions 2-5 would read the checkpoint of version 2.
+        break_checkpoint(root);
         for v in [2, 3, 4, 5] {
             held.push(t.snapshot(Some(v)).unwrap());
         }
@@ -504,6 +563,36 @@ mod tests {
         // Back in time (older than the last one made) it is a replay, which meets the broken
         // checkpoint: the walk above did not read it.
         assert!(t.snapshot(Some(3)).is_err());
+    }
+
+    /// `snapshots` of several versions in one walk: each equals the replay to its version (the
+    /// latest, 6, is the table's own), none needs the checkpoint at 2 (broken first: version 1
+    /// is before it); versions out of order are refused.
+    #[test]
+    fn snapshots_in_one_walk_equal_replays() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (t, reference) = six_versions(root);
+        let latest = key(&t.latest());
+        break_checkpoint(root);
+        let snaps = t.snapshots(&[1, 2, 4, 5, 6]).unwrap();
+        let versions: Vec<i64> = snaps.iter().map(|s| s.version()).collect();
+        assert_eq!(versions, [1, 2, 4, 5, 6]);
+        for s in &snaps[..4] {
+            assert_eq!(key(s), reference[s.version() as usize]);
+        }
+        assert_eq!(key(&snaps[4]), latest);
+        assert!(t.snapshots(&[]).unwrap().is_empty());
+        assert!(matches!(
+            t.snapshots(&[2, 1]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(t.snapshots(&[3, 3]).is_err());
+        // Commit 4 gone: the walk fails, and so does the replay it leaves version 5 to (it meets
+        // the broken checkpoint), which is the error reported.
+        drop(snaps);
+        std::fs::remove_file(root.join(format!("_delta_log/{:020}.json", 4))).unwrap();
+        assert!(t.snapshots(&[1, 5]).is_err());
     }
 
     /// A commit above the large-commit size applies the same whether the state is empty (its

@@ -146,6 +146,13 @@ impl TableHandle {
         Ok(SnapshotHandle::new(snap))
     }
 
+    /// The snapshots at `versions` (ascending, no repeats), made in one walk (commits between
+    /// them fetched together).
+    fn snapshots(&self, py: Python<'_>, versions: Vec<i64>) -> PyResult<Vec<SnapshotHandle>> {
+        let snaps = py.detach(|| self.table().snapshots(&versions)).py_err()?;
+        Ok(snaps.into_iter().map(SnapshotHandle::new).collect())
+    }
+
     /// The version current at `ts_ms` (epoch milliseconds): the newest whose commit timestamp
     /// is at or before it, at most the latest known version.
     fn version_at(&self, py: Python<'_>, ts_ms: i64) -> PyResult<i64> {

@@ -8,6 +8,7 @@ What writers record is ``change_data``'s."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 from urllib.parse import unquote
@@ -105,14 +106,13 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
         if cdc or removed or added:
             changed.append((version, _commit_timestamp(summary), cdc, removed, added))
     needed = sorted({c[0] for c in changed} | {c[0] - 1 for c in changed if c[3]})
+    # The oldest first and on its own: a feed that was never on is refused before the walk,
+    # which then starts from this snapshot (held meanwhile: the core reuses it while it lives).
+    oldest = _feed_on(table, needed[0], table.snapshot(needed[0])) if needed else None
     layouts: Dict[int, Layout] = {}
     for version, handle in zip(needed, table.handle.snapshots(needed)):
-        lay = layouts[version] = Layout(Snapshot(handle))
-        if not enabled(lay.snapshot.properties):
-            raise InvalidArgumentError(
-                f"the change data feed of {table.path} is not on at version {version} ({PROPERTY} is not true): "
-                "its changes were not recorded; read a range where it is on"
-            )
+        layouts[version] = Layout(_feed_on(table, version, Snapshot(handle)))
+    del oldest
     commits = [
         CommitChanges(version, ts, layouts[version], cdc) if cdc
         else CommitChanges(version, ts, layouts[version], [], layouts[version - 1] if removed else None, removed,
@@ -122,15 +122,30 @@ def plan(table: FeedSource, starting_version: int, ending_version: Optional[int]
     return FeedPlan(out_schema, commits, end_snapshot.handle.schema_json)
 
 
+def _feed_on(table: FeedSource, version: int, snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` (of ``version``), or InvalidArgumentError when the feed was off at it."""
+    if not enabled(snapshot.properties):
+        raise InvalidArgumentError(
+            f"the change data feed of {table.path} is not on at version {version} ({PROPERTY} is not true): "
+            "its changes were not recorded; read a range where it is on"
+        )
+    return snapshot
+
+
 def read(table: FeedSource, starting_version: int, ending_version: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
     """The feed (see ``plan``) read by this process, in version order, as one Arrow table of the
     plan's columns plus ``_change_type``, ``_commit_version``, ``_commit_timestamp``."""
     feed = plan(table, starting_version, ending_version, columns)
     parts: List[pa.Table] = []
-    # Several commits are read at a time (each reads its files concurrently too): one commit
-    # after another cost their round trips in sequence on an object store.
-    workers = feed.commits[0].layout.reader.concurrency if feed.commits else 1
-    for commit, changes in zip(feed.commits, ordered(feed.commits, _commit_changes, workers)):
+    # Several commits are read at a time, each reading its files concurrently too: one commit
+    # after another cost their round trips in sequence on an object store. Commits at a time
+    # times files at a time stays within the read concurrency (half of it for commits: a feed
+    # is mostly commits of a few files).
+    concurrency = feed.commits[0].layout.reader.concurrency if feed.commits else 1
+    commits_at_once = max(1, min(len(feed.commits), concurrency // 2))
+    files_at_once = max(1, concurrency // commits_at_once)
+    changes_of = functools.partial(_commit_changes, workers=files_at_once)
+    for commit, changes in zip(feed.commits, ordered(feed.commits, changes_of, commits_at_once)):
         for kind, rows in changes:
             if not rows.num_rows:
                 continue
@@ -155,13 +170,13 @@ def _as(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _commit_changes(commit: CommitChanges) -> Changes:
-    """One commit's changes, by kind (see the module's doc)."""
+def _commit_changes(commit: CommitChanges, workers: int) -> Changes:
+    """One commit's changes, by kind (see the module's doc), its files read ``workers`` at a time."""
     if commit.cdc:
         lay = commit.layout
         # Partition values typed by the core, as a live file's are (one row per cdc file).
         values = cdc_partition_values(commit)
-        tables = each(list(range(len(commit.cdc))), lambda i: _read_cdc(lay, commit.cdc[i], values.slice(i, 1)), lay.reader.concurrency)
+        tables = each(list(range(len(commit.cdc))), lambda i: _read_cdc(lay, commit.cdc[i], values.slice(i, 1)), workers)
         rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         kinds = rows.column(CHANGE_TYPE)
         rows = rows.drop_columns([CHANGE_TYPE])
@@ -169,13 +184,13 @@ def _commit_changes(commit: CommitChanges) -> Changes:
     out: Changes = []
     if commit.removed:
         assert commit.before is not None
-        for path, rows in zip(commit.removed, commit.before.reader.read_many(commit.removed)):
+        for path, rows in zip(commit.removed, commit.before.reader.read_many(commit.removed, workers=workers)):
             if path in commit.readded:  # the same file with a larger DV: its rows the new DV hides
                 still = commit.layout.reader.read_rows(path, columns=[], positions=True).column(ROW)
                 rows = rows.filter(pc.invert(pc.is_in(rows.column(ROW), value_set=still.combine_chunks())))
             out.append((DELETE, rows.drop_columns([ROW])))
     if commit.added:
-        out += [(INSERT, rows) for rows in commit.layout.reader.read_many(commit.added, positions=False)]
+        out += [(INSERT, rows) for rows in commit.layout.reader.read_many(commit.added, positions=False, workers=workers)]
     return out
 
 

@@ -185,10 +185,13 @@ class Reader:
             table = table.filter(keep if kept is None else keep.take(at))
         return table
 
-    def read_many(self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False) -> List[pa.Table]:
-        """`read_rows` of each file, in order, ``concurrency`` files at a time."""
+    def read_many(
+        self, paths: Sequence[str], columns: Optional[Sequence[str]] = None, positions: bool = True, ids: bool = False, workers: Optional[int] = None
+    ) -> List[pa.Table]:
+        """`read_rows` of each file, in order, ``concurrency`` files at a time (``workers``, when
+        given: a caller reading several such groups at once shares the concurrency out)."""
         self.prefetch(paths)
-        return each(paths, lambda path: self.read_rows(path, columns, positions, ids), self.concurrency)
+        return each(paths, lambda path: self.read_rows(path, columns, positions, ids), workers or self.concurrency)
 
     def each(self, paths: Sequence[str], fn: Any) -> Iterator[Any]:
         """``fn(path)`` of each file (which reads it), in order: ``concurrency`` files at a time, a

@@ -303,44 +303,31 @@ fn commits_by_name(root: &Location, versions: std::ops::RangeInclusive<i64>) -> 
         .collect()
 }
 
-/// `base` advanced to each of `versions` (ascending, none older than `base`) in one walk: the
-/// commits in between are read by name, [`COMMIT_BATCH`] at a time (fetched concurrently), and
-/// each version's snapshot is a copy of the state as the walk passes it. What the change feed
-/// needs (the table at every version of a range): one version after another, each a separate
-/// walk, cost a round trip per version on an object store.
+/// `base` advanced to each of `versions` (ascending, all newer than `base`; the caller checks)
+/// in one walk: the commits in between are read by name, [`COMMIT_BATCH`] at a time (fetched
+/// concurrently), and each version's snapshot is a copy of the state as the walk passes it.
 pub(crate) fn forward_walk(
     root: &Location,
     base: &Arc<Snapshot>,
     versions: &[i64],
 ) -> Result<Vec<Arc<Snapshot>>> {
+    debug_assert!(versions.first().is_none_or(|&v| v > base.version()));
+    debug_assert!(versions.windows(2).all(|w| w[0] < w[1]));
     let Some(&last) = versions.last() else {
         return Ok(Vec::new());
     };
-    if versions[0] < base.version() || versions.windows(2).any(|w| w[0] > w[1]) {
-        return Err(Error::invalid(format!(
-            "versions to walk to must be ascending and from version {} on",
-            base.version()
-        )));
-    }
     let mut state = base.state.clone();
     let mut out = Vec::with_capacity(versions.len());
     let mut wanted = versions.iter().copied().peekable();
-    let mut take = |state: &LogState, out: &mut Vec<Arc<Snapshot>>| -> Result<()> {
-        while wanted.next_if_eq(&state.version).is_some() {
-            out.push(match state.version == base.version() {
-                true => base.clone(),
-                false => Arc::new(Snapshot::from_state(root, state.clone())?),
-            });
-        }
-        Ok(())
-    };
-    take(&state, &mut out)?;
     let commits = commits_by_name(root, base.version() + 1..=last);
     for batch in commits.chunks(COMMIT_BATCH) {
         let parsed = json_log::read_commits(&paths(batch));
         for (f, actions) in batch.iter().zip(parsed) {
             state.apply_commit(f.version, actions?);
-            take(&state, &mut out)?;
+            // A version asked for: the state as it stands now, copied (the walk goes on).
+            if wanted.next_if_eq(&f.version).is_some() {
+                out.push(Arc::new(Snapshot::from_state(root, state.clone())?));
+            }
         }
     }
     Ok(out)

@@ -25,8 +25,8 @@ pub struct Table {
     latest: Arc<Snapshot>,
     /// The last snapshot time travel made, while someone still holds it: the next time travel a
     /// few versions past it applies the commits in between to a copy of it, instead of replaying
-    /// the log from a checkpoint (readers of a range of versions, such as the change feed, ask
-    /// for one version after another). As with a refresh, such a snapshot has the live files,
+    /// the log from a checkpoint (a reader of a range of versions may ask for one version after
+    /// another; the change feed asks for all of them at once, [`Table::snapshots`]). As with a refresh, such a snapshot has the live files,
     /// metadata, protocol and domains of a replay; a checkpoint in between would have dropped
     /// expired tombstones and app transactions that it keeps, and its files are in another order.
     travelled: Arc<std::sync::Mutex<std::sync::Weak<Snapshot>>>,
@@ -109,9 +109,11 @@ impl Table {
     }
 
     /// The snapshots at `versions` (ascending, no repeats), as [`Table::snapshot`] of each would
-    /// give them, made in one walk: the oldest as `snapshot` makes it, then the versions before
-    /// the latest known one by applying the commits in between, fetched together. A failure of
-    /// the walk leaves each version to `snapshot`, which reports what is wrong.
+    /// give them, made in as few walks as `snapshot`'s rule allows: a version before the latest
+    /// known one and at most [`TRAVEL_STEPS`] past the one before it is reached by applying the
+    /// commits in between (fetched together, in batches) to a copy of that one; any other is
+    /// made by `snapshot`. A failure of a walk leaves its versions to `snapshot`, which reports
+    /// what is wrong. The change feed asks for every version it needs this way.
     pub fn snapshots(&self, versions: &[i64]) -> Result<Vec<Arc<Snapshot>>> {
         if versions.windows(2).any(|w| w[0] >= w[1]) {
             return Err(Error::invalid(format!(
@@ -120,28 +122,34 @@ impl Table {
             )));
         }
         let latest = self.latest.version();
-        let walked = versions.partition_point(|&v| v < latest);
-        let mut out = Vec::with_capacity(versions.len());
-        if let Some((&first, rest)) = versions[..walked].split_first() {
+        let mut out: Vec<Arc<Snapshot>> = Vec::with_capacity(versions.len());
+        let mut rest = versions;
+        while let Some((&first, after)) = rest.split_first() {
             let base = self.snapshot(Some(first))?;
-            match load::forward_walk(&self.root, &base, rest) {
-                Ok(snaps) => {
-                    out.push(base);
-                    out.extend(snaps);
-                }
+            // The versions this walk reaches: each before the latest and near the one before.
+            let mut prev = first;
+            let n = after
+                .iter()
+                .take_while(|&&v| {
+                    let near = first < latest && v < latest && v - prev <= TRAVEL_STEPS;
+                    prev = v;
+                    near
+                })
+                .count();
+            let (walked, later) = after.split_at(n);
+            out.push(base.clone());
+            match load::forward_walk(&self.root, &base, walked) {
+                Ok(snaps) => out.extend(snaps),
                 Err(_) => {
-                    out.push(base);
-                    for &v in rest {
+                    for &v in walked {
                         out.push(self.snapshot(Some(v))?);
                     }
                 }
             }
-            if let Some(last) = out.last() {
+            if let (Some(last), false) = (out.last(), walked.is_empty()) {
                 *self.travelled.lock().unwrap_or_else(|p| p.into_inner()) = Arc::downgrade(last);
             }
-        }
-        for &v in &versions[walked..] {
-            out.push(self.snapshot(Some(v))?);
+            rest = later;
         }
         Ok(out)
     }
@@ -476,7 +484,7 @@ mod tests {
         Vec<String>,
         String,
         String,
-        String,
+        std::collections::BTreeMap<String, String>,
         String,
         Vec<String>,
     );
@@ -489,7 +497,7 @@ mod tests {
             paths(s),
             s.metadata().id.clone(),
             s.metadata().schema_string.clone(),
-            format!("{:?}", s.metadata().configuration),
+            s.metadata().configuration.clone(),
             format!("{:?}", s.protocol()),
             domains,
         )
@@ -563,6 +571,23 @@ mod tests {
         // Back in time (older than the last one made) it is a replay, which meets the broken
         // checkpoint: the walk above did not read it.
         assert!(t.snapshot(Some(3)).is_err());
+    }
+
+    /// The walk itself (no fallback to `snapshot`): from a replay of version 1 to versions 2, 4
+    /// and 5 with the checkpoint at 2 broken; each equals the replay to its version.
+    #[test]
+    fn forward_walk_equals_replays_without_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (_t, reference) = six_versions(root);
+        let base = Arc::new(load::snapshot(&Location::local(root), Some(1)).unwrap());
+        break_checkpoint(root);
+        let snaps = load::forward_walk(&Location::local(root), &base, &[2, 4, 5]).unwrap();
+        let versions: Vec<i64> = snaps.iter().map(|s| s.version()).collect();
+        assert_eq!(versions, [2, 4, 5]);
+        for s in &snaps {
+            assert_eq!(key(s), reference[s.version() as usize]);
+        }
     }
 
     /// `snapshots` of several versions in one walk: each equals the replay to its version (the

@@ -590,6 +590,53 @@ def test_change_feed_at_latency(request, s3, slow, latency):
           f"({requests['deltalake']['requests']} requests), ratio {med['deltalake'] / med['delta-occ']:.2f}")
 
 
+#: Files of the deletion-vector read bench's table (a DV on each).
+DV_READ_FILES = 40 if FULL else 4
+
+
+@pytest.mark.parametrize("latency", LATENCIES_MS, ids=lambda v: f"{v}ms")
+def test_dv_read_at_latency(request, s3, slow, latency, monkeypatch):
+    """``snapshot().to_pyarrow()`` of a table on S3 with a deletion vector on every file (1,000
+    rows each, a tenth deleted), each file's DV fetched while its data is, against the same read
+    with each file's DV fetched after its data (``Reader.fetch_deletion_vector`` made a no-op:
+    the read before). Both must return the same rows. Rounds alternate; medians printed."""
+    import statistics
+    import time
+
+    from delta_occ import reader
+
+    proxy, via = slow
+    local = pathlib.Path(tempfile.mkdtemp(prefix="bench-dv-", dir=BENCH_DIR if os.path.isdir(BENCH_DIR) else None))
+    t = delta_occ.Table.create(str(local / "t"), _rows(0, 1).schema, properties={"delta.enableDeletionVectors": "true"})
+    for i in range(DV_READ_FILES):
+        t.append(_rows(i * 1000, 1000))
+    t.delete("id % 10 = 0")
+    try:
+        uri = _upload(local / "t", f"s3://{BUCKET}/latency-dv-{uuid.uuid4().hex[:8]}", s3.storage_options())
+    finally:
+        import shutil
+
+        shutil.rmtree(local, ignore_errors=True)
+    proxy.delay(latency / 1000)
+    along = reader.Reader.fetch_deletion_vector
+    walls: Dict[str, List[float]] = {"DV with its file": [], "DV after each file": []}
+    requests: Dict[str, Any] = {}
+    for _ in range(_timed_rounds(request)):
+        for mode in walls:
+            monkeypatch.setattr(reader.Reader, "fetch_deletion_vector", along if mode == "DV with its file" else lambda self, path: None)
+            snap = delta_occ.Table(uri, storage_options=via).snapshot()
+            proxy.reset()
+            w0 = time.perf_counter()
+            rows = snap.to_pyarrow()
+            walls[mode].append(time.perf_counter() - w0)
+            requests[mode] = proxy.counts()
+            assert rows.num_rows == DV_READ_FILES * 900
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    print(f"\n[bench] read of {DV_READ_FILES} files with DVs at {latency} ms: DV with its file {med['DV with its file']:.3f}s "
+          f"({requests['DV with its file']['requests']} requests), DV after each file {med['DV after each file']:.3f}s "
+          f"({requests['DV after each file']['requests']} requests), ratio {med['DV after each file'] / med['DV with its file']:.2f}")
+
+
 def test_latency_report():
     """The table of this run's ratios (deltalake / delta-occ wall, medians), printed with ``-s``."""
     if not LATENCY_RESULTS:

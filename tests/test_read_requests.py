@@ -214,3 +214,51 @@ def test_explaining_one_commit_is_one_get(s3_server, many_commits):
         requests = list(proxy.ranges)
     assert _commit_gets(requests) == {7: 1}, requests
     assert "HEAD" not in {m for m, _, _ in requests}, requests
+
+
+# ---------------------------------------------------------------------------------------------
+# Deletion vectors on an object store: each file's DV is fetched while its data is (both in flight
+# together), not after it (a second round trip per file, one after the other).
+
+DV_FILES = 8
+
+
+@pytest.fixture(scope="module")
+def dv_table(s3_server) -> Tuple[str, Dict[str, str]]:
+    uri = f"s3://{BUCKET}/dv-reads-{uuid.uuid4().hex[:8]}"
+    opts = s3_server.storage_options()
+    t = docc.Table.create(uri, _rows(0, 1).schema, properties={"delta.enableDeletionVectors": "true"}, storage_options=opts)
+    for i in range(DV_FILES):
+        t.append(_rows(i * 100, 100))
+    t.delete("id % 10 = 0")  # a DV on every file
+    return uri, opts
+
+
+DV_READS = [
+    # (name, the read returning its rows): 90 of each file's 100 rows remain.
+    ("to_pyarrow", lambda s: s.to_pyarrow().num_rows),
+    ("to_batches", lambda s: sum(b.num_rows for b in s.to_batches())),
+]
+
+
+@pytest.mark.parametrize("name,read", DV_READS, ids=[r[0] for r in DV_READS])
+def test_a_files_deletion_vector_is_fetched_with_its_data(s3_server, dv_table, name, read, monkeypatch):
+    """One file at a time (``DELTA_OCC_READ_CONCURRENCY=1``) and a round trip per request: each
+    file (one GET, it is small) and its DV (one GET) are in flight together, so the proxy is busy
+    in one period per file; fetched one after the other, two (16 for the 8 files, seen before
+    the change)."""
+    from servers.faultproxy import FaultProxy
+
+    monkeypatch.setenv("DELTA_OCC_READ_CONCURRENCY", "1")
+    uri, opts = dv_table
+    with FaultProxy(s3_server.endpoint) as proxy:
+        snap = docc.Table(uri, storage_options=dict(opts, AWS_ENDPOINT_URL=proxy.endpoint)).snapshot()
+        assert sum(1 for f in snap.files().column("deletion_vector").to_pylist() if f) == DV_FILES
+        proxy.reset_counts()
+        proxy.delay = 0.05
+        assert read(snap) == DV_FILES * 90
+        requests = [(m, p.split("?")[0]) for m, p, _ in proxy.ranges]
+        rounds, overlap = proxy.busy_periods, proxy.max_in_flight
+    kinds = ["dv" if p.endswith(".bin") else "data" if p.endswith(".parquet") else p for m, p in requests if m == "GET"]
+    assert kinds.count("data") == DV_FILES and kinds.count("dv") == DV_FILES, requests
+    assert overlap == 2 and rounds == DV_FILES, (rounds, overlap, kinds)

@@ -312,6 +312,8 @@ class SnapshotHandle:
         """Deleted row positions of a live file as little-endian u64 bytes."""
     def keep_mask(self, path: str, num_rows: int) -> bytes:
         """Packed LSB-first bits, 1 = row kept; DeletionVectorError if the DV exceeds num_rows."""
+    def prefetch_deletion_vectors(self, paths: List[str], threads: int) -> None:
+        """Fetch these files' DVs ``threads`` at a time for the ``keep_mask`` calls that follow."""
     def row_group_filter(self, predicate: str) -> "RowGroupFilter":
         """``predicate`` compiled for skipping row groups whose footer statistics rule it out."""
     def prune(self, predicate: str) -> Tuple[List[int], str]:

@@ -10,6 +10,7 @@ number of files (and bytes of files) at once (``memory_budget``)."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -162,7 +163,12 @@ class Reader:
         entry = self.entry(path)
         with_ids = ids and self.row_id_columns is not None
         fields, wanted, schema = self.selection(columns, positions, with_ids)
-        data, n, kept = read_file(self.storage, entry.abs_path, wanted, filter)
+        dv = self.fetch_deletion_vector(path)
+        try:
+            data, n, kept = read_file(self.storage, entry.abs_path, wanted, filter)
+        finally:
+            if dv is not None:
+                dv.join()
         m = n if kept is None else sum(rows for _, rows in kept)
         # Physical positions only where something uses them (a plain read returns none).
         need_positions = positions or with_ids or (entry.has_dv and kept is not None)
@@ -205,6 +211,17 @@ class Reader:
         most ``memory_budget()`` bytes of files (their size in the log) held at once."""
         self.prefetch(paths)
         return ordered(paths, read, self.concurrency, weight=lambda p: self._plan[p].size, budget=memory_budget())
+
+    def fetch_deletion_vector(self, path: str) -> Optional[threading.Thread]:
+        """On an object store, start fetching the deletion vector of a file about to be read (it
+        has one), on a thread of its own: the file's data and its DV are then in flight together,
+        one round trip for the file rather than two, one after the other. The thread to join
+        before the DV is used (``keep_mask`` takes it), or None (a local disk, no DV)."""
+        if self.storage.is_local or not self.entry(path).has_dv:
+            return None
+        fetch = threading.Thread(target=self.handle.prefetch_deletion_vectors, args=([path], 1), daemon=True)
+        fetch.start()
+        return fetch
 
 
 def _has_float(t: pa.DataType) -> bool:

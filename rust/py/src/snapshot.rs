@@ -1,8 +1,9 @@
 //! `_core.SnapshotHandle`: an immutable replayed state of one version.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
+use delta_occ_core::dv::DeletionBitmap;
 use delta_occ_core::files_batch::{self, FileColumns};
 use delta_occ_core::Snapshot;
 use pyo3::prelude::*;
@@ -14,11 +15,22 @@ use crate::errors::IntoPy;
 #[pyclass(frozen, module = "delta_occ._core")]
 pub struct SnapshotHandle {
     inner: Arc<Snapshot>,
+    /// Deletion vectors fetched while their files' data is (`prefetch_deletion_vectors`), each
+    /// taken out by the `keep_mask` that uses it; one whose read failed or skipped every row
+    /// group stays (the same snapshot's DV, so a later read of that file may still use it).
+    fetched_dvs: Mutex<HashMap<String, DeletionBitmap>>,
 }
 
 impl SnapshotHandle {
     pub fn new(inner: Arc<Snapshot>) -> Self {
-        SnapshotHandle { inner }
+        SnapshotHandle {
+            inner,
+            fetched_dvs: Mutex::default(),
+        }
+    }
+
+    fn fetched_dvs(&self) -> std::sync::MutexGuard<'_, HashMap<String, DeletionBitmap>> {
+        self.fetched_dvs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn inner(&self) -> &Arc<Snapshot> {
@@ -250,7 +262,11 @@ impl SnapshotHandle {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mask = py
             .detach(|| -> delta_occ_core::Result<Vec<u8>> {
-                let deleted = self.inner.deleted_rows(&path)?;
+                let fetched = self.fetched_dvs().remove(&path);
+                let deleted = match fetched {
+                    Some(d) => d,
+                    None => self.inner.deleted_rows(&path)?,
+                };
                 let mut bits = vec![0xFFu8; num_rows.div_ceil(8) as usize];
                 for p in deleted.0.iter() {
                     if p >= num_rows {
@@ -265,6 +281,19 @@ impl SnapshotHandle {
             })
             .py_err()?;
         Ok(PyBytes::new(py, &mask))
+    }
+
+    /// Fetch the deletion vectors of `paths` (live files with one), `threads` at a time, for
+    /// the `keep_mask` calls that read those files next. A DV that cannot be read is left for
+    /// its `keep_mask`, which then reports the error in its place.
+    fn prefetch_deletion_vectors(&self, py: Python<'_>, paths: Vec<String>, threads: usize) {
+        let read = py.detach(|| self.inner.deleted_rows_many(&paths, threads.max(1)));
+        let mut fetched = self.fetched_dvs();
+        for (path, dv) in paths.into_iter().zip(read) {
+            if let Ok(dv) = dv {
+                fetched.insert(path, dv);
+            }
+        }
     }
 
     /// `predicate` compiled for skipping the row groups of this snapshot's files whose footer

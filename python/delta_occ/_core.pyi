@@ -21,6 +21,7 @@ __all__ = [
     "rule_description",
     "TableHandle",
     "SnapshotHandle",
+    "DeletionVector",
     "TransactionHandle",
     "StorageHandle",
     "RowGroupFilter",
@@ -225,6 +226,15 @@ class TransactionHandle:
     def abort(self) -> None: ...
 
 @final
+class DeletionVector:
+    """The rows one live file's DV deletes, read once (``SnapshotHandle.deletion_vector``)."""
+
+    @property
+    def path(self) -> str: ...
+    def keep_mask(self, num_rows: int) -> bytes:
+        """``SnapshotHandle.keep_mask`` of this file, without reading its DV again."""
+
+@final
 class SnapshotHandle:
     """An immutable replayed state at one version."""
 
@@ -312,8 +322,8 @@ class SnapshotHandle:
         """Deleted row positions of a live file as little-endian u64 bytes."""
     def keep_mask(self, path: str, num_rows: int) -> bytes:
         """Packed LSB-first bits, 1 = row kept; DeletionVectorError if the DV exceeds num_rows."""
-    def prefetch_deletion_vectors(self, paths: List[str], threads: int) -> None:
-        """Fetch these files' DVs ``threads`` at a time for the ``keep_mask`` calls that follow."""
+    def deletion_vector(self, path: str) -> "DeletionVector":
+        """The DV of a live file, read now (empty for a file without one)."""
     def row_group_filter(self, predicate: str) -> "RowGroupFilter":
         """``predicate`` compiled for skipping row groups whose footer statistics rule it out."""
     def prune(self, predicate: str) -> Tuple[List[int], str]:

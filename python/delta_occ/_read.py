@@ -127,7 +127,8 @@ def _by_name(columns: DataColumns, arrays: Sequence[Optional[pa.Array]], n: int)
     }
 
 
-def keep_mask(handle: Any, log_path: str, n: int) -> pa.Array:
-    """Boolean mask of the file's rows its DV keeps (checked against the file's row count)."""
-    bits = handle.keep_mask(log_path, n)
+def keep_mask(handle: Any, log_path: str, n: int, dv: Any = None) -> pa.Array:
+    """Boolean mask of the file's rows its DV keeps (checked against the file's row count); from
+    ``dv`` (a ``_core.DeletionVector`` of the file) when it was fetched already."""
+    bits = handle.keep_mask(log_path, n) if dv is None else dv.keep_mask(n)
     return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +32,8 @@ ROW = "__delta_occ_row"
 
 #: Files read at once from an object store, unless ``DELTA_OCC_READ_CONCURRENCY`` says otherwise:
 #: requests wait on the network, not a core (deltalake's default is 10 concurrent requests; 16
-#: keeps a 30 ms round trip from dominating a 100-file read on two cores).
+#: keeps a 30 ms round trip from dominating a 100-file read on two cores). A file with a DV has
+#: its DV's request in flight with its own, so up to twice as many requests.
 OBJECT_STORE_CONCURRENCY = 16
 #: Bytes of data files (their size in the log) a streamed read holds at once, unless
 #: ``DELTA_OCC_READ_MEMORY`` (bytes) says otherwise; always at least one file.
@@ -163,12 +164,9 @@ class Reader:
         entry = self.entry(path)
         with_ids = ids and self.row_id_columns is not None
         fields, wanted, schema = self.selection(columns, positions, with_ids)
-        dv = self.fetch_deletion_vector(path)
-        try:
-            data, n, kept = read_file(self.storage, entry.abs_path, wanted, filter)
-        finally:
-            if dv is not None:
-                dv.join()
+        fetching = self.fetch_deletion_vector(path)
+        data, n, kept = read_file(self.storage, entry.abs_path, wanted, filter)
+        dv = fetching() if fetching is not None else None
         m = n if kept is None else sum(rows for _, rows in kept)
         # Physical positions only where something uses them (a plain read returns none).
         need_positions = positions or with_ids or (entry.has_dv and kept is not None)
@@ -187,7 +185,7 @@ class Reader:
             )
         table = pa.Table.from_arrays(arrays, schema=schema)
         if entry.has_dv:
-            keep = keep_mask(self.handle, path, n)
+            keep = keep_mask(self.handle, path, n, dv)
             table = table.filter(keep if kept is None else keep.take(at))
         return table
 
@@ -212,16 +210,30 @@ class Reader:
         self.prefetch(paths)
         return ordered(paths, read, self.concurrency, weight=lambda p: self._plan[p].size, budget=memory_budget())
 
-    def fetch_deletion_vector(self, path: str) -> Optional[threading.Thread]:
+    def fetch_deletion_vector(self, path: str) -> Optional[Callable[[], Any]]:
         """On an object store, start fetching the deletion vector of a file about to be read (it
         has one), on a thread of its own: the file's data and its DV are then in flight together,
-        one round trip for the file rather than two, one after the other. The thread to join
-        before the DV is used (``keep_mask`` takes it), or None (a local disk, no DV)."""
+        one round trip for the file rather than two, one after the other. Returns what waits for
+        it and gives the ``_core.DeletionVector``, or None when it failed (the keep mask then
+        reads it again and reports the error); None instead on a local disk or without a DV."""
         if self.storage.is_local or not self.entry(path).has_dv:
             return None
-        fetch = threading.Thread(target=self.handle.prefetch_deletion_vectors, args=([path], 1), daemon=True)
-        fetch.start()
-        return fetch
+        got: List[Any] = []
+
+        def fetch() -> None:
+            try:
+                got.append(self.handle.deletion_vector(path))
+            except Exception:  # noqa: BLE001 - read again by the keep mask, which reports it
+                pass
+
+        thread = threading.Thread(target=fetch, daemon=True)
+        thread.start()
+
+        def wait() -> Any:
+            thread.join()
+            return got[0] if got else None
+
+        return wait
 
 
 def _has_float(t: pa.DataType) -> bool:

@@ -193,16 +193,6 @@ impl Snapshot {
         self.deleted_rows_of(file)
     }
 
-    /// [`Snapshot::deleted_rows`] of each of `paths`, `threads` read at a time (a reader on an
-    /// object store fetches a file's DV this way while it reads the file's data).
-    pub fn deleted_rows_many(
-        &self,
-        paths: &[String],
-        threads: usize,
-    ) -> Vec<Result<DeletionBitmap>> {
-        crate::parallel::map_on(paths, threads, |p| self.deleted_rows(p))
-    }
-
     pub fn deleted_rows_of(&self, file: &AddFile) -> Result<DeletionBitmap> {
         match &file.deletion_vector {
             None => Ok(DeletionBitmap::default()),

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod arrow;
+mod deletion_vector;
 mod dv;
 mod errors;
 mod row_group_filter;
@@ -203,6 +204,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(at_exit)?;
     m.add_class::<table::TableHandle>()?;
     m.add_class::<snapshot::SnapshotHandle>()?;
+    m.add_class::<deletion_vector::DeletionVector>()?;
     m.add_class::<transaction::TransactionHandle>()?;
     m.add_class::<storage::StorageHandle>()?;
     m.add_class::<rowexpr::PyRowExpr>()?;

@@ -1,36 +1,25 @@
 //! `_core.SnapshotHandle`: an immutable replayed state of one version.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use delta_occ_core::dv::DeletionBitmap;
 use delta_occ_core::files_batch::{self, FileColumns};
 use delta_occ_core::Snapshot;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
 
 use crate::arrow::{batch_to_capsules, batches_to_capsules};
+use crate::deletion_vector::{keep_bits, DeletionVector};
 use crate::errors::IntoPy;
 
 #[pyclass(frozen, module = "delta_occ._core")]
 pub struct SnapshotHandle {
     inner: Arc<Snapshot>,
-    /// Deletion vectors fetched while their files' data is (`prefetch_deletion_vectors`), each
-    /// taken out by the `keep_mask` that uses it; one whose read failed or skipped every row
-    /// group stays (the same snapshot's DV, so a later read of that file may still use it).
-    fetched_dvs: Mutex<HashMap<String, DeletionBitmap>>,
 }
 
 impl SnapshotHandle {
     pub fn new(inner: Arc<Snapshot>) -> Self {
-        SnapshotHandle {
-            inner,
-            fetched_dvs: Mutex::default(),
-        }
-    }
-
-    fn fetched_dvs(&self) -> std::sync::MutexGuard<'_, HashMap<String, DeletionBitmap>> {
-        self.fetched_dvs.lock().unwrap_or_else(|p| p.into_inner())
+        SnapshotHandle { inner }
     }
 
     pub fn inner(&self) -> &Arc<Snapshot> {
@@ -262,38 +251,18 @@ impl SnapshotHandle {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mask = py
             .detach(|| -> delta_occ_core::Result<Vec<u8>> {
-                let fetched = self.fetched_dvs().remove(&path);
-                let deleted = match fetched {
-                    Some(d) => d,
-                    None => self.inner.deleted_rows(&path)?,
-                };
-                let mut bits = vec![0xFFu8; num_rows.div_ceil(8) as usize];
-                for p in deleted.0.iter() {
-                    if p >= num_rows {
-                        return Err(delta_occ_core::Error::dv(
-                            path.clone(),
-                            format!("DV deletes row {p} but the data file has {num_rows} rows (version {})", self.inner.version()),
-                        ));
-                    }
-                    bits[(p / 8) as usize] &= !(1u8 << (p % 8));
-                }
-                Ok(bits)
+                let deleted = self.inner.deleted_rows(&path)?;
+                keep_bits(&path, self.inner.version(), &deleted, num_rows)
             })
             .py_err()?;
         Ok(PyBytes::new(py, &mask))
     }
 
-    /// Fetch the deletion vectors of `paths` (live files with one), `threads` at a time, for
-    /// the `keep_mask` calls that read those files next. A DV that cannot be read is left for
-    /// its `keep_mask`, which then reports the error in its place.
-    fn prefetch_deletion_vectors(&self, py: Python<'_>, paths: Vec<String>, threads: usize) {
-        let read = py.detach(|| self.inner.deleted_rows_many(&paths, threads.max(1)));
-        let mut fetched = self.fetched_dvs();
-        for (path, dv) in paths.into_iter().zip(read) {
-            if let Ok(dv) = dv {
-                fetched.insert(path, dv);
-            }
-        }
+    /// The deletion vector of a live file, read now (for a reader that fetches it while it
+    /// reads the file's data); an empty one for a file without.
+    fn deletion_vector(&self, py: Python<'_>, path: String) -> PyResult<DeletionVector> {
+        let deleted = py.detach(|| self.inner.deleted_rows(&path)).py_err()?;
+        Ok(DeletionVector::new(path, self.inner.version(), deleted))
     }
 
     /// `predicate` compiled for skipping the row groups of this snapshot's files whose footer

@@ -1,0 +1,66 @@
+//! `_core.DeletionVector`: the rows one live file's deletion vector deletes, read once
+//! (`SnapshotHandle.deletion_vector`), so that a reader can fetch it while it reads the file's
+//! data and build the file's keep mask from it after.
+
+use delta_occ_core::dv::DeletionBitmap;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::IntoPy;
+
+#[pyclass(frozen, module = "delta_occ._core")]
+pub struct DeletionVector {
+    path: String,
+    version: i64,
+    deleted: DeletionBitmap,
+}
+
+impl DeletionVector {
+    pub fn new(path: String, version: i64, deleted: DeletionBitmap) -> Self {
+        DeletionVector {
+            path,
+            version,
+            deleted,
+        }
+    }
+}
+
+/// Packed validity bits (LSB first) of `num_rows` rows: 1 = row kept, 0 = deleted. A deleted
+/// row beyond `num_rows` is a DeletionVectorError naming the data file and version.
+pub fn keep_bits(
+    path: &str,
+    version: i64,
+    deleted: &DeletionBitmap,
+    num_rows: u64,
+) -> delta_occ_core::Result<Vec<u8>> {
+    let mut bits = vec![0xFFu8; num_rows.div_ceil(8) as usize];
+    for p in deleted.0.iter() {
+        if p >= num_rows {
+            return Err(delta_occ_core::Error::dv(
+                path.to_string(),
+                format!(
+                    "DV deletes row {p} but the data file has {num_rows} rows (version {version})"
+                ),
+            ));
+        }
+        bits[(p / 8) as usize] &= !(1u8 << (p % 8));
+    }
+    Ok(bits)
+}
+
+#[pymethods]
+impl DeletionVector {
+    /// The data file's log path.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `SnapshotHandle.keep_mask` of this file, without reading its DV again.
+    fn keep_mask<'py>(&self, py: Python<'py>, num_rows: u64) -> PyResult<Bound<'py, PyBytes>> {
+        let bits = py
+            .detach(|| keep_bits(&self.path, self.version, &self.deleted, num_rows))
+            .py_err()?;
+        Ok(PyBytes::new(py, &bits))
+    }
+}

@@ -285,8 +285,14 @@ pub(crate) fn forward_by_name(
     if version == base.version() {
         return Ok(base.clone());
     }
-    let commits = commits_by_name(root, base.version() + 1..=version);
-    Ok(Arc::new(apply_to_copy(root, base, &commits)?))
+    // A walk to one version.
+    let mut walked = forward_walk(root, base, &[version])?;
+    walked.pop().ok_or_else(|| {
+        Error::invalid(format!(
+            "version {version} is before version {}",
+            base.version()
+        ))
+    })
 }
 
 /// The commit files of `versions`, named without a listing (their size unknown: read whole).

@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.parse
 import uuid
+from typing import List, Tuple
 
 import pyarrow as pa
 import pytest
@@ -486,6 +487,44 @@ def test_requests_per_commit(s3):
         winner_keys = [f"_delta_log/{v:020}.json" for v in range(3, 13)]
         assert sorted(g.rsplit("/_delta_log/", 1)[1] for g in gets) == sorted(k.split("/", 1)[1] for k in winner_keys), gets
         assert len(lists) == 1 and len(puts) == 2, proxy.log
+
+
+def test_an_append_after_the_tables_own_reads_no_commit_back(s3):
+    """An append to a table whose last commit is its own makes three requests: the listing that
+    finds other writers' commits, the data file, the commit. Its own last commit is not read back
+    (it was, one GET more per append: BENCHMARKS.md, issue 45, "appends remain the closest row");
+    another writer's commit in between is read, once, and its rows are there."""
+    from servers.faultproxy import FaultProxy
+
+    with FaultProxy(s3.endpoint) as proxy:
+        opts = dict(s3.storage_options(), AWS_ENDPOINT_URL=proxy.endpoint)
+        uri = f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
+        key = uri.split(BUCKET + "/", 1)[1]
+        t = docc.Table.create(uri, SCHEMA, storage_options=opts)
+        t.append(rows([0]))
+
+        def requests_of(work) -> Tuple[List[str], List[str], List[str], List[str]]:
+            proxy.reset_counts()
+            work()
+            log = [(m, p.split("?")[0], "list-type" in p) for m, p, _ in proxy.log]
+            lists = [p for m, p, listing in log if m == "GET" and listing]
+            gets = [p for m, p, listing in log if m == "GET" and not listing]
+            puts = [p for m, p, _ in log if m == "PUT"]
+            other = [f"{m} {p}" for m, p, _ in log if m not in ("GET", "PUT")]
+            return lists, gets, puts, other
+
+        lists, gets, puts, other = requests_of(lambda: t.append(rows([1])))
+        assert (len(lists), gets, other) == (1, [], []), proxy.log
+        assert [p.rsplit("/", 1)[1].endswith(".parquet") for p in puts] == [True, False], puts
+        assert puts[1] == f"/{BUCKET}/{key}/_delta_log/{2:020}.json", puts
+
+        docc.Table(uri, storage_options=opts).append(rows([2]))  # another writer: version 3
+        lists, gets, puts, other = requests_of(lambda: t.append(rows([3])))
+        assert (len(lists), gets, len(puts), other) == (1, [f"/{BUCKET}/{key}/_delta_log/{3:020}.json"], 2, []), proxy.log
+        assert t.version == 4
+        ids = docc.Table(uri, storage_options=opts).snapshot().to_pyarrow().column("id").to_pylist()
+        assert sorted(ids) == [0, 1, 2, 3]
+        assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 3]
 
 
 def _fork_child_commits(uri: str, opts: dict, queue) -> None:

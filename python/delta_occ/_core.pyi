@@ -107,6 +107,9 @@ class TableHandle:
     def version_at(self, ts_ms: int) -> int: ...
     def history(self, limit: Optional[int] = None) -> List[Tuple[int, Optional[str]]]:
         """``(version, commitInfo JSON text or None)``, newest first, stopping at a gap."""
+    def adopt_commit(self, txn: "TransactionHandle") -> None:
+        """Keep the commit ``txn`` (committed, of this table) wrote for the next refresh, which
+        then does not read it back."""
     def begin(
         self,
         isolation_level: Optional[str] = None,

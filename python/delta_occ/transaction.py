@@ -559,7 +559,7 @@ class Transaction(Lifecycle):
             raise
         self.result = CommitResult._from_core(d)
         if self._table is not None:
-            self._table.note_committed()
+            self._table.note_committed(self._h)
         return self.result
 
     def _snapshot_at(self, version: Optional[int]) -> Optional[Snapshot]:

@@ -3,7 +3,10 @@
 //! commits. The table handle (open, refresh, time travel) and the committer (the snapshot a
 //! checkpoint is written from) both load through here.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::log::actions::{Action, Actions};
@@ -219,7 +222,14 @@ pub(crate) fn snapshot_from(
 /// Bring `latest` to the newest commit, reading only the commits after it. When nobody else
 /// holds it (no reader, no transaction) and the new commits are few and small, it advances in
 /// place: a million live files took 0.04-0.4 s to copy. On failure `latest` is as it was.
-pub(crate) fn refresh(root: &Location, latest: &mut Arc<Snapshot>) -> Result<()> {
+///
+/// `own`: commits this process wrote, by version (see [`crate::Table::adopt_commit`]); one the
+/// listing shows with the same size is taken from these bytes instead of being read again.
+pub(crate) fn refresh(
+    root: &Location,
+    latest: &mut Arc<Snapshot>,
+    own: &BTreeMap<i64, Bytes>,
+) -> Result<()> {
     let commits = match commits_after(root, latest.version(), None)? {
         Ok(commits) => commits,
         Err(Forward::Current) => return Ok(()),
@@ -230,21 +240,60 @@ pub(crate) fn refresh(root: &Location, latest: &mut Arc<Snapshot>) -> Result<()>
         }
     };
     let few = commits.len() <= COMMIT_BATCH && commits.iter().all(|f| f.size <= LARGE_COMMIT);
+    let fetched = match few {
+        true => with_own_commits(&commits, own),
+        false => Vec::new(),
+    };
     if few {
         if let Some(snap) = Arc::get_mut(latest) {
-            return advance_in_place(root, snap, &commits);
+            return advance_in_place(root, snap, &commits, fetched);
         }
     }
-    *latest = Arc::new(apply_to_copy(root, latest, &commits)?);
+    *latest = Arc::new(apply_to_copy(root, latest, &commits, fetched)?);
     Ok(())
 }
 
-/// Apply `commits` to `snap` itself. Atomic: they are read, and the resulting protocol, metadata
-/// and schema checked, before any is applied.
-fn advance_in_place(root: &Location, snap: &mut Snapshot, commits: &[LogFile]) -> Result<()> {
-    let parsed = json_log::read_commits(&paths(commits))
-        .into_iter()
-        .collect::<Result<Vec<_>>>()?;
+/// The bytes of `commits` (few and small) when `own` holds any of them, each matched by version
+/// and size: those from `own`, the others fetched together. Empty when `own` holds none (the
+/// callers then read them all as usual).
+fn with_own_commits(
+    commits: &[LogFile],
+    own: &BTreeMap<i64, Bytes>,
+) -> Vec<std::io::Result<Bytes>> {
+    let mine = |f: &LogFile| own.get(&f.version).filter(|b| b.len() as u64 == f.size);
+    if !commits.iter().any(|f| mine(f).is_some()) {
+        return Vec::new();
+    }
+    let others: Vec<&Location> = commits
+        .iter()
+        .filter(|f| mine(f).is_none())
+        .map(|f| &f.path)
+        .collect();
+    let mut read = Location::read_many(&others).into_iter();
+    commits
+        .iter()
+        .map(|f| match mine(f) {
+            Some(b) => Ok(b.clone()),
+            None => read
+                .next()
+                .unwrap_or_else(|| Err(std::io::ErrorKind::NotFound.into())),
+        })
+        .collect()
+}
+
+/// Apply `commits` to `snap` itself (`fetched`: their bytes, or empty to read them). Atomic: they
+/// are read, and the resulting protocol, metadata and schema checked, before any is applied.
+fn advance_in_place(
+    root: &Location,
+    snap: &mut Snapshot,
+    commits: &[LogFile],
+    fetched: Vec<std::io::Result<Bytes>>,
+) -> Result<()> {
+    let parsed = match fetched.is_empty() {
+        true => json_log::read_commits(&paths(commits)),
+        false => json_log::parse_commits(&paths(commits), fetched),
+    };
+    let parsed = parsed.into_iter().collect::<Result<Vec<_>>>()?;
     let mut view = LogState::new();
     view.version = commits.last().map_or(snap.version(), |f| f.version);
     view.protocol = snap.state.protocol.clone();
@@ -270,7 +319,7 @@ fn advance_in_place(root: &Location, snap: &mut Snapshot, commits: &[LogFile]) -
 /// state, listing and reading only those commits.
 pub(crate) fn forward(root: &Location, latest: &Snapshot, upto: Option<i64>) -> Result<Forward> {
     Ok(match commits_after(root, latest.version(), upto)? {
-        Ok(commits) => Forward::Advanced(apply_to_copy(root, latest, &commits)?),
+        Ok(commits) => Forward::Advanced(apply_to_copy(root, latest, &commits, Vec::new())?),
         Err(why) => why,
     })
 }
@@ -374,8 +423,13 @@ fn paths(commits: &[LogFile]) -> Vec<(i64, Location)> {
         .collect()
 }
 
-fn apply_to_copy(root: &Location, latest: &Snapshot, commits: &[LogFile]) -> Result<Snapshot> {
+fn apply_to_copy(
+    root: &Location,
+    latest: &Snapshot,
+    commits: &[LogFile],
+    fetched: Vec<std::io::Result<Bytes>>,
+) -> Result<Snapshot> {
     let mut state = latest.state.clone();
-    apply_commits(&mut state, commits)?;
+    apply_fetched_commits(&mut state, commits, fetched)?;
     Snapshot::from_state(root, state)
 }

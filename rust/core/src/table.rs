@@ -30,7 +30,14 @@ pub struct Table {
     /// metadata, protocol and domains of a replay; a checkpoint in between would have dropped
     /// expired tombstones and app transactions that it keeps, and its files are in another order.
     travelled: Arc<std::sync::Mutex<std::sync::Weak<Snapshot>>>,
+    /// Commits this process wrote to the table after the latest known version, by version
+    /// ([`Table::adopt_commit`]): the next refresh takes them from here instead of reading them
+    /// back (on an object store, a round trip per transaction).
+    own_commits: BTreeMap<i64, bytes::Bytes>,
 }
+
+/// Own commits kept for the next refresh, at most (the newest).
+const OWN_COMMITS_KEPT: usize = 16;
 
 /// Versions past the last time-travel snapshot that are read commit by commit rather than
 /// replayed from a checkpoint.
@@ -65,6 +72,7 @@ impl Table {
             root,
             latest,
             travelled: Default::default(),
+            own_commits: BTreeMap::new(),
         }
     }
 
@@ -82,8 +90,30 @@ impl Table {
 
     /// Read only the commits newer than the latest known version. Returns the new latest version.
     pub fn refresh(&mut self) -> Result<i64> {
-        load::refresh(&self.root, &mut self.latest)?;
+        let own = std::mem::take(&mut self.own_commits);
+        load::refresh(&self.root, &mut self.latest, &own)?;
         Ok(self.latest.version())
+    }
+
+    /// Keep the bytes `txn` (a transaction of this table that has committed) wrote as its commit
+    /// ([`Transaction::take_written_commit`]) for the next refresh, which uses them when the
+    /// listing shows a commit file of their size at that version, and otherwise reads the file.
+    /// Nothing is kept for a transaction of another table or storage, or for a version the table
+    /// already knows.
+    pub fn adopt_commit(&mut self, txn: &mut Transaction) {
+        if *txn.root() != self.root {
+            return;
+        }
+        let Some((version, bytes)) = txn.take_written_commit() else {
+            return;
+        };
+        if version <= self.latest.version() {
+            return;
+        }
+        self.own_commits.insert(version, bytes);
+        while self.own_commits.len() > OWN_COMMITS_KEPT {
+            self.own_commits.pop_first();
+        }
     }
 
     /// The snapshot at `version` (latest known when `None`).
@@ -712,5 +742,116 @@ mod tests {
             (3, vec!["b".into(), "c".into(), "d".into()])
         );
         assert_eq!(paths(&t.latest()), ["c", "d"]);
+    }
+
+    /// A table that adopts the commit its transaction wrote takes that commit from the bytes at
+    /// the next refresh, not from storage: a file of the same size but other content at that
+    /// version is not seen (the only way to tell on a local disk), one of another size is read;
+    /// a transaction of another handle, or one not yet committed, gives nothing to adopt.
+    #[test]
+    fn a_refresh_takes_an_adopted_commit_from_its_bytes_when_the_size_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let location = root.to_str().unwrap();
+        let mut t = Table::create(
+            location,
+            &Default::default(),
+            SCHEMA,
+            vec![],
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        let staged = |t: &mut Table, name: &str| {
+            std::fs::write(root.join(name), b"x").unwrap();
+            let mut txn = Transaction::begin(t.latest(), Default::default()).unwrap();
+            txn.add_file(name, vec![], 1, None, true, None, None)
+                .unwrap();
+            txn
+        };
+        let commit_file = |v: i64| root.join(format!("_delta_log/{v:020}.json"));
+        let params = BTreeMap::new();
+
+        // Committed and adopted, then replaced on disk by a commit of the same size naming
+        // another file: the refresh sees the transaction's own file.
+        let mut txn = staged(&mut t, "a1");
+        let mut not_yet = staged(&mut t, "zz");
+        t.adopt_commit(&mut not_yet);
+        assert!(
+            not_yet.take_written_commit().is_none(),
+            "open: nothing written"
+        );
+        committer::commit(&mut txn, "WRITE", &params, &CommitOptions::default()).unwrap();
+        t.adopt_commit(&mut txn);
+        let written = std::fs::read_to_string(commit_file(1)).unwrap();
+        std::fs::write(commit_file(1), written.replace("a1", "b1")).unwrap();
+        assert_eq!(t.refresh().unwrap(), 1);
+        assert_eq!(paths(&t.latest()), ["a1"]);
+        assert!(txn.take_written_commit().is_none(), "taken once");
+
+        // Adopted, but the file at that version has another size: it is read.
+        let mut txn = staged(&mut t, "a2");
+        committer::commit(&mut txn, "WRITE", &params, &CommitOptions::default()).unwrap();
+        t.adopt_commit(&mut txn);
+        let written = std::fs::read_to_string(commit_file(2)).unwrap();
+        std::fs::write(commit_file(2), written.replace("a2", "longer2")).unwrap();
+        assert_eq!(t.refresh().unwrap(), 2);
+        assert_eq!(paths(&t.latest()), ["a1", "longer2"]);
+
+        // Another handle's transaction on this table: its bytes are this table's commit too.
+        let mut other = Table::open(location, &Default::default()).unwrap();
+        let mut txn = staged(&mut other, "a3");
+        committer::commit(&mut txn, "WRITE", &params, &CommitOptions::default()).unwrap();
+        t.adopt_commit(&mut txn);
+        let written = std::fs::read_to_string(commit_file(3)).unwrap();
+        std::fs::write(commit_file(3), written.replace("a3", "b3")).unwrap();
+        assert_eq!(t.refresh().unwrap(), 3);
+        assert_eq!(paths(&t.latest()), ["a1", "a3", "longer2"]);
+
+        // A transaction of another table is not taken from.
+        let dir2 = tempfile::tempdir().unwrap();
+        let mut t2 = Table::create(
+            dir2.path().to_str().unwrap(),
+            &Default::default(),
+            SCHEMA,
+            vec![],
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        std::fs::write(dir2.path().join("x"), b"x").unwrap();
+        let mut txn = Transaction::begin(t2.latest(), Default::default()).unwrap();
+        txn.add_file("x", vec![], 1, None, true, None, None)
+            .unwrap();
+        committer::commit(&mut txn, "WRITE", &params, &CommitOptions::default()).unwrap();
+        t.adopt_commit(&mut txn);
+        assert!(txn.take_written_commit().is_some(), "left to its own table");
+        t2.adopt_commit(&mut Transaction::begin(t2.latest(), Default::default()).unwrap());
+        assert_eq!(t2.refresh().unwrap(), 1);
+
+        // Two transactions of this table and another writer's commit between theirs (the second
+        // lands after it, at 6), refreshed at once with the snapshot held (so applied to a copy):
+        // each own one from its bytes, the other read.
+        let held = t.latest();
+        let mut first = staged(&mut t, "a4");
+        let mut second = staged(&mut t, "a6");
+        committer::commit(&mut first, "WRITE", &params, &CommitOptions::default()).unwrap();
+        other.refresh().unwrap();
+        let mut theirs = staged(&mut other, "o5");
+        committer::commit(&mut theirs, "WRITE", &params, &CommitOptions::default()).unwrap();
+        let landed = committer::commit(&mut second, "WRITE", &params, &CommitOptions::default());
+        assert_eq!(landed.unwrap().version, 6);
+        t.adopt_commit(&mut first);
+        t.adopt_commit(&mut second);
+        for v in [4, 6] {
+            let written = std::fs::read_to_string(commit_file(v)).unwrap();
+            std::fs::write(commit_file(v), written.replace("\"a", "\"b")).unwrap();
+        }
+        assert_eq!(t.refresh().unwrap(), 6);
+        assert_eq!(
+            paths(&t.latest()),
+            ["a1", "a3", "a4", "a6", "longer2", "o5"]
+        );
+        assert_eq!(held.version(), 3);
     }
 }

@@ -82,6 +82,10 @@ pub struct Transaction {
     /// What the writer says about how this commit was made (host, process, engine,
     /// re-executions), written into `commitInfo.deltaOcc` under the core's own keys.
     pub(crate) commit_note: serde_json::Map<String, serde_json::Value>,
+    /// The bytes this transaction's own put wrote as its commit, once it landed: the table it
+    /// came from takes them ([`Transaction::take_written_commit`]) and, refreshing, uses them
+    /// instead of reading its own commit back from storage.
+    pub(crate) own_commit: Option<bytes::Bytes>,
 }
 
 impl Transaction {
@@ -141,6 +145,7 @@ impl Transaction {
             replaces_schema: false,
             clustering_provider: None,
             commit_note: serde_json::Map::new(),
+            own_commit: None,
         }
     }
 
@@ -190,6 +195,16 @@ impl Transaction {
 
     pub fn state(&self) -> TxnState {
         self.state
+    }
+
+    /// The version this transaction committed and the bytes its put wrote there, once. `None`
+    /// before it commits, after the first call, and when its commit was found in the log after
+    /// a put whose answer was lost (the bytes there are then an earlier attempt's).
+    pub fn take_written_commit(&mut self) -> Option<(i64, bytes::Bytes)> {
+        match self.state {
+            TxnState::Committed(v) => self.own_commit.take().map(|b| (v, b)),
+            _ => None,
+        }
     }
 
     pub fn isolation_level(&self) -> IsolationLevel {

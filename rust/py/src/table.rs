@@ -173,6 +173,13 @@ impl TableHandle {
             .collect()
     }
 
+    /// Keep the commit `txn` (a committed transaction of this table) wrote, so that the next
+    /// refresh does not read it back from storage.
+    fn adopt_commit(&self, txn: &TransactionHandle) {
+        let mut t = txn.txn();
+        self.table().adopt_commit(&mut t);
+    }
+
     /// Refresh, then pin the latest snapshot in a new transaction.
     #[pyo3(signature = (isolation_level=None, row_level=true, data_skipping=true, read_version=None))]
     fn begin(

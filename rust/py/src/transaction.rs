@@ -27,7 +27,7 @@ impl TransactionHandle {
         }
     }
 
-    fn txn(&self) -> MutexGuard<'_, Transaction> {
+    pub(crate) fn txn(&self) -> MutexGuard<'_, Transaction> {
         // Transaction methods validate before mutating, so a poisoned lock holds a consistent value.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }

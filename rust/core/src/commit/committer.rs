@@ -63,21 +63,25 @@ pub fn commit(
     }
     let result = run(txn, operation, parameters, opts);
     txn.state = match &result {
-        Ok(r) => TxnState::Committed(r.version),
+        Ok((r, _)) => TxnState::Committed(r.version),
         Err(_) => TxnState::Aborted,
     };
-    result
+    result.map(|(r, own)| {
+        txn.own_commit = own;
+        r
+    })
 }
 
 /// The commit loop, removing the DV files that no landed commit references: those of attempts
 /// that were rebased, and all of them when the commit fails (a conflict, a permanent I/O error,
-/// retries exhausted). Every error here means that no attempt landed.
+/// retries exhausted). Every error here means that no attempt landed. Also returns the bytes of
+/// the commit when this transaction's own put wrote them.
 fn run(
     txn: &Transaction,
     operation: &str,
     parameters: &BTreeMap<String, String>,
     opts: &CommitOptions,
-) -> Result<CommitResult> {
+) -> Result<(CommitResult, Option<bytes::Bytes>)> {
     let mut written: Vec<Location> = Vec::new();
     let result = run_attempts(txn, operation, parameters, opts, &mut written);
     let keep: Vec<&Location> = match &result {
@@ -89,12 +93,14 @@ fn run(
     for f in written.iter().filter(|f| !keep.contains(f)) {
         let _ = f.delete();
     }
-    result.map(|r| r.result)
+    result.map(|r| (r.result, r.own_bytes))
 }
 
 struct Landed {
     result: CommitResult,
     dv_file: Option<Location>,
+    /// The commit's bytes, when the put that landed it was this attempt's (`Ok(true)`).
+    own_bytes: Option<bytes::Bytes>,
 }
 
 fn run_attempts(
@@ -181,6 +187,7 @@ fn run_attempts(
                     checks,
                 )),
                 dv_file: None,
+                own_bytes: None,
             });
         }
         let bytes = serialize(
@@ -197,6 +204,8 @@ fn run_attempts(
         )?;
         let put_started = Instant::now();
         let put = log_store::put_if_absent(&dir, attempt_version, &bytes);
+        // Only this put's own success says the bytes at `attempt_version` are these.
+        let put_landed = matches!(put, Ok(true));
         // Whose commit is at `attempt_version`: Some(true) ours, Some(false) another writer's,
         // None nobody's yet.
         let owner = match put {
@@ -283,6 +292,7 @@ fn run_attempts(
         };
         if let Some(version) = landed_at {
             let dv_file = m.dv_file.clone();
+            let own_bytes = (put_landed && version == attempt_version).then(|| bytes.into());
             return Ok(Landed {
                 result: finish(
                     txn,
@@ -296,6 +306,7 @@ fn run_attempts(
                     checks,
                 ),
                 dv_file,
+                own_bytes,
             });
         }
         let deadline = Instant::now() + opts.row_level_budget;

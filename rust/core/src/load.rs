@@ -116,7 +116,7 @@ fn load_from_listing(
 const PREFETCH_BYTES: u64 = 32 << 20;
 
 /// Commits larger than this are read in ranges, one per thread, instead of whole.
-const LARGE_COMMIT: u64 = 16 << 20;
+pub(crate) const LARGE_COMMIT: u64 = 16 << 20;
 
 fn apply_commits(state: &mut LogState, commits: &[LogFile]) -> Result<()> {
     apply_fetched_commits(state, commits, Vec::new())

@@ -98,8 +98,8 @@ impl Table {
     /// Keep the bytes `txn` (a transaction of this table that has committed) wrote as its commit
     /// ([`Transaction::take_written_commit`]) for the next refresh, which uses them when the
     /// listing shows a commit file of their size at that version, and otherwise reads the file.
-    /// Nothing is kept for a transaction of another table or storage, or for a version the table
-    /// already knows.
+    /// Nothing is kept for a transaction of another table or storage, for a version the table
+    /// already knows, or for a commit too large for the refresh to take whole.
     pub fn adopt_commit(&mut self, txn: &mut Transaction) {
         if *txn.root() != self.root {
             return;
@@ -107,7 +107,8 @@ impl Table {
         let Some((version, bytes)) = txn.take_written_commit() else {
             return;
         };
-        if version <= self.latest.version() {
+        // A large commit is read in parallel ranges by the refresh, never from whole bytes.
+        if version <= self.latest.version() || bytes.len() as u64 > load::LARGE_COMMIT {
             return;
         }
         self.own_commits.insert(version, bytes);

@@ -36,8 +36,10 @@ pub struct Table {
     own_commits: BTreeMap<i64, bytes::Bytes>,
 }
 
-/// Own commits kept for the next refresh, at most (the newest).
+/// Own commits kept for the next refresh, at most (the newest), and their bytes at most: a table
+/// that is never refreshed holds no more.
 const OWN_COMMITS_KEPT: usize = 16;
+const OWN_BYTES_KEPT: usize = 32 << 20;
 
 /// Versions past the last time-travel snapshot that are read commit by commit rather than
 /// replayed from a checkpoint.
@@ -98,8 +100,8 @@ impl Table {
     /// Keep the bytes `txn` (a transaction of this table that has committed) wrote as its commit
     /// ([`Transaction::take_written_commit`]) for the next refresh, which uses them when the
     /// listing shows a commit file of their size at that version, and otherwise reads the file.
-    /// Nothing is kept for a transaction of another table or storage, for a version the table
-    /// already knows, or for a commit too large for the refresh to take whole.
+    /// Nothing is kept for a transaction of another table or storage, or for a version the table
+    /// already knows (and the transaction keeps no commit too large for a refresh to take whole).
     pub fn adopt_commit(&mut self, txn: &mut Transaction) {
         if *txn.root() != self.root {
             return;
@@ -107,12 +109,13 @@ impl Table {
         let Some((version, bytes)) = txn.take_written_commit() else {
             return;
         };
-        // A large commit is read in parallel ranges by the refresh, never from whole bytes.
-        if version <= self.latest.version() || bytes.len() as u64 > load::LARGE_COMMIT {
+        if version <= self.latest.version() {
             return;
         }
         self.own_commits.insert(version, bytes);
-        while self.own_commits.len() > OWN_COMMITS_KEPT {
+        let held = |own: &BTreeMap<i64, bytes::Bytes>| own.values().map(|b| b.len()).sum::<usize>();
+        while self.own_commits.len() > OWN_COMMITS_KEPT || held(&self.own_commits) > OWN_BYTES_KEPT
+        {
             self.own_commits.pop_first();
         }
     }
@@ -747,8 +750,9 @@ mod tests {
 
     /// A table that adopts the commit its transaction wrote takes that commit from the bytes at
     /// the next refresh, not from storage: a file of the same size but other content at that
-    /// version is not seen (the only way to tell on a local disk), one of another size is read;
-    /// a transaction of another handle, or one not yet committed, gives nothing to adopt.
+    /// version is not seen (the only way to tell on a local disk), one of another size is read.
+    /// Another handle's transaction on the same table gives its commit too; a transaction of
+    /// another table, or one not yet committed, gives nothing.
     #[test]
     fn a_refresh_takes_an_adopted_commit_from_its_bytes_when_the_size_matches() {
         let dir = tempfile::tempdir().unwrap();
@@ -854,5 +858,40 @@ mod tests {
             ["a1", "a3", "a4", "a6", "longer2", "o5"]
         );
         assert_eq!(held.version(), 3);
+    }
+
+    /// What a table keeps for its next refresh is bounded: the 16 newest own commits and 32 MiB,
+    /// the oldest dropped first; a version it already knows is not kept.
+    #[test]
+    fn adopted_commits_are_bounded_by_count_and_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Table::create(
+            dir.path().to_str().unwrap(),
+            &Default::default(),
+            SCHEMA,
+            vec![],
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        let adopt = |t: &mut Table, version: i64, len: usize| {
+            let mut txn = Transaction::begin(t.latest(), Default::default()).unwrap();
+            txn.state = crate::transaction::TxnState::Committed(version);
+            txn.own_commit = Some(bytes::Bytes::from(vec![b'x'; len]));
+            t.adopt_commit(&mut txn);
+        };
+        adopt(&mut t, 0, 10);
+        assert!(t.own_commits.is_empty(), "version 0 is known already");
+        for v in 1..=20 {
+            adopt(&mut t, v, 10);
+        }
+        assert_eq!(
+            t.own_commits.keys().copied().collect::<Vec<_>>(),
+            (5..=20).collect::<Vec<_>>()
+        );
+        for v in 21..=23 {
+            adopt(&mut t, v, 15 << 20);
+        }
+        assert_eq!(t.own_commits.keys().copied().collect::<Vec<_>>(), [22, 23]);
     }
 }

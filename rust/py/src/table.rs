@@ -175,9 +175,12 @@ impl TableHandle {
 
     /// Keep the commit `txn` (a committed transaction of this table) wrote, so that the next
     /// refresh does not read it back from storage.
-    fn adopt_commit(&self, txn: &TransactionHandle) {
-        let mut t = txn.txn();
-        self.table().adopt_commit(&mut t);
+    fn adopt_commit(&self, py: Python<'_>, txn: &TransactionHandle) {
+        // Both locks may be held for long (a refresh lists and reads the log): wait without the GIL.
+        py.detach(|| {
+            let mut t = txn.txn();
+            self.table().adopt_commit(&mut t);
+        })
     }
 
     /// Refresh, then pin the latest snapshot in a new transaction.

@@ -292,7 +292,12 @@ fn run_attempts(
         };
         if let Some(version) = landed_at {
             let dv_file = m.dv_file.clone();
-            let own_bytes = (put_landed && version == attempt_version).then(|| bytes.into());
+            // Kept for the table to take instead of reading the commit back, unless larger than
+            // a refresh ever takes whole (it is read in ranges then, and the bytes only held).
+            let own_bytes = (put_landed
+                && version == attempt_version
+                && bytes.len() as u64 <= load::LARGE_COMMIT)
+                .then(|| bytes.into());
             return Ok(Landed {
                 result: finish(
                     txn,

@@ -217,6 +217,42 @@ def test_lost_acknowledgement_is_detected_by_txn_id(tmp_path, monkeypatch):
 
 
 @pytest.mark.test_hooks
+def test_a_commit_whose_answer_was_lost_is_read_back(tmp_path, monkeypatch):
+    """A table takes its own transaction's commit from the bytes the transaction put, but only
+    when that put's answer said so: after a lost answer (found in the log by its txnId) the bytes
+    there may be an earlier attempt's, so the refresh reads the file. Shown by changing the file
+    on disk after the commit to another of the same size (a data file name one digit different):
+    the refresh must see the change; without the lost answer it does not (the bytes are used)."""
+    path = str(tmp_path / "t")
+    log = os.path.join(path, "_delta_log")
+
+    def commit_then_change(table: docc.Table, version: int, lost: bool) -> str:
+        if lost:
+            monkeypatch.setenv("DELTA_OCC_FAULTS", "ack_lost")
+        txn = table.begin()
+        add(txn, path, rows([version]), {"p": 0})
+        assert txn.commit("WRITE").version == version
+        monkeypatch.delenv("DELTA_OCC_FAULTS", raising=False)
+        name = os.path.join(log, f"{version:020d}.json")
+        with open(name) as f:
+            text = f.read()
+        added = json.loads(next(line for line in text.splitlines() if '"add"' in line))["add"]["path"]
+        stem = added[: -len(".parquet")]
+        changed = stem[:-1] + ("0" if stem[-1] != "0" else "1") + ".parquet"
+        with open(name, "w") as f:
+            f.write(text.replace(added, changed))
+        return changed
+
+    table = docc.Table.create(path, SCHEMA, ["p"])
+    changed = commit_then_change(table, 1, lost=True)
+    table.refresh()
+    assert changed in table.snapshot().files().column("path").to_pylist(), "the lost answer's commit was read back"
+    changed = commit_then_change(table, 2, lost=False)
+    table.refresh()
+    assert changed not in table.snapshot().files().column("path").to_pylist(), "the own commit was taken from its bytes"
+
+
+@pytest.mark.test_hooks
 def test_a_listing_that_misses_a_commit_is_no_corrupt_log(tmp_path, monkeypatch):
     """Issue 41: a listing of ``_delta_log/`` that misses a commit it holds (a directory read
     racing a writer) made a loser report ``CorruptLogError`` on a healthy log. The test build

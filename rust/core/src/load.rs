@@ -260,19 +260,23 @@ fn with_own_commits(
     commits: &[LogFile],
     own: &BTreeMap<i64, Bytes>,
 ) -> Vec<std::io::Result<Bytes>> {
-    let mine = |f: &LogFile| own.get(&f.version).filter(|b| b.len() as u64 == f.size);
-    if !commits.iter().any(|f| mine(f).is_some()) {
+    let mine: Vec<Option<&Bytes>> = commits
+        .iter()
+        .map(|f| own.get(&f.version).filter(|b| b.len() as u64 == f.size))
+        .collect();
+    if mine.iter().all(Option::is_none) {
         return Vec::new();
     }
     let others: Vec<&Location> = commits
         .iter()
-        .filter(|f| mine(f).is_none())
-        .map(|f| &f.path)
+        .zip(&mine)
+        .filter(|(_, m)| m.is_none())
+        .map(|(f, _)| &f.path)
         .collect();
+    // One result per location, in order (`read_many`), so each `next` is the next other's.
     let mut read = Location::read_many(&others).into_iter();
-    commits
-        .iter()
-        .map(|f| match mine(f) {
+    mine.into_iter()
+        .map(|m| match m {
             Some(b) => Ok(b.clone()),
             None => read
                 .next()

@@ -25,27 +25,17 @@ impl DeletionVector {
     }
 }
 
-/// Packed validity bits (LSB first) of `num_rows` rows: 1 = row kept, 0 = deleted. A deleted
-/// row beyond `num_rows` is a DeletionVectorError naming the data file and version.
+/// [`DeletionBitmap::keep_bits`] of the data file at `path`, its error a DeletionVectorError
+/// naming the file and the snapshot's version.
 pub fn keep_bits(
     path: &str,
     version: i64,
     deleted: &DeletionBitmap,
     num_rows: u64,
 ) -> delta_occ_core::Result<Vec<u8>> {
-    let mut bits = vec![0xFFu8; num_rows.div_ceil(8) as usize];
-    for p in deleted.0.iter() {
-        if p >= num_rows {
-            return Err(delta_occ_core::Error::dv(
-                path.to_string(),
-                format!(
-                    "DV deletes row {p} but the data file has {num_rows} rows (version {version})"
-                ),
-            ));
-        }
-        bits[(p / 8) as usize] &= !(1u8 << (p % 8));
-    }
-    Ok(bits)
+    deleted.keep_bits(num_rows).map_err(|m| {
+        delta_occ_core::Error::dv(path.to_string(), format!("{m} (version {version})"))
+    })
 }
 
 #[pymethods]

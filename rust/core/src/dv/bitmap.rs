@@ -88,6 +88,21 @@ impl DeletionBitmap {
         out
     }
 
+    /// The packed validity bits (LSB first) of a file of `num_rows` rows: 1 = kept, 0 = deleted.
+    /// A deleted row beyond the file's rows is an `Err`: the DV does not belong to this file.
+    pub fn keep_bits(&self, num_rows: u64) -> Result<Vec<u8>, String> {
+        let mut bits = vec![0xFFu8; num_rows.div_ceil(8) as usize];
+        for p in self.0.iter() {
+            if p >= num_rows {
+                return Err(format!(
+                    "DV deletes row {p} but the data file has {num_rows} rows"
+                ));
+            }
+            bits[(p / 8) as usize] &= !(1u8 << (p % 8));
+        }
+        Ok(bits)
+    }
+
     /// Deserialize either format. Every malformed input is an `Err`, never a panic.
     pub fn deserialize(bytes: &[u8]) -> Result<Self, String> {
         if bytes.len() < 4 {
@@ -196,6 +211,16 @@ fn expect_consumed(r: &Cursor<&[u8]>, len: usize) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_bits_clear_the_deleted_rows_and_refuse_one_past_the_file() {
+        let d = DeletionBitmap::from_positions([0u64, 3, 9]).unwrap();
+        // 10 rows: rows 0 and 3 in the first byte, row 9 in the second (bit 1).
+        assert_eq!(d.keep_bits(10).unwrap(), vec![0b1111_0110, 0b1111_1101]);
+        assert_eq!(DeletionBitmap::default().keep_bits(3).unwrap(), vec![0xFF]);
+        let err = d.keep_bits(9).unwrap_err();
+        assert!(err.contains("row 9") && err.contains("9 rows"), "{err}");
+    }
     use crate::dv::z85;
 
     /// The corrected inline example used by delta-kernel-rs (protocol-notes.md §5.5): rows
